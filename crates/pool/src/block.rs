@@ -1,0 +1,119 @@
+//! The leased block handle.
+
+use core::fmt;
+use core::ops::{Deref, DerefMut};
+use core::ptr::NonNull;
+
+use crate::cache::{self, BlockRef};
+use crate::pool::Shared;
+
+/// A leased block of pool memory: an owned handle, like a `Box<[u8]>`.
+///
+/// It dereferences to its bytes ([`Pool::block_size`](crate::Pool::block_size)
+/// of them, all usable, 64-byte aligned), can be sent to any thread, and goes
+/// back to its pool when dropped, from whichever thread drops it. It stays
+/// valid after every [`Pool`](crate::Pool) handle is gone.
+///
+/// ```
+/// let pool = falconet_pool::Pool::new();
+/// let mut block = pool.try_lease()?;
+/// block.fill(0xAB);
+/// let block = std::thread::spawn(move || {
+///     assert!(block.iter().all(|&b| b == 0xAB));
+///     block // or drop it here: it returns to the pool from this thread
+/// })
+/// .join()
+/// .unwrap();
+/// assert_eq!(block.len(), 4096);
+/// # Ok::<(), falconet_pool::LeaseError>(())
+/// ```
+pub struct Block {
+    ptr: NonNull<u8>,
+    len: usize,
+    slot: u32,
+    bit: u32,
+    shared: NonNull<Shared>,
+}
+
+// SAFETY: a `Block` owns its bytes exclusively, like a `Box<[u8]>`, and the
+// pool state it points to is `Sync` and kept alive by the block's reference.
+unsafe impl Send for Block {}
+// SAFETY: `&Block` only gives `&[u8]`, which is `Sync`.
+unsafe impl Sync for Block {}
+
+impl Block {
+    /// # Safety
+    /// `block` is out of the store, owned by the caller, and carries one
+    /// reference to the live pool at `shared`, whose block size is `len`.
+    pub(crate) unsafe fn from_raw(block: BlockRef, shared: NonNull<Shared>, len: usize) -> Self {
+        Self {
+            ptr: block.ptr,
+            len,
+            slot: block.slot,
+            bit: block.bit,
+            shared,
+        }
+    }
+
+    #[cfg(falconet_pool_loom)]
+    fn loom_touch(&self) {
+        // SAFETY: the block's reference keeps the pool alive.
+        unsafe { self.shared.as_ref() }.loom_touch(self.slot);
+    }
+}
+
+impl Deref for Block {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        #[cfg(falconet_pool_loom)]
+        self.loom_touch();
+        // SAFETY: the block owns `len` bytes at `ptr`, initialised (slabs are
+        // zeroed when allocated) and not aliased by any other handle; its
+        // slab cannot be freed while the block is out of the store.
+        unsafe { core::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl DerefMut for Block {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        #[cfg(falconet_pool_loom)]
+        self.loom_touch();
+        // SAFETY: as in `deref`, and `&mut self` makes the access exclusive.
+        unsafe { core::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl AsRef<[u8]> for Block {
+    fn as_ref(&self) -> &[u8] {
+        self
+    }
+}
+
+impl AsMut<[u8]> for Block {
+    fn as_mut(&mut self) -> &mut [u8] {
+        self
+    }
+}
+
+impl fmt::Debug for Block {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Block")
+            .field("addr", &self.ptr)
+            .field("len", &self.len)
+            .finish()
+    }
+}
+
+impl Drop for Block {
+    fn drop(&mut self) {
+        let block = BlockRef {
+            ptr: self.ptr,
+            slot: self.slot,
+            bit: self.bit,
+        };
+        // SAFETY: the block is out of the store and owns one reference; the
+        // handle is gone after this.
+        unsafe { cache::give_back(self.shared, block) };
+    }
+}

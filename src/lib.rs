@@ -1,0 +1,20 @@
+//! falconet: concurrency primitives for network servers.
+//!
+//! This facade re-exports the member crates, as `crossbeam` does; depend on a
+//! member directly (`falconet-pool`, ...) to pull in only what you use.
+//!
+//! | module | crate | what it is |
+//! |---|---|---|
+//! | [`pool`] | `falconet-pool` | fixed-size memory blocks carved from slabs, per-thread fast path |
+//!
+//! ```
+//! let pool = falconet::pool::Pool::new();
+//! let mut block = pool.try_lease()?;
+//! block[..5].copy_from_slice(b"hello");
+//! assert_eq!(&block[..5], b"hello");
+//! # Ok::<(), falconet::pool::LeaseError>(())
+//! ```
+#![forbid(unsafe_code)]
+
+#[doc(inline)]
+pub use falconet_pool as pool;
