@@ -1,0 +1,287 @@
+//! The pool's contract, one behaviour per test.
+#![cfg(not(falconet_pool_loom))]
+
+use std::collections::HashSet;
+use std::sync::mpsc;
+use std::thread;
+
+use falconet_pool::{LeaseError, Pool, Stats};
+
+fn small(blocks_per_slab: usize, max_slabs: usize, thread_cache: usize) -> Pool {
+    Pool::builder()
+        .block_size(256)
+        .blocks_per_slab(blocks_per_slab)
+        .max_bytes(256 * blocks_per_slab * max_slabs)
+        .thread_cache(thread_cache)
+        .build()
+        .unwrap()
+}
+
+fn check_consistent(stats: &Stats) {
+    assert_eq!(
+        stats.leased + stats.free,
+        stats.slabs * stats.blocks_per_slab,
+        "{stats:?}"
+    );
+    assert!(stats.cached <= stats.free, "{stats:?}");
+    assert!(stats.peak_slabs >= stats.slabs, "{stats:?}");
+}
+
+#[test]
+fn a_fresh_block_is_zeroed_aligned_and_fully_usable() {
+    let pool = Pool::new();
+    let mut block = pool.try_lease().unwrap();
+    assert_eq!(block.len(), 4096);
+    assert_eq!(
+        block.as_ptr() as usize % 4096,
+        0,
+        "the default block is one aligned page"
+    );
+    assert!(block.iter().all(|&b| b == 0));
+    block.fill(0x5A);
+    assert!(block.iter().all(|&b| b == 0x5A));
+    let small = small(4, 1, 4);
+    assert_eq!(small.try_lease().unwrap().as_ptr() as usize % 64, 0);
+}
+
+#[test]
+fn a_thread_gets_back_the_block_it_returned_last() {
+    let pool = Pool::new();
+    let first = pool.try_lease().unwrap();
+    let address = first.as_ptr();
+    drop(first);
+    let again = pool.try_lease().unwrap();
+    assert_eq!(again.as_ptr(), address, "the thread cache is LIFO");
+    let stats = pool.stats();
+    assert_eq!(
+        (stats.store_leases, stats.cache_leases),
+        (1, 1),
+        "{stats:?}"
+    );
+}
+
+#[test]
+fn leased_blocks_never_overlap() {
+    let pool = small(8, 4, 8);
+    let blocks: Vec<_> = (0..32).map(|_| pool.try_lease().unwrap()).collect();
+    let mut seen = HashSet::new();
+    for block in &blocks {
+        let start = block.as_ptr() as usize;
+        assert!(seen.insert(start));
+        for other in &blocks {
+            let other_start = other.as_ptr() as usize;
+            assert!(
+                start == other_start || start + 256 <= other_start || other_start + 256 <= start
+            );
+        }
+    }
+    let stats = pool.stats();
+    assert_eq!((stats.slabs, stats.leased, stats.free), (4, 32, 0));
+}
+
+#[test]
+fn the_bound_is_a_typed_error_and_a_return_lifts_it() {
+    let pool = small(4, 2, 4);
+    let mut blocks: Vec<_> = (0..8).map(|_| pool.try_lease().unwrap()).collect();
+    assert_eq!(
+        pool.try_lease().unwrap_err(),
+        LeaseError::Exhausted { max_bytes: 256 * 8 }
+    );
+    assert!(
+        pool.try_lease()
+            .unwrap_err()
+            .to_string()
+            .contains("exhausted")
+    );
+    blocks.pop();
+    assert!(pool.try_lease().is_ok());
+}
+
+#[test]
+fn trim_frees_exactly_the_slabs_with_no_leased_block() {
+    let pool = small(4, 8, 4);
+    let mut blocks: Vec<_> = (0..32).map(|_| pool.try_lease().unwrap()).collect();
+    assert_eq!(pool.stats().slabs, 8);
+    // Keep one block of the first slab and one of the last; free the rest.
+    let kept = [blocks.remove(0), blocks.pop().unwrap()];
+    drop(blocks);
+    assert_eq!(pool.trim(), 6);
+    let stats = pool.stats();
+    assert_eq!(
+        (
+            stats.slabs,
+            stats.leased,
+            stats.trimmed_slabs,
+            stats.peak_slabs
+        ),
+        (2, 2, 6, 8)
+    );
+    check_consistent(&stats);
+    drop(kept);
+    assert_eq!(pool.trim(), 2);
+    assert_eq!(pool.stats().slabs, 0);
+    // The pool grows again after a trim.
+    assert!(pool.try_lease().is_ok());
+    assert_eq!(pool.stats().slabs, 1);
+}
+
+#[test]
+fn trim_cannot_free_a_slab_cached_by_another_thread() {
+    let pool = small(4, 4, 4);
+    let (to_helper, blocks) = mpsc::channel();
+    let (done, finished) = mpsc::channel();
+    let (exit, may_exit) = mpsc::channel::<()>();
+    let helper = thread::spawn(move || {
+        for block in blocks {
+            drop::<falconet_pool::Block>(block); // into the helper's cache
+        }
+        done.send(()).unwrap();
+        may_exit.recv().unwrap();
+    });
+    let block = pool.try_lease().unwrap();
+    to_helper.send(block).unwrap();
+    drop(to_helper);
+    finished.recv().unwrap();
+    // The helper's cache holds the block, so its slab stays.
+    assert_eq!(pool.trim(), 0);
+    let stats = pool.stats();
+    assert_eq!(
+        (stats.slabs, stats.leased, stats.cached),
+        (1, 0, 1),
+        "{stats:?}"
+    );
+    exit.send(()).unwrap();
+    helper.join().unwrap();
+    // The helper's exit flushed its cache: now the slab goes.
+    assert_eq!(pool.trim(), 1);
+}
+
+#[test]
+fn maintain_releases_only_what_demand_did_not_use() {
+    let pool = small(4, 16, 4);
+    let blocks: Vec<_> = (0..64).map(|_| pool.try_lease().unwrap()).collect();
+    drop(blocks);
+    // 64 leases since the start and 64 free blocks: no surplus yet.
+    assert_eq!(pool.maintain(), 0);
+    // Idle since: the surplus is 64 blocks, half of it (8 slabs) goes.
+    assert_eq!(pool.maintain(), 8);
+    assert_eq!(pool.maintain(), 4);
+    assert_eq!(pool.maintain(), 2);
+    assert_eq!(pool.maintain(), 1);
+    assert_eq!(
+        pool.maintain(),
+        1,
+        "at least one slab once the surplus reaches a slab"
+    );
+    assert_eq!(pool.maintain(), 0);
+    assert_eq!(pool.stats().slabs, 0);
+    // A busy pool keeps its blocks.
+    let blocks: Vec<_> = (0..16).map(|_| pool.try_lease().unwrap()).collect();
+    drop(blocks);
+    assert_eq!(pool.maintain(), 0);
+}
+
+#[test]
+fn blocks_cross_threads_and_come_back() {
+    let pool = small(8, 4, 8);
+    let (to_parser, blocks) = mpsc::channel::<falconet_pool::Block>();
+    let parser = thread::spawn(move || {
+        let mut count = 0;
+        for block in blocks {
+            assert!(block.iter().all(|&b| b == block[0]));
+            count += 1;
+        }
+        count
+    });
+    for i in 0..1000u32 {
+        let mut block = loop {
+            match pool.try_lease() {
+                Ok(block) => break block,
+                // The parser's cache or the channel holds the rest: wait.
+                Err(LeaseError::Exhausted { .. }) => thread::yield_now(),
+                Err(other) => panic!("{other}"),
+            }
+        };
+        block.fill(i as u8);
+        to_parser.send(block).unwrap();
+    }
+    drop(to_parser);
+    assert_eq!(parser.join().unwrap(), 1000);
+    let stats = pool.stats();
+    assert_eq!(stats.leased, 0, "{stats:?}");
+    check_consistent(&stats);
+    assert_eq!(
+        pool.trim(),
+        stats.slabs,
+        "the parser's exit flushed its cache"
+    );
+}
+
+#[test]
+fn blocks_outlive_the_pool() {
+    let pool = small(4, 2, 4);
+    let mut blocks: Vec<_> = (0..6).map(|_| pool.try_lease().unwrap()).collect();
+    for (i, block) in blocks.iter_mut().enumerate() {
+        block.fill(i as u8);
+    }
+    drop(pool);
+    let far = blocks.pop().unwrap();
+    thread::spawn(move || assert!(far.iter().all(|&b| b == 5)))
+        .join()
+        .unwrap();
+    for (i, block) in blocks.iter().enumerate() {
+        assert!(block.iter().all(|&b| b == i as u8));
+    }
+}
+
+#[test]
+fn clones_share_one_pool() {
+    let pool = small(4, 1, 4);
+    let other = pool.clone();
+    let _a = pool.try_lease().unwrap();
+    drop(pool);
+    let _rest: Vec<_> = (0..3).map(|_| other.try_lease().unwrap()).collect();
+    assert!(matches!(
+        other.try_lease(),
+        Err(LeaseError::Exhausted { .. })
+    ));
+    assert!(format!("{other:?}").contains("block_size: 256"));
+}
+
+#[test]
+fn without_a_thread_cache_every_lease_uses_the_store() {
+    let pool = small(4, 2, 0);
+    for _ in 0..10 {
+        drop(pool.try_lease().unwrap());
+    }
+    let stats = pool.stats();
+    assert_eq!(
+        (
+            stats.cache_leases,
+            stats.store_leases,
+            stats.cached,
+            stats.free
+        ),
+        (0, 10, 0, 4)
+    );
+    assert_eq!(pool.trim(), 1);
+}
+
+#[test]
+fn stats_account_for_every_block() {
+    let pool = small(8, 4, 8);
+    let blocks: Vec<_> = (0..20).map(|_| pool.try_lease().unwrap()).collect();
+    let stats = pool.stats();
+    check_consistent(&stats);
+    assert_eq!((stats.leased, stats.slabs), (20, 3));
+    assert_eq!(stats.bytes(), 3 * 8 * 256);
+    drop(blocks);
+    let stats = pool.stats();
+    check_consistent(&stats);
+    assert_eq!(
+        (stats.leased, stats.cached),
+        (0, 8),
+        "the cache keeps one slab's worth"
+    );
+    assert_eq!(stats.cache_leases + stats.store_leases, 20);
+}

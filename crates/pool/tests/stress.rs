@@ -1,0 +1,139 @@
+//! Stress with real threads: every holder writes a pattern over its whole
+//! block and checks it before returning it; a block that changes under its
+//! holder fails the test. `FALCONET_STRESS_ITERS` sets the iterations per
+//! thread (default 1 000 000; `scripts/soak.sh` runs more).
+#![cfg(not(falconet_pool_loom))]
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, mpsc};
+use std::thread;
+
+use falconet_pool::{Block, LeaseError, Pool};
+
+fn iterations() -> u64 {
+    if cfg!(miri) {
+        return 50;
+    }
+    std::env::var("FALCONET_STRESS_ITERS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1_000_000)
+}
+
+/// A pattern unique to (thread, iteration), spread over the whole block.
+fn stamp(block: &mut Block, thread: u64, iteration: u64) {
+    let word = (thread << 56) ^ iteration.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    for chunk in block.chunks_exact_mut(8) {
+        chunk.copy_from_slice(&word.to_le_bytes());
+    }
+}
+
+fn verify(block: &Block, thread: u64, iteration: u64) {
+    let word = ((thread << 56) ^ iteration.wrapping_mul(0x9E37_79B9_7F4A_7C15)).to_le_bytes();
+    assert!(
+        block.chunks_exact(8).all(|chunk| chunk == word),
+        "block changed under its holder"
+    );
+}
+
+fn lease(pool: &Pool) -> Block {
+    loop {
+        match pool.try_lease() {
+            Ok(block) => return block,
+            Err(LeaseError::Exhausted { .. }) => thread::yield_now(),
+            Err(error) => panic!("{error}"),
+        }
+    }
+}
+
+/// 4 threads x N lease / write / verify / return, each holding a window of
+/// up to 40 blocks (more than its cache) so refills and flushes happen, while
+/// a fifth thread trims and maintains the pool the whole time.
+#[test]
+fn four_threads_churn_while_the_pool_is_trimmed() {
+    let pool = Pool::builder().max_bytes(8 << 20).build().unwrap();
+    let iterations = iterations();
+    let stop = Arc::new(AtomicBool::new(false));
+    let trimmer = {
+        let (pool, stop) = (pool.clone(), Arc::clone(&stop));
+        thread::spawn(move || {
+            let mut freed = 0;
+            while !stop.load(Ordering::Relaxed) {
+                freed += pool.trim() + pool.maintain();
+                thread::yield_now();
+            }
+            freed
+        })
+    };
+    let workers: Vec<_> = (0..4u64)
+        .map(|t| {
+            let pool = pool.clone();
+            thread::spawn(move || {
+                let mut held: Vec<(Block, u64)> = Vec::with_capacity(40);
+                for i in 0..iterations {
+                    let mut block = lease(&pool);
+                    stamp(&mut block, t, i);
+                    held.push((block, i));
+                    // Return a pseudo-random number of the oldest and newest.
+                    if held.len() == 40 || i % 7 == 0 {
+                        let keep = (i % 13) as usize;
+                        while held.len() > keep {
+                            let (block, at) = held.pop().unwrap();
+                            verify(&block, t, at);
+                        }
+                    }
+                }
+                for (block, at) in held {
+                    verify(&block, t, at);
+                }
+            })
+        })
+        .collect();
+    for worker in workers {
+        worker.join().unwrap();
+    }
+    stop.store(true, Ordering::Relaxed);
+    trimmer.join().unwrap();
+    let stats = pool.stats();
+    assert_eq!(stats.leased, 0, "{stats:?}");
+    assert_eq!(
+        stats.leased + stats.free,
+        stats.slabs * stats.blocks_per_slab
+    );
+    assert_eq!(stats.cache_leases + stats.store_leases, 4 * iterations);
+}
+
+/// The socket shape: two readers lease and fill blocks, two parsers verify
+/// and drop them, so every block is returned on a thread that did not lease it.
+#[test]
+fn blocks_leased_on_one_thread_and_returned_on_another() {
+    let pool = Pool::builder().max_bytes(8 << 20).build().unwrap();
+    let iterations = iterations() / 2;
+    let mut threads = Vec::new();
+    for t in 0..2u64 {
+        let (to_parser, inbox) = mpsc::sync_channel::<(Block, u64)>(64);
+        let pool = pool.clone();
+        threads.push(thread::spawn(move || {
+            for i in 0..iterations {
+                let mut block = lease(&pool);
+                stamp(&mut block, t, i);
+                to_parser.send((block, i)).unwrap();
+            }
+        }));
+        threads.push(thread::spawn(move || {
+            for (block, i) in inbox {
+                verify(&block, t, i);
+            }
+        }));
+    }
+    for thread in threads {
+        thread.join().unwrap();
+    }
+    let stats = pool.stats();
+    assert_eq!(stats.leased, 0, "{stats:?}");
+    assert_eq!(
+        pool.trim(),
+        stats.slabs,
+        "every thread exited, so every slab is free"
+    );
+}
