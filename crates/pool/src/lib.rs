@@ -89,5 +89,8 @@ pub use config::{
 };
 pub use error::{ConfigError, LeaseError};
 pub use pool::Pool;
+#[cfg(falconet_pool_loom)]
+#[doc(hidden)]
+pub use pool::loom_live_pools;
 pub use slot::MAX_BLOCKS_PER_SLAB;
 pub use stats::Stats;

@@ -132,6 +132,22 @@ pub(crate) struct CacheRegistry {
 /// only has to be unique, not modelled.
 static NEXT_POOL_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
+/// Pools whose shared state is not yet freed; loom models check it returns
+/// to zero, which proves the last reference frees the pool exactly once.
+/// Per OS thread: loom runs a model's threads as coroutines on the test's
+/// own thread, and tests run in parallel.
+#[cfg(falconet_pool_loom)]
+std::thread_local! {
+    static LIVE_POOLS: core::cell::Cell<usize> = const { core::cell::Cell::new(0) };
+}
+
+/// How many pools' shared state is still allocated (loom builds only).
+#[cfg(falconet_pool_loom)]
+#[doc(hidden)]
+pub fn loom_live_pools() -> usize {
+    LIVE_POOLS.with(|live| live.get())
+}
+
 impl Pool {
     /// A pool with the default configuration: 4 KiB blocks, 32 per slab,
     /// at most 1 GiB, a one-slab cache per thread.
@@ -159,6 +175,8 @@ impl Pool {
             caches: Mutex::new(CacheRegistry::default()),
         });
         let shared = NonNull::from(Box::leak(shared));
+        #[cfg(falconet_pool_loom)]
+        LIVE_POOLS.with(|live| live.set(live.get() + 1));
         Self {
             handle: Arc::new(Handle { shared }),
         }
@@ -531,6 +549,11 @@ impl Shared {
 
 impl Drop for Shared {
     fn drop(&mut self) {
+        #[cfg(falconet_pool_loom)]
+        {
+            let before = LIVE_POOLS.with(|live| live.replace(live.get().wrapping_sub(1)));
+            assert!(before > 0, "a pool was freed twice");
+        }
         let layout = self.config.slab_layout;
         for slot in self.slots.iter_mut() {
             if let Some(base) = slot.take_for_drop() {
