@@ -555,7 +555,8 @@ impl Drop for Shared {
             assert!(before > 0, "a pool was freed twice");
         }
         let layout = self.config.slab_layout;
-        for slot in self.slots.iter_mut() {
+        let high_water = self.high_water.load(Ordering::Relaxed);
+        for slot in self.slots[..high_water].iter_mut() {
             if let Some(base) = slot.take_for_drop() {
                 // SAFETY: no reference is left, so no block of this slab is
                 // reachable; it was allocated with this layout in `grow`.

@@ -12,7 +12,7 @@ use falconet_pool::{Block, LeaseError, Pool};
 
 fn iterations() -> u64 {
     if cfg!(miri) {
-        return 50;
+        return 20;
     }
     std::env::var("FALCONET_STRESS_ITERS")
         .ok()
@@ -36,6 +36,16 @@ fn verify(block: &Block, thread: u64, iteration: u64) {
     );
 }
 
+/// 4 KiB blocks; 256-byte ones under Miri, which interprets every byte.
+fn pool() -> Pool {
+    let block_size = if cfg!(miri) { 256 } else { 4096 };
+    Pool::builder()
+        .block_size(block_size)
+        .max_bytes(8 << 20)
+        .build()
+        .unwrap()
+}
+
 fn lease(pool: &Pool) -> Block {
     loop {
         match pool.try_lease() {
@@ -51,7 +61,7 @@ fn lease(pool: &Pool) -> Block {
 /// a fifth thread trims and maintains the pool the whole time.
 #[test]
 fn four_threads_churn_while_the_pool_is_trimmed() {
-    let pool = Pool::builder().max_bytes(8 << 20).build().unwrap();
+    let pool = pool();
     let iterations = iterations();
     let stop = Arc::new(AtomicBool::new(false));
     let trimmer = {
@@ -107,7 +117,7 @@ fn four_threads_churn_while_the_pool_is_trimmed() {
 /// and drop them, so every block is returned on a thread that did not lease it.
 #[test]
 fn blocks_leased_on_one_thread_and_returned_on_another() {
-    let pool = Pool::builder().max_bytes(8 << 20).build().unwrap();
+    let pool = pool();
     let iterations = iterations() / 2;
     let mut threads = Vec::new();
     for t in 0..2u64 {

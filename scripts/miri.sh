@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Every test of the crates with `unsafe` under Miri with strict provenance.
+# Installs Miri on the nightly toolchain if it can, and says loudly if not.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if ! cargo +nightly miri --version >/dev/null 2>&1; then
+  if ! rustup component add miri rust-src --toolchain nightly; then
+    echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!" >&2
+    echo "!!! MIRI IS NOT AVAILABLE: 'rustup component add miri' failed.       !!!" >&2
+    echo "!!! The unsafe code was NOT checked under Miri in this run.          !!!" >&2
+    echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!" >&2
+    exit "${FALCONET_MIRI_REQUIRED:-0}"
+  fi
+fi
+export MIRIFLAGS="${MIRIFLAGS:--Zmiri-strict-provenance}"
+# nextest runs the test binaries' tests in parallel: Miri is single-threaded.
+if command -v cargo-nextest >/dev/null 2>&1; then
+  cargo +nightly miri nextest run -p falconet-pool
+  cargo +nightly miri test -p falconet-pool --doc
+else
+  cargo +nightly miri test -p falconet-pool
+fi

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The whole test suite: what CI runs (.ci/run calls this). On a fresh machine
+# it needs only the pinned toolchain (rust-toolchain.toml) and crates.io.
+#
+#   scripts/test.sh            fmt, clippy, docs, unit/integration/doc/proptest
+#                              tests, stress, loom at preemption bound 2, Miri
+#   FALCONET_SKIP_MIRI=1 ...   everything but Miri
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "rustfmt"
+cargo fmt --all -- --check
+
+step "clippy -D warnings (all targets)"
+cargo clippy --workspace --all-targets -- -D warnings
+
+step "rustdoc without warnings"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
+
+step "tests: unit, integration, proptest, stress, allocation counting, doc"
+cargo test --workspace
+
+step "loom models (LOOM_MAX_PREEMPTIONS=${LOOM_MAX_PREEMPTIONS:-2}; scripts/loom.sh runs bound 3)"
+LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-2}" scripts/loom.sh
+
+if [ "${FALCONET_SKIP_MIRI:-0}" = 1 ]; then
+  step "Miri skipped (FALCONET_SKIP_MIRI=1)"
+else
+  step "Miri, strict provenance"
+  scripts/miri.sh
+fi
