@@ -35,10 +35,7 @@ impl Default for Falconet {
 impl BlockPool for Falconet {
     type Lease = falconet_pool::Block;
     fn lease(&self) -> Self::Lease {
-        let mut block = self
-            .0
-            .try_lease()
-            .expect("the benchmark stays under the bound");
+        let mut block = self.0.try_lease().expect("the benchmark stays under the bound");
         block[0] = 1;
         block
     }

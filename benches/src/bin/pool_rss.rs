@@ -69,11 +69,7 @@ fn main() {
     );
     let allowed = start + THREADS * slab + (1 << 20);
     if after_trim > allowed {
-        println!(
-            "FAIL: {:.1} MiB after trim, more than {:.1} MiB",
-            mib(after_trim),
-            mib(allowed)
-        );
+        println!("FAIL: {:.1} MiB after trim, more than {:.1} MiB", mib(after_trim), mib(allowed));
         std::process::exit(1);
     }
     println!(

@@ -4,8 +4,9 @@ use core::fmt;
 use core::ops::{Deref, DerefMut};
 use core::ptr::NonNull;
 
-use crate::cache::{self, BlockRef};
+use crate::cache;
 use crate::pool::Shared;
+use crate::slot::BlockRef;
 
 /// A leased block of pool memory: an owned handle, like a `Box<[u8]>`.
 ///
@@ -30,8 +31,8 @@ use crate::pool::Shared;
 pub struct Block {
     ptr: NonNull<u8>,
     len: usize,
-    slot: u32,
-    bit: u32,
+    /// Where the block goes back.
+    place: BlockRef,
     shared: NonNull<Shared>,
 }
 
@@ -43,28 +44,30 @@ unsafe impl Sync for Block {}
 
 impl Block {
     /// # Safety
-    /// `block` is out of the store, owned by the caller, and carries one
-    /// reference to the live pool at `shared`, whose block size is `len`.
-    pub(crate) unsafe fn from_raw(block: BlockRef, shared: NonNull<Shared>, len: usize) -> Self {
-        Self {
-            ptr: block.ptr,
-            len,
-            slot: block.slot,
-            bit: block.bit,
-            shared,
-        }
+    /// The block at `place` is out of the store, owned by the caller, lives
+    /// at `ptr`, and carries one reference to the live pool at `shared`,
+    /// whose block size is `len`.
+    #[inline]
+    pub(crate) unsafe fn from_raw(
+        ptr: NonNull<u8>,
+        place: BlockRef,
+        shared: NonNull<Shared>,
+        len: usize,
+    ) -> Self {
+        Self { ptr, len, place, shared }
     }
 
     #[cfg(falconet_pool_loom)]
     fn loom_touch(&self) {
         // SAFETY: the block's reference keeps the pool alive.
-        unsafe { self.shared.as_ref() }.loom_touch(self.slot);
+        unsafe { self.shared.as_ref() }.loom_touch(self.place.slot());
     }
 }
 
 impl Deref for Block {
     type Target = [u8];
 
+    #[inline]
     fn deref(&self) -> &[u8] {
         #[cfg(falconet_pool_loom)]
         self.loom_touch();
@@ -76,6 +79,7 @@ impl Deref for Block {
 }
 
 impl DerefMut for Block {
+    #[inline]
     fn deref_mut(&mut self) -> &mut [u8] {
         #[cfg(falconet_pool_loom)]
         self.loom_touch();
@@ -98,22 +102,15 @@ impl AsMut<[u8]> for Block {
 
 impl fmt::Debug for Block {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Block")
-            .field("addr", &self.ptr)
-            .field("len", &self.len)
-            .finish()
+        f.debug_struct("Block").field("addr", &self.ptr).field("len", &self.len).finish()
     }
 }
 
 impl Drop for Block {
+    #[inline]
     fn drop(&mut self) {
-        let block = BlockRef {
-            ptr: self.ptr,
-            slot: self.slot,
-            bit: self.bit,
-        };
         // SAFETY: the block is out of the store and owns one reference; the
         // handle is gone after this.
-        unsafe { cache::give_back(self.shared, block) };
+        unsafe { cache::give_back(self.shared, self.place) };
     }
 }

@@ -33,14 +33,7 @@ use crossbeam_utils::CachePadded;
 use crate::error::LeaseError;
 use crate::pool::Shared;
 use crate::primitive::{AtomicU64, AtomicUsize, Ordering, thread_local};
-
-/// A block outside the store: its address and where it goes back.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct BlockRef {
-    pub(crate) ptr: NonNull<u8>,
-    pub(crate) slot: u32,
-    pub(crate) bit: u32,
-}
+use crate::slot::BlockRef;
 
 /// One entry's counters, written only by the owning thread (a load and a
 /// store, not a read-modify-write) and read by [`Pool::stats`](crate::Pool::stats).
@@ -65,8 +58,10 @@ struct Entry {
     /// The pool; this entry holds one of its references.
     shared: NonNull<Shared>,
     id: u64,
-    /// LIFO stack; capacity fixed at the pool's thread-cache size.
+    /// LIFO stack of at most `capacity` blocks, allocated once.
     blocks: Vec<BlockRef>,
+    /// The pool's thread-cache size (`Vec::capacity` may exceed it).
+    capacity: usize,
     counters: Arc<CachePadded<CacheCounters>>,
 }
 
@@ -78,7 +73,46 @@ thread_local! {
 }
 
 /// Leases one block: from this thread's cache if it can, else from the store.
+#[inline]
 pub(crate) fn lease(shared: &Shared) -> Result<BlockRef, LeaseError> {
+    match with_front_entry(shared, Entry::pop) {
+        Some(block) => Ok(block),
+        None => lease_slow(shared),
+    }
+}
+
+/// Returns one block: into this thread's cache if it can, else to the store.
+///
+/// # Safety
+/// `block` is out of the store, owned by the caller, and carries one
+/// reference to the live pool at `shared`, which this call consumes.
+#[inline]
+pub(crate) unsafe fn give_back(shared: NonNull<Shared>, block: BlockRef) {
+    // SAFETY: the block's reference keeps the pool alive.
+    let pool = unsafe { shared.as_ref() };
+    if with_front_entry(pool, |entry| entry.try_push(block)) != Some(true) {
+        // SAFETY: as for this function.
+        unsafe { give_back_slow(shared, block) };
+    }
+}
+
+/// The fast path's only look-up: this thread's first entry, if it is the
+/// pool's. The slow paths move the entry they use to the front.
+#[inline]
+fn with_front_entry<R>(shared: &Shared, f: impl FnOnce(&mut Entry) -> Option<R>) -> Option<R> {
+    CACHES
+        .try_with(|cell| {
+            let mut entries = cell.try_borrow_mut().ok()?;
+            let entry = entries.first_mut().filter(|entry| entry.id == shared.id)?;
+            f(entry)
+        })
+        .ok()
+        .flatten()
+}
+
+#[cold]
+#[inline(never)]
+fn lease_slow(shared: &Shared) -> Result<BlockRef, LeaseError> {
     if shared.config.thread_cache > 0
         && let Some(result) = with_entry(shared, |entry| entry.lease(shared))
     {
@@ -87,12 +121,11 @@ pub(crate) fn lease(shared: &Shared) -> Result<BlockRef, LeaseError> {
     lease_from_store(shared)
 }
 
-/// Returns one block: into this thread's cache if it can, else to the store.
-///
 /// # Safety
-/// `block` is out of the store, owned by the caller, and carries one
-/// reference to the live pool at `shared`, which this call consumes.
-pub(crate) unsafe fn give_back(shared: NonNull<Shared>, block: BlockRef) {
+/// As for [`give_back`].
+#[cold]
+#[inline(never)]
+unsafe fn give_back_slow(shared: NonNull<Shared>, block: BlockRef) {
     // SAFETY: the block's reference keeps the pool alive.
     let pool = unsafe { shared.as_ref() };
     if pool.config.thread_cache > 0
@@ -101,7 +134,7 @@ pub(crate) unsafe fn give_back(shared: NonNull<Shared>, block: BlockRef) {
     {
         return;
     }
-    pool.release_bits(block.slot, 1 << block.bit);
+    pool.release_bits(block.slot(), 1 << block.bit());
     // SAFETY: the block's reference, released once; `pool` is not used after.
     unsafe { Shared::release_refs(shared, 1) };
 }
@@ -138,13 +171,13 @@ fn lease_from_store(shared: &Shared) -> Result<BlockRef, LeaseError> {
     Ok(block.expect("take(1) hands out exactly one block"))
 }
 
-/// Runs `f` on this thread's entry for `shared`, creating it if needed.
-/// `None` when the thread's cache is unavailable.
+/// Runs `f` on this thread's entry for `shared`, creating it if needed, and
+/// moves the entry to the front, where the fast path looks. `None` when the
+/// thread's cache is unavailable.
 fn with_entry<R>(shared: &Shared, f: impl FnOnce(&mut Entry) -> R) -> Option<R> {
     CACHES
         .try_with(|cell| {
             let mut entries = cell.try_borrow_mut().ok()?;
-            // Most threads use one pool: the first comparison usually hits.
             let index = match entries.iter().position(|e| e.id == shared.id) {
                 Some(index) => index,
                 None => {
@@ -153,7 +186,8 @@ fn with_entry<R>(shared: &Shared, f: impl FnOnce(&mut Entry) -> R) -> Option<R> 
                     entries.len() - 1
                 }
             };
-            Some(f(&mut entries[index]))
+            entries.swap(0, index);
+            Some(f(&mut entries[0]))
         })
         .ok()
         .flatten()
@@ -176,6 +210,7 @@ impl Entry {
             shared: NonNull::from(shared),
             id: shared.id,
             blocks: Vec::with_capacity(shared.config.thread_cache),
+            capacity: shared.config.thread_cache,
             counters,
         }
     }
@@ -185,36 +220,45 @@ impl Entry {
         unsafe { self.shared.as_ref() }
     }
 
+    /// The fast path of a lease: the top of the stack, if any.
+    #[inline]
+    fn pop(&mut self) -> Option<BlockRef> {
+        let block = self.blocks.pop()?;
+        bump(&self.counters.hits);
+        self.counters.cached.store(self.blocks.len(), Ordering::Relaxed);
+        Some(block)
+    }
+
+    /// The fast path of a return: push if there is room and the pool is open.
+    #[inline]
+    fn try_push(&mut self, block: BlockRef) -> Option<bool> {
+        if self.blocks.len() == self.capacity || self.shared().is_closed() {
+            return Some(false);
+        }
+        self.blocks.push(block);
+        self.counters.cached.store(self.blocks.len(), Ordering::Relaxed);
+        Some(true)
+    }
+
     fn lease(&mut self, shared: &Shared) -> Result<BlockRef, LeaseError> {
-        if let Some(block) = self.blocks.pop() {
-            bump(&self.counters.hits);
-            self.counters
-                .cached
-                .store(self.blocks.len(), Ordering::Relaxed);
+        if let Some(block) = self.pop() {
             return Ok(block);
         }
         // Refill with up to a slab's free blocks; the last one is leased.
         let blocks = &mut self.blocks;
-        shared.take(blocks.capacity(), &mut |block| blocks.push(block))?;
+        shared.take(self.capacity, &mut |block| blocks.push(block))?;
         shared.count_store_lease();
-        let block = self
-            .blocks
-            .pop()
-            .expect("take hands out at least one block");
-        self.counters
-            .cached
-            .store(self.blocks.len(), Ordering::Relaxed);
+        let block = self.blocks.pop().expect("take hands out at least one block");
+        self.counters.cached.store(self.blocks.len(), Ordering::Relaxed);
         Ok(block)
     }
 
     fn push(&mut self, block: BlockRef) {
-        if self.blocks.len() == self.blocks.capacity() {
+        if self.blocks.len() == self.capacity {
             self.flush(self.blocks.len().div_ceil(2));
         }
         self.blocks.push(block);
-        self.counters
-            .cached
-            .store(self.blocks.len(), Ordering::Relaxed);
+        self.counters.cached.store(self.blocks.len(), Ordering::Relaxed);
     }
 
     /// Gives the `count` oldest cached blocks back to the store.
@@ -226,23 +270,22 @@ impl Entry {
         // SAFETY: the entry holds a reference, so the pool is alive.
         let pool = unsafe { shared.as_ref() };
         // Blocks refilled together share a slab: one `fetch_or` per run.
-        let mut run: Option<(u32, u64)> = None;
+        let mut run: Option<(usize, u64)> = None;
         for block in self.blocks.drain(..count) {
+            let (slot, bit) = (block.slot(), 1 << block.bit());
             run = match run {
-                Some((slot, bits)) if slot == block.slot => Some((slot, bits | 1 << block.bit)),
-                Some((slot, bits)) => {
-                    pool.release_bits(slot, bits);
-                    Some((block.slot, 1 << block.bit))
+                Some((run_slot, bits)) if run_slot == slot => Some((slot, bits | bit)),
+                Some((run_slot, bits)) => {
+                    pool.release_bits(run_slot, bits);
+                    Some((slot, bit))
                 }
-                None => Some((block.slot, 1 << block.bit)),
+                None => Some((slot, bit)),
             };
         }
         if let Some((slot, bits)) = run {
             pool.release_bits(slot, bits);
         }
-        self.counters
-            .cached
-            .store(self.blocks.len(), Ordering::Relaxed);
+        self.counters.cached.store(self.blocks.len(), Ordering::Relaxed);
         // SAFETY: the flushed blocks' references; the entry's own keeps the
         // pool alive afterwards.
         unsafe { Shared::release_refs(shared, count) };

@@ -92,12 +92,7 @@ impl PoolBuilder {
     }
 
     fn validate(self) -> Result<Config, ConfigError> {
-        let Self {
-            block_size,
-            blocks_per_slab,
-            max_bytes,
-            thread_cache,
-        } = self;
+        let Self { block_size, blocks_per_slab, max_bytes, thread_cache } = self;
         if block_size == 0 || block_size % 64 != 0 || block_size > MAX_BLOCK_SIZE {
             return Err(ConfigError::BlockSize { block_size });
         }
@@ -107,10 +102,7 @@ impl PoolBuilder {
         // Cannot overflow: both factors are bounded above.
         let slab_bytes = block_size * blocks_per_slab;
         if slab_bytes > max_bytes {
-            return Err(ConfigError::SlabOverBound {
-                slab_bytes,
-                max_bytes,
-            });
+            return Err(ConfigError::SlabOverBound { slab_bytes, max_bytes });
         }
         let max_slabs = max_bytes / slab_bytes;
         if max_slabs > MAX_SLABS {
@@ -118,21 +110,11 @@ impl PoolBuilder {
         }
         let thread_cache = thread_cache.unwrap_or(blocks_per_slab);
         if thread_cache > blocks_per_slab {
-            return Err(ConfigError::ThreadCache {
-                thread_cache,
-                blocks_per_slab,
-            });
+            return Err(ConfigError::ThreadCache { thread_cache, blocks_per_slab });
         }
         let slab_layout = Layout::from_size_align(slab_bytes, SLAB_ALIGN)
             .expect("slab size is bounded by MAX_BLOCK_SIZE * 63, far below isize::MAX");
-        Ok(Config {
-            block_size,
-            blocks_per_slab,
-            max_bytes,
-            max_slabs,
-            thread_cache,
-            slab_layout,
-        })
+        Ok(Config { block_size, blocks_per_slab, max_bytes, max_slabs, thread_cache, slab_layout })
     }
 }
 
@@ -150,9 +132,7 @@ pub(crate) struct Config {
 impl Config {
     /// The default configuration (always valid).
     pub(crate) fn default_config() -> Self {
-        PoolBuilder::default()
-            .validate()
-            .expect("the defaults are valid")
+        PoolBuilder::default().validate().expect("the defaults are valid")
     }
 }
 
@@ -167,55 +147,30 @@ mod tests {
     #[test]
     fn bad_configurations_are_typed_errors() {
         let b = PoolBuilder::default;
-        assert_eq!(
-            err(b().block_size(0)),
-            ConfigError::BlockSize { block_size: 0 }
-        );
-        assert_eq!(
-            err(b().block_size(100)),
-            ConfigError::BlockSize { block_size: 100 }
-        );
+        assert_eq!(err(b().block_size(0)), ConfigError::BlockSize { block_size: 0 });
+        assert_eq!(err(b().block_size(100)), ConfigError::BlockSize { block_size: 100 });
         assert_eq!(
             err(b().block_size(MAX_BLOCK_SIZE + 64)),
-            ConfigError::BlockSize {
-                block_size: MAX_BLOCK_SIZE + 64
-            }
+            ConfigError::BlockSize { block_size: MAX_BLOCK_SIZE + 64 }
         );
-        assert_eq!(
-            err(b().blocks_per_slab(0)),
-            ConfigError::BlocksPerSlab { blocks_per_slab: 0 }
-        );
+        assert_eq!(err(b().blocks_per_slab(0)), ConfigError::BlocksPerSlab { blocks_per_slab: 0 });
         assert_eq!(
             err(b().blocks_per_slab(64)),
-            ConfigError::BlocksPerSlab {
-                blocks_per_slab: 64
-            }
+            ConfigError::BlocksPerSlab { blocks_per_slab: 64 }
         );
         assert_eq!(
             err(b().max_bytes(4096)),
-            ConfigError::SlabOverBound {
-                slab_bytes: 32 * 4096,
-                max_bytes: 4096
-            }
+            ConfigError::SlabOverBound { slab_bytes: 32 * 4096, max_bytes: 4096 }
         );
         assert_eq!(
             err(b().block_size(64).blocks_per_slab(1).max_bytes(usize::MAX)),
-            ConfigError::TooManySlabs {
-                slabs: usize::MAX / 64
-            }
+            ConfigError::TooManySlabs { slabs: usize::MAX / 64 }
         );
         assert_eq!(
             err(b().thread_cache(33)),
-            ConfigError::ThreadCache {
-                thread_cache: 33,
-                blocks_per_slab: 32
-            }
+            ConfigError::ThreadCache { thread_cache: 33, blocks_per_slab: 32 }
         );
         assert!(b().thread_cache(0).build().is_ok());
-        assert!(
-            err(b().block_size(1))
-                .to_string()
-                .contains("multiple of 64")
-        );
+        assert!(err(b().block_size(1)).to_string().contains("multiple of 64"));
     }
 }

@@ -24,10 +24,7 @@ impl fmt::Display for LeaseError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Exhausted { max_bytes } => {
-                write!(
-                    f,
-                    "block pool exhausted: all {max_bytes} bytes it may use are leased"
-                )
+                write!(f, "block pool exhausted: all {max_bytes} bytes it may use are leased")
             }
             Self::OutOfMemory { slab_bytes } => {
                 write!(f, "the system allocator refused a {slab_bytes}-byte slab")
@@ -89,26 +86,13 @@ impl fmt::Display for ConfigError {
                 "blocks per slab {blocks_per_slab} must be between 1 and {}",
                 crate::MAX_BLOCKS_PER_SLAB
             ),
-            Self::SlabOverBound {
-                slab_bytes,
-                max_bytes,
-            } => {
-                write!(
-                    f,
-                    "one slab of {slab_bytes} bytes exceeds max_bytes {max_bytes}"
-                )
+            Self::SlabOverBound { slab_bytes, max_bytes } => {
+                write!(f, "one slab of {slab_bytes} bytes exceeds max_bytes {max_bytes}")
             }
             Self::TooManySlabs { slabs } => {
-                write!(
-                    f,
-                    "max_bytes allows {slabs} slabs, more than {}",
-                    crate::MAX_SLABS
-                )
+                write!(f, "max_bytes allows {slabs} slabs, more than {}", crate::MAX_SLABS)
             }
-            Self::ThreadCache {
-                thread_cache,
-                blocks_per_slab,
-            } => write!(
+            Self::ThreadCache { thread_cache, blocks_per_slab } => write!(
                 f,
                 "thread cache of {thread_cache} blocks exceeds one slab ({blocks_per_slab} blocks)"
             ),

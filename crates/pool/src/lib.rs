@@ -94,3 +94,8 @@ pub use pool::Pool;
 pub use pool::loom_live_pools;
 pub use slot::MAX_BLOCKS_PER_SLAB;
 pub use stats::Stats;
+
+/// The README's example runs as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

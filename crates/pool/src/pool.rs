@@ -57,11 +57,11 @@ use std::sync::Arc;
 use crossbeam_utils::CachePadded;
 
 use crate::block::Block;
-use crate::cache::{self, BlockRef, CacheCounters};
+use crate::cache::{self, CacheCounters};
 use crate::config::{Config, PoolBuilder};
 use crate::error::LeaseError;
 use crate::primitive::{AtomicBool, AtomicU64, AtomicUsize, Mutex, Ordering, fence, lock};
-use crate::slot::{Slot, free_bits};
+use crate::slot::{BlockRef, Slot, free_bits};
 use crate::stats::Stats;
 
 /// A pool of fixed-size memory blocks carved from slabs.
@@ -177,11 +177,10 @@ impl Pool {
         let shared = NonNull::from(Box::leak(shared));
         #[cfg(falconet_pool_loom)]
         LIVE_POOLS.with(|live| live.set(live.get() + 1));
-        Self {
-            handle: Arc::new(Handle { shared }),
-        }
+        Self { handle: Arc::new(Handle { shared }) }
     }
 
+    #[inline]
     fn shared(&self) -> &Shared {
         // SAFETY: the handle holds one reference, so `Shared` is alive.
         unsafe { self.handle.shared.as_ref() }
@@ -198,11 +197,14 @@ impl Pool {
     /// [`LeaseError::Exhausted`] when the `max_bytes` bound is reached (blocks
     /// cached by other threads count as used: up to one slab per thread), and
     /// [`LeaseError::OutOfMemory`] when the system refuses a new slab.
+    #[inline]
     pub fn try_lease(&self) -> Result<Block, LeaseError> {
         let shared = self.shared();
         let block = cache::lease(shared)?;
-        // SAFETY: `block` is out of the store and carries one reference.
-        Ok(unsafe { Block::from_raw(block, self.handle.shared, shared.config.block_size) })
+        let ptr = shared.block_ptr(block);
+        // SAFETY: `block` is out of the store, lives at `ptr` and carries one
+        // reference to the pool.
+        Ok(unsafe { Block::from_raw(ptr, block, self.handle.shared, shared.config.block_size) })
     }
 
     /// The usable length of every block, in bytes.
@@ -241,11 +243,7 @@ impl Pool {
         let free = shared.store_free_blocks() as u64;
         let surplus = free.saturating_sub(demand);
         let per_slab = shared.config.blocks_per_slab as u64;
-        let budget = if surplus >= per_slab {
-            (surplus / (2 * per_slab)).max(1)
-        } else {
-            0
-        };
+        let budget = if surplus >= per_slab { (surplus / (2 * per_slab)).max(1) } else { 0 };
         shared.retire_free_slabs(&mut table, usize::try_from(budget).unwrap_or(usize::MAX))
     }
 
@@ -285,9 +283,7 @@ impl Default for Pool {
 
 impl Clone for Pool {
     fn clone(&self) -> Self {
-        Self {
-            handle: Arc::clone(&self.handle),
-        }
+        Self { handle: Arc::clone(&self.handle) }
     }
 }
 
@@ -338,6 +334,7 @@ fn new_slot_table(slots: usize) -> Box<[CachePadded<Slot>]> {
 
 impl Shared {
     /// Whether the last `Pool` handle has been dropped (a hint).
+    #[inline]
     pub(crate) fn is_closed(&self) -> bool {
         self.closed.load(Ordering::Relaxed)
     }
@@ -413,9 +410,18 @@ impl Shared {
 
     /// Gives blocks of slot `slot` back to the store. The caller then
     /// releases their references.
-    pub(crate) fn release_bits(&self, slot: u32, bits: u64) {
-        self.slots[slot as usize].release(bits);
-        self.hint.store(slot as usize, Ordering::Relaxed);
+    pub(crate) fn release_bits(&self, slot: usize, bits: u64) {
+        self.slots[slot].release(bits);
+        self.hint.store(slot, Ordering::Relaxed);
+    }
+
+    /// The address of a block the caller owns.
+    #[inline]
+    pub(crate) fn block_ptr(&self, block: BlockRef) -> NonNull<u8> {
+        let base = self.slots[block.slot()].base();
+        // SAFETY: the bit is below blocks_per_slab, so the offset stays
+        // inside the slab allocation at `base`.
+        unsafe { base.add(block.bit() as usize * self.config.block_size) }
     }
 
     /// One lock-free pass over the present slots, from the hint.
@@ -424,11 +430,11 @@ impl Shared {
         let start = self.hint.load(Ordering::Relaxed);
         let start = if start < high_water { start } else { 0 };
         for i in (start..high_water).chain(0..start) {
-            if let Some((bits, base)) = self.slots[i].claim(want as u32) {
+            if let Some(bits) = self.slots[i].claim(want as u32) {
                 if i != start {
                     self.hint.store(i, Ordering::Relaxed);
                 }
-                return Some(self.hand_out(i, bits, base, push));
+                return Some(self.hand_out(i, bits, push));
             }
         }
         None
@@ -443,24 +449,17 @@ impl Shared {
         push: &mut dyn FnMut(BlockRef),
     ) -> Result<usize, LeaseError> {
         if table.slabs >= self.config.max_slabs {
-            return Err(LeaseError::Exhausted {
-                max_bytes: self.config.max_bytes,
-            });
+            return Err(LeaseError::Exhausted { max_bytes: self.config.max_bytes });
         }
         let layout = self.config.slab_layout;
         // Zeroed, so a block's bytes are initialised before anyone reads them.
         // SAFETY: the layout has a non-zero size (validated by the builder).
-        let base = NonNull::new(unsafe { alloc::alloc_zeroed(layout) }).ok_or(
-            LeaseError::OutOfMemory {
-                slab_bytes: layout.size(),
-            },
-        )?;
+        let base = NonNull::new(unsafe { alloc::alloc_zeroed(layout) })
+            .ok_or(LeaseError::OutOfMemory { slab_bytes: layout.size() })?;
         let high_water = self.high_water.load(Ordering::Relaxed);
         // Fewer than `max_slabs` slabs are present, so an absent slot exists
         // below `max_slabs`: a hole below the high-water mark, or the mark.
-        let index = (0..high_water)
-            .find(|&i| !self.slots[i].is_present())
-            .unwrap_or(high_water);
+        let index = (0..high_water).find(|&i| !self.slots[i].is_present()).unwrap_or(high_water);
         let kept = free_bits(want);
         self.slots[index].install(base, self.all_free & !kept);
         if index == high_water {
@@ -468,29 +467,15 @@ impl Shared {
         }
         table.slabs += 1;
         table.peak_slabs = table.peak_slabs.max(table.slabs);
-        Ok(self.hand_out(index, kept, base, push))
+        Ok(self.hand_out(index, kept, push))
     }
 
     /// Turns claimed bits of slot `index` into block references.
-    fn hand_out(
-        &self,
-        index: usize,
-        bits: u64,
-        base: NonNull<u8>,
-        push: &mut dyn FnMut(BlockRef),
-    ) -> usize {
+    fn hand_out(&self, index: usize, bits: u64, push: &mut dyn FnMut(BlockRef)) -> usize {
         let mut rest = bits;
         while rest != 0 {
-            let bit = rest.trailing_zeros();
-            rest &= rest - 1;
-            // SAFETY: `bit` < blocks_per_slab, so the offset stays inside the
-            // slab allocation that `base` points to.
-            let ptr = unsafe { base.add(bit as usize * self.config.block_size) };
-            push(BlockRef {
-                ptr,
-                slot: index as u32,
-                bit,
-            });
+            push(BlockRef::new(index, rest.trailing_zeros()));
+            rest &= rest - 1; // clear the lowest set bit
         }
         bits.count_ones() as usize
     }
@@ -525,10 +510,7 @@ impl Shared {
     /// Free blocks in the store (a snapshot).
     fn store_free_blocks(&self) -> usize {
         let high_water = self.high_water.load(Ordering::Relaxed);
-        self.slots[..high_water]
-            .iter()
-            .map(|slot| slot.free_count())
-            .sum()
+        self.slots[..high_water].iter().map(|slot| slot.free_count()).sum()
     }
 
     /// All leases served so far, by caches and by the store.
@@ -542,8 +524,8 @@ impl Shared {
     /// slot's base cell that must happen after the slab's install and
     /// before its retirement.
     #[cfg(falconet_pool_loom)]
-    pub(crate) fn loom_touch(&self, slot: u32) {
-        self.slots[slot as usize].loom_touch();
+    pub(crate) fn loom_touch(&self, slot: usize) {
+        self.slots[slot].loom_touch();
     }
 }
 

@@ -46,19 +46,16 @@ struct Shape {
 }
 
 fn shape() -> impl Strategy<Value = Shape> {
-    (
-        prop_oneof![Just(64usize), Just(192), Just(4096)],
-        1..=6usize,
-        1..=4usize,
-    )
-        .prop_flat_map(|(block_size, blocks_per_slab, max_slabs)| {
+    (prop_oneof![Just(64usize), Just(192), Just(4096)], 1..=6usize, 1..=4usize).prop_flat_map(
+        |(block_size, blocks_per_slab, max_slabs)| {
             (0..=blocks_per_slab).prop_map(move |thread_cache| Shape {
                 block_size,
                 blocks_per_slab,
                 max_slabs,
                 thread_cache,
             })
-        })
+        },
+    )
 }
 
 enum HelperCmd {
@@ -86,11 +83,7 @@ impl Helper {
                 ack.send(()).unwrap();
             }
         });
-        Self {
-            commands,
-            acks,
-            thread,
-        }
+        Self { commands, acks, thread }
     }
 
     fn run(&self, command: HelperCmd) {
@@ -128,15 +121,9 @@ impl Model {
     fn check(&self, pool: &Pool) {
         let mut addresses = HashSet::new();
         for (block, tag) in &self.leased {
-            assert!(
-                addresses.insert(block.as_ptr() as usize),
-                "a block was leased twice"
-            );
+            assert!(addresses.insert(block.as_ptr() as usize), "a block was leased twice");
             assert_eq!(block.len(), self.shape.block_size);
-            assert!(
-                block.iter().all(|b| b == tag),
-                "a leased block changed under its holder"
-            );
+            assert!(block.iter().all(|b| b == tag), "a leased block changed under its holder");
         }
         let stats = pool.stats();
         let n = self.shape.blocks_per_slab;
@@ -158,12 +145,7 @@ fn run(shape: Shape, ops: Vec<Op>) {
         .build()
         .unwrap();
     let helper = Helper::spawn(pool.clone());
-    let mut model = Model {
-        shape,
-        leased: Vec::new(),
-        helper_cached: 0,
-        next_tag: 1,
-    };
+    let mut model = Model { shape, leased: Vec::new(), helper_cached: 0, next_tag: 1 };
     for op in ops {
         match op {
             Op::Lease => {
@@ -202,14 +184,8 @@ fn run(shape: Shape, ops: Vec<Op>) {
                 let stats = pool.stats();
                 let in_use = model.leased.len() + model.helper_cached;
                 // Every slab left holds a leased or helper-cached block.
-                assert!(
-                    stats.slabs <= in_use,
-                    "trim left an all-free slab: {stats:?}"
-                );
-                assert_eq!(
-                    stats.cached, model.helper_cached,
-                    "trim flushes this thread's cache"
-                );
+                assert!(stats.slabs <= in_use, "trim left an all-free slab: {stats:?}");
+                assert_eq!(stats.cached, model.helper_cached, "trim flushes this thread's cache");
             }
             Op::Maintain => {
                 pool.maintain();
@@ -219,11 +195,7 @@ fn run(shape: Shape, ops: Vec<Op>) {
         model.check(&pool);
     }
     // The pool goes first; the leased blocks stay intact until dropped.
-    let Helper {
-        commands,
-        acks: _acks,
-        thread,
-    } = helper;
+    let Helper { commands, acks: _acks, thread } = helper;
     drop(commands);
     thread.join().unwrap();
     drop(pool);
@@ -235,16 +207,9 @@ fn run(shape: Shape, ops: Vec<Op>) {
 
 fn config() -> ProptestConfig {
     if cfg!(miri) {
-        ProptestConfig {
-            cases: 8,
-            failure_persistence: None,
-            ..ProptestConfig::default()
-        }
+        ProptestConfig { cases: 8, failure_persistence: None, ..ProptestConfig::default() }
     } else {
-        ProptestConfig {
-            cases: 512,
-            ..ProptestConfig::default()
-        }
+        ProptestConfig { cases: 512, ..ProptestConfig::default() }
     }
 }
 

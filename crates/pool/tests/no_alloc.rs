@@ -82,11 +82,7 @@ fn steady_state_on_one_thread_allocates_nothing() {
     let _serial = SERIAL.lock().unwrap_or_else(|poison| poison.into_inner());
     let pool = Pool::new();
     // Warm up: the thread's cache entry and enough slabs for the peak below.
-    drop(
-        (0..100)
-            .map(|_| pool.try_lease().unwrap())
-            .collect::<Vec<_>>(),
-    );
+    drop((0..100).map(|_| pool.try_lease().unwrap()).collect::<Vec<_>>());
     let slabs = pool.stats().slabs;
     let mut held: Vec<Block> = Vec::with_capacity(100);
     let allocations = count_allocations(|| {
@@ -102,11 +98,7 @@ fn steady_state_on_one_thread_allocates_nothing() {
         }
     });
     assert_eq!(allocations, 0);
-    assert_eq!(
-        pool.stats().slabs,
-        slabs,
-        "no slab was added: this was steady state"
-    );
+    assert_eq!(pool.stats().slabs, slabs, "no slab was added: this was steady state");
 }
 
 #[test]
@@ -114,11 +106,7 @@ fn steady_state_across_threads_allocates_nothing() {
     let _serial = SERIAL.lock().unwrap_or_else(|poison| poison.into_inner());
     let pool = Pool::new();
     // Enough slabs for everything in flight: the channel, both caches.
-    drop(
-        (0..256)
-            .map(|_| pool.try_lease().unwrap())
-            .collect::<Vec<_>>(),
-    );
+    drop((0..256).map(|_| pool.try_lease().unwrap()).collect::<Vec<_>>());
     let (to_parser, inbox) = mpsc::sync_channel::<Option<Block>>(64);
     let (ack, acks) = mpsc::sync_channel::<()>(1);
     let parser = thread::spawn(move || {

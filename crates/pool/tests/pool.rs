@@ -18,11 +18,7 @@ fn small(blocks_per_slab: usize, max_slabs: usize, thread_cache: usize) -> Pool 
 }
 
 fn check_consistent(stats: &Stats) {
-    assert_eq!(
-        stats.leased + stats.free,
-        stats.slabs * stats.blocks_per_slab,
-        "{stats:?}"
-    );
+    assert_eq!(stats.leased + stats.free, stats.slabs * stats.blocks_per_slab, "{stats:?}");
     assert!(stats.cached <= stats.free, "{stats:?}");
     assert!(stats.peak_slabs >= stats.slabs, "{stats:?}");
 }
@@ -32,11 +28,7 @@ fn a_fresh_block_is_zeroed_aligned_and_fully_usable() {
     let pool = Pool::new();
     let mut block = pool.try_lease().unwrap();
     assert_eq!(block.len(), 4096);
-    assert_eq!(
-        block.as_ptr() as usize % 4096,
-        0,
-        "the default block is one aligned page"
-    );
+    assert_eq!(block.as_ptr() as usize % 4096, 0, "the default block is one aligned page");
     assert!(block.iter().all(|&b| b == 0));
     block.fill(0x5A);
     assert!(block.iter().all(|&b| b == 0x5A));
@@ -53,11 +45,7 @@ fn a_thread_gets_back_the_block_it_returned_last() {
     let again = pool.try_lease().unwrap();
     assert_eq!(again.as_ptr(), address, "the thread cache is LIFO");
     let stats = pool.stats();
-    assert_eq!(
-        (stats.store_leases, stats.cache_leases),
-        (1, 1),
-        "{stats:?}"
-    );
+    assert_eq!((stats.store_leases, stats.cache_leases), (1, 1), "{stats:?}");
 }
 
 #[test]
@@ -83,16 +71,8 @@ fn leased_blocks_never_overlap() {
 fn the_bound_is_a_typed_error_and_a_return_lifts_it() {
     let pool = small(4, 2, 4);
     let mut blocks: Vec<_> = (0..8).map(|_| pool.try_lease().unwrap()).collect();
-    assert_eq!(
-        pool.try_lease().unwrap_err(),
-        LeaseError::Exhausted { max_bytes: 256 * 8 }
-    );
-    assert!(
-        pool.try_lease()
-            .unwrap_err()
-            .to_string()
-            .contains("exhausted")
-    );
+    assert_eq!(pool.try_lease().unwrap_err(), LeaseError::Exhausted { max_bytes: 256 * 8 });
+    assert!(pool.try_lease().unwrap_err().to_string().contains("exhausted"));
     blocks.pop();
     assert!(pool.try_lease().is_ok());
 }
@@ -107,15 +87,7 @@ fn trim_frees_exactly_the_slabs_with_no_leased_block() {
     drop(blocks);
     assert_eq!(pool.trim(), 6);
     let stats = pool.stats();
-    assert_eq!(
-        (
-            stats.slabs,
-            stats.leased,
-            stats.trimmed_slabs,
-            stats.peak_slabs
-        ),
-        (2, 2, 6, 8)
-    );
+    assert_eq!((stats.slabs, stats.leased, stats.trimmed_slabs, stats.peak_slabs), (2, 2, 6, 8));
     check_consistent(&stats);
     drop(kept);
     assert_eq!(pool.trim(), 2);
@@ -145,11 +117,7 @@ fn trim_cannot_free_a_slab_cached_by_another_thread() {
     // The helper's cache holds the block, so its slab stays.
     assert_eq!(pool.trim(), 0);
     let stats = pool.stats();
-    assert_eq!(
-        (stats.slabs, stats.leased, stats.cached),
-        (1, 0, 1),
-        "{stats:?}"
-    );
+    assert_eq!((stats.slabs, stats.leased, stats.cached), (1, 0, 1), "{stats:?}");
     exit.send(()).unwrap();
     helper.join().unwrap();
     // The helper's exit flushed its cache: now the slab goes.
@@ -168,11 +136,7 @@ fn maintain_releases_only_what_demand_did_not_use() {
     assert_eq!(pool.maintain(), 4);
     assert_eq!(pool.maintain(), 2);
     assert_eq!(pool.maintain(), 1);
-    assert_eq!(
-        pool.maintain(),
-        1,
-        "at least one slab once the surplus reaches a slab"
-    );
+    assert_eq!(pool.maintain(), 1, "at least one slab once the surplus reaches a slab");
     assert_eq!(pool.maintain(), 0);
     assert_eq!(pool.stats().slabs, 0);
     // A busy pool keeps its blocks.
@@ -211,11 +175,7 @@ fn blocks_cross_threads_and_come_back() {
     let stats = pool.stats();
     assert_eq!(stats.leased, 0, "{stats:?}");
     check_consistent(&stats);
-    assert_eq!(
-        pool.trim(),
-        stats.slabs,
-        "the parser's exit flushed its cache"
-    );
+    assert_eq!(pool.trim(), stats.slabs, "the parser's exit flushed its cache");
 }
 
 #[test]
@@ -227,9 +187,7 @@ fn blocks_outlive_the_pool() {
     }
     drop(pool);
     let far = blocks.pop().unwrap();
-    thread::spawn(move || assert!(far.iter().all(|&b| b == 5)))
-        .join()
-        .unwrap();
+    thread::spawn(move || assert!(far.iter().all(|&b| b == 5))).join().unwrap();
     for (i, block) in blocks.iter().enumerate() {
         assert!(block.iter().all(|&b| b == i as u8));
     }
@@ -242,10 +200,7 @@ fn clones_share_one_pool() {
     let _a = pool.try_lease().unwrap();
     drop(pool);
     let _rest: Vec<_> = (0..3).map(|_| other.try_lease().unwrap()).collect();
-    assert!(matches!(
-        other.try_lease(),
-        Err(LeaseError::Exhausted { .. })
-    ));
+    assert!(matches!(other.try_lease(), Err(LeaseError::Exhausted { .. })));
     assert!(format!("{other:?}").contains("block_size: 256"));
 }
 
@@ -256,15 +211,7 @@ fn without_a_thread_cache_every_lease_uses_the_store() {
         drop(pool.try_lease().unwrap());
     }
     let stats = pool.stats();
-    assert_eq!(
-        (
-            stats.cache_leases,
-            stats.store_leases,
-            stats.cached,
-            stats.free
-        ),
-        (0, 10, 0, 4)
-    );
+    assert_eq!((stats.cache_leases, stats.store_leases, stats.cached, stats.free), (0, 10, 0, 4));
     assert_eq!(pool.trim(), 1);
 }
 
@@ -279,10 +226,6 @@ fn stats_account_for_every_block() {
     drop(blocks);
     let stats = pool.stats();
     check_consistent(&stats);
-    assert_eq!(
-        (stats.leased, stats.cached),
-        (0, 8),
-        "the cache keeps one slab's worth"
-    );
+    assert_eq!((stats.leased, stats.cached), (0, 8), "the cache keeps one slab's worth");
     assert_eq!(stats.cache_leases + stats.store_leases, 20);
 }

@@ -14,10 +14,7 @@ fn iterations() -> u64 {
     if cfg!(miri) {
         return 20;
     }
-    std::env::var("FALCONET_STRESS_ITERS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1_000_000)
+    std::env::var("FALCONET_STRESS_ITERS").ok().and_then(|v| v.parse().ok()).unwrap_or(1_000_000)
 }
 
 /// A pattern unique to (thread, iteration), spread over the whole block.
@@ -30,20 +27,13 @@ fn stamp(block: &mut Block, thread: u64, iteration: u64) {
 
 fn verify(block: &Block, thread: u64, iteration: u64) {
     let word = ((thread << 56) ^ iteration.wrapping_mul(0x9E37_79B9_7F4A_7C15)).to_le_bytes();
-    assert!(
-        block.chunks_exact(8).all(|chunk| chunk == word),
-        "block changed under its holder"
-    );
+    assert!(block.chunks_exact(8).all(|chunk| chunk == word), "block changed under its holder");
 }
 
 /// 4 KiB blocks; 256-byte ones under Miri, which interprets every byte.
 fn pool() -> Pool {
     let block_size = if cfg!(miri) { 256 } else { 4096 };
-    Pool::builder()
-        .block_size(block_size)
-        .max_bytes(8 << 20)
-        .build()
-        .unwrap()
+    Pool::builder().block_size(block_size).max_bytes(8 << 20).build().unwrap()
 }
 
 fn lease(pool: &Pool) -> Block {
@@ -106,10 +96,7 @@ fn four_threads_churn_while_the_pool_is_trimmed() {
     trimmer.join().unwrap();
     let stats = pool.stats();
     assert_eq!(stats.leased, 0, "{stats:?}");
-    assert_eq!(
-        stats.leased + stats.free,
-        stats.slabs * stats.blocks_per_slab
-    );
+    assert_eq!(stats.leased + stats.free, stats.slabs * stats.blocks_per_slab);
     assert_eq!(stats.cache_leases + stats.store_leases, 4 * iterations);
 }
 
@@ -141,9 +128,5 @@ fn blocks_leased_on_one_thread_and_returned_on_another() {
     }
     let stats = pool.stats();
     assert_eq!(stats.leased, 0, "{stats:?}");
-    assert_eq!(
-        pool.trim(),
-        stats.slabs,
-        "every thread exited, so every slab is free"
-    );
+    assert_eq!(pool.trim(), stats.slabs, "every thread exited, so every slab is free");
 }

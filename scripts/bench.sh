@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The benchmark report: runs the criterion comparisons (falconet, its
+# lock-based twins and published peers, in one run) and prints the tables.
+#   scripts/bench.sh            all benches
+#   scripts/bench.sh pool       one bench target (pool, block_layout)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ $# -gt 0 ] || set -- pool block_layout
+for target in "$@"; do
+  cargo bench -p falconet-benches --bench "$target"
+done
+cargo run --release -q -p falconet-benches --bin pool_rss
+python3 scripts/bench_report.py target/criterion
