@@ -1,83 +1,73 @@
 //! The per-thread cache: the fast path of lease and return.
 //!
-//! Each thread keeps, per pool it has touched, an *entry*: a LIFO stack of
-//! free blocks of at most one slab's worth (the most recently returned block,
-//! warm in this core's cache, is the next one leased), plus two counters.
+//! Each thread has one cache, a thread-local LIFO stack of up to one slab's
+//! worth of free blocks, *bound* to one pool at a time (the most recently
+//! returned block, warm in this core's cache, is the next one leased).
 //!
-//! * **Lease**: pop the top block. When the stack is empty, refill it with up
-//!   to a whole slab's free blocks in one claim from the store.
+//! * **Lease**: if the cache is bound to this pool, pop the top block. When
+//!   the stack is empty, refill it with up to a slab's free blocks in one
+//!   claim from the store.
 //! * **Return** (a [`Block`](crate::Block) dropped on this thread, whichever
-//!   thread leased it): push it. When the stack is full, first flush its
-//!   older half to the store, grouped by slab (one `fetch_or` per slab).
+//!   thread leased it): if the cache is bound to the block's pool, push it.
+//!   When the stack is full, first flush its older half to the store,
+//!   grouped by slab (one `fetch_or` per slab).
+//! * **Binding**: an unbound cache binds to the first pool it serves. A bound
+//!   cache moves to another pool only when it is empty or its pool has been
+//!   closed, so a thread that alternates between pools never thrashes; until
+//!   then the other pool's leases and returns go straight to the store.
 //!
-//! Only the owning thread touches an entry's stack, so lease and return on
-//! one thread are a `Vec` pop and push: no atomic read-modify-write, no
-//! allocation (the stack's capacity is fixed when the entry is created). A
-//! block returned by another thread lands in *that* thread's cache and comes
-//! back through the store in batches, so a remote return never contends with
-//! the owner's fast path.
-//!
-//! An entry holds one reference to its pool (see [`crate::pool`]), so its
-//! pointer stays valid. Entries of pools whose last handle is gone are
-//! flushed and dropped when their thread creates another entry or exits; a
-//! block returned to a closed pool bypasses the cache. The stack is reached through a `RefCell` borrowed only inside this
-//! module; if it is unavailable (the thread is exiting and its cache is
-//! gone), lease and return go straight to the store.
+//! The stack lives inline in the thread-local (no pointer to chase) and holds
+//! one packed word per block (see [`BlockRef`]). Only the owning thread
+//! touches it, through `Cell`s, so lease and return on one thread perform no
+//! atomic read-modify-write and no allocation. Its length and hit count are
+//! atomics written only by the owner (a load and a store) so that
+//! [`Pool::stats`](crate::Pool::stats) can read them: a bound cache registers
+//! its address with the pool and unregisters before it unbinds or its thread
+//! exits. A bound cache holds one reference to its pool (see
+//! [`crate::pool`]). If the cache is unavailable (the thread is exiting and
+//! its cache is gone), lease and return go straight to the store.
 
-use core::cell::RefCell;
+use core::cell::Cell;
 use core::ptr::NonNull;
-use std::sync::Arc;
-
-use crossbeam_utils::CachePadded;
 
 use crate::error::LeaseError;
 use crate::pool::Shared;
 use crate::primitive::{AtomicU64, AtomicUsize, Ordering, thread_local};
-use crate::slot::BlockRef;
+use crate::slot::{BlockRef, MAX_BLOCKS_PER_SLAB};
 
-/// One entry's counters, written only by the owning thread (a load and a
-/// store, not a read-modify-write) and read by [`Pool::stats`](crate::Pool::stats).
-#[derive(Debug, Default)]
-pub(crate) struct CacheCounters {
-    cached: AtomicUsize,
+/// One thread's cache.
+pub(crate) struct ThreadCache {
+    /// The id of the pool it is bound to; 0 when unbound (ids start at 1).
+    id: Cell<u64>,
+    /// The bound pool, whose reference this cache holds.
+    shared: Cell<Option<NonNull<Shared>>>,
+    /// The bound pool's thread-cache size.
+    capacity: Cell<usize>,
+    /// Blocks in `stack`; written only by this thread, read by `stats`.
+    len: AtomicUsize,
+    /// Leases served from the stack since binding; written only by this
+    /// thread, read by `stats`.
     hits: AtomicU64,
+    stack: [Cell<BlockRef>; MAX_BLOCKS_PER_SLAB],
 }
 
-impl CacheCounters {
-    pub(crate) fn cached(&self) -> usize {
-        self.cached.load(Ordering::Relaxed)
-    }
-
-    pub(crate) fn hits(&self) -> u64 {
-        self.hits.load(Ordering::Relaxed)
-    }
-}
-
-/// One thread's cache for one pool.
-struct Entry {
-    /// The pool; this entry holds one of its references.
-    shared: NonNull<Shared>,
-    id: u64,
-    /// LIFO stack of at most `capacity` blocks, allocated once.
-    blocks: Vec<BlockRef>,
-    /// The pool's thread-cache size (`Vec::capacity` may exceed it).
-    capacity: usize,
-    counters: Arc<CachePadded<CacheCounters>>,
-}
-
+#[cfg(not(falconet_pool_loom))]
 thread_local! {
-    // loom's `thread_local!` takes no `const` initialiser; the std one would
-    // gain nothing measurable from it (the `Vec` is created once per thread).
-    #[allow(clippy::missing_const_for_thread_local)]
-    static CACHES: RefCell<Vec<Entry>> = RefCell::new(Vec::new());
+    static CACHE: ThreadCache = const { ThreadCache::new() };
+}
+
+// loom's `thread_local!` takes no `const` initialiser.
+#[cfg(falconet_pool_loom)]
+thread_local! {
+    static CACHE: ThreadCache = ThreadCache::new();
 }
 
 /// Leases one block: from this thread's cache if it can, else from the store.
 #[inline]
 pub(crate) fn lease(shared: &Shared) -> Result<BlockRef, LeaseError> {
-    match with_front_entry(shared, Entry::pop) {
-        Some(block) => Ok(block),
-        None => lease_slow(shared),
+    match CACHE.try_with(|cache| cache.pop(shared.id)) {
+        Ok(Some(block)) => Ok(block),
+        _ => lease_slow(shared),
     }
 }
 
@@ -90,35 +80,25 @@ pub(crate) fn lease(shared: &Shared) -> Result<BlockRef, LeaseError> {
 pub(crate) unsafe fn give_back(shared: NonNull<Shared>, block: BlockRef) {
     // SAFETY: the block's reference keeps the pool alive.
     let pool = unsafe { shared.as_ref() };
-    if with_front_entry(pool, |entry| entry.try_push(block)) != Some(true) {
+    if !matches!(CACHE.try_with(|cache| cache.try_push(pool, block)), Ok(true)) {
         // SAFETY: as for this function.
         unsafe { give_back_slow(shared, block) };
     }
 }
 
-/// The fast path's only look-up: this thread's first entry, if it is the
-/// pool's. The slow paths move the entry they use to the front.
-#[inline]
-fn with_front_entry<R>(shared: &Shared, f: impl FnOnce(&mut Entry) -> Option<R>) -> Option<R> {
-    CACHES
-        .try_with(|cell| {
-            let mut entries = cell.try_borrow_mut().ok()?;
-            let entry = entries.first_mut().filter(|entry| entry.id == shared.id)?;
-            f(entry)
-        })
-        .ok()
-        .flatten()
-}
-
 #[cold]
 #[inline(never)]
 fn lease_slow(shared: &Shared) -> Result<BlockRef, LeaseError> {
-    if shared.config.thread_cache > 0
-        && let Some(result) = with_entry(shared, |entry| entry.lease(shared))
-    {
-        return result;
+    let cached = CACHE.try_with(|cache| {
+        if !cache.bind(shared) {
+            return None;
+        }
+        Some(cache.refill_and_pop(shared))
+    });
+    match cached {
+        Ok(Some(result)) => result,
+        _ => lease_from_store(shared),
     }
-    lease_from_store(shared)
 }
 
 /// # Safety
@@ -128,38 +108,35 @@ fn lease_slow(shared: &Shared) -> Result<BlockRef, LeaseError> {
 unsafe fn give_back_slow(shared: NonNull<Shared>, block: BlockRef) {
     // SAFETY: the block's reference keeps the pool alive.
     let pool = unsafe { shared.as_ref() };
-    if pool.config.thread_cache > 0
-        && !pool.is_closed()
-        && with_entry(pool, |entry| entry.push(block)).is_some()
-    {
-        return;
+    let cached = CACHE.try_with(|cache| {
+        if pool.is_closed() || !cache.bind(pool) {
+            return false;
+        }
+        cache.push_flushing(block);
+        true
+    });
+    if !matches!(cached, Ok(true)) {
+        pool.release_bits(block.slot(), 1 << block.bit());
+        // SAFETY: the block's reference, released once; `pool` is not used after.
+        unsafe { Shared::release_refs(shared, 1) };
     }
-    pool.release_bits(block.slot(), 1 << block.bit());
-    // SAFETY: the block's reference, released once; `pool` is not used after.
-    unsafe { Shared::release_refs(shared, 1) };
 }
 
 /// Gives this thread's cached blocks of `shared` back to the store.
 pub(crate) fn flush_own(shared: &Shared) {
-    let _ = CACHES.try_with(|cell| {
-        if let Ok(mut entries) = cell.try_borrow_mut()
-            && let Some(entry) = entries.iter_mut().find(|e| e.id == shared.id)
-        {
-            let all = entry.blocks.len();
-            entry.flush(all);
+    let _ = CACHE.try_with(|cache| {
+        if cache.id.get() == shared.id {
+            cache.flush(cache.len());
         }
     });
 }
 
-/// Drops this thread's entry for `shared`, flushing it.
-pub(crate) fn remove_own(shared: &Shared) {
-    let _ = CACHES.try_with(|cell| {
-        // Take the entry out first and drop it after the borrow ends.
-        let removed = cell.try_borrow_mut().ok().and_then(|mut entries| {
-            let index = entries.iter().position(|e| e.id == shared.id)?;
-            Some(entries.swap_remove(index))
-        });
-        drop(removed);
+/// Flushes and unbinds this thread's cache if it is bound to `shared`.
+pub(crate) fn unbind_own(shared: &Shared) {
+    let _ = CACHE.try_with(|cache| {
+        if cache.id.get() == shared.id {
+            cache.unbind();
+        }
     });
 }
 
@@ -171,107 +148,151 @@ fn lease_from_store(shared: &Shared) -> Result<BlockRef, LeaseError> {
     Ok(block.expect("take(1) hands out exactly one block"))
 }
 
-/// Runs `f` on this thread's entry for `shared`, creating it if needed, and
-/// moves the entry to the front, where the fast path looks. `None` when the
-/// thread's cache is unavailable.
-fn with_entry<R>(shared: &Shared, f: impl FnOnce(&mut Entry) -> R) -> Option<R> {
-    CACHES
-        .try_with(|cell| {
-            let mut entries = cell.try_borrow_mut().ok()?;
-            let index = match entries.iter().position(|e| e.id == shared.id) {
-                Some(index) => index,
-                None => {
-                    prune_closed(&mut entries);
-                    entries.push(Entry::new(shared));
-                    entries.len() - 1
-                }
-            };
-            entries.swap(0, index);
-            Some(f(&mut entries[0]))
-        })
-        .ok()
-        .flatten()
-}
-
-/// Drops the entries of pools whose last handle is gone, flushing them.
-fn prune_closed(entries: &mut Vec<Entry>) {
-    entries.retain(|entry| {
-        // SAFETY: the entry holds a reference, so its pool is alive.
-        !unsafe { entry.shared.as_ref() }.is_closed()
-    });
-}
-
-impl Entry {
-    fn new(shared: &Shared) -> Self {
-        shared.acquire_refs(1);
-        let counters = Arc::new(CachePadded::new(CacheCounters::default()));
-        shared.register_cache(Arc::clone(&counters));
+impl ThreadCache {
+    #[cfg(not(falconet_pool_loom))]
+    const fn new() -> Self {
         Self {
-            shared: NonNull::from(shared),
-            id: shared.id,
-            blocks: Vec::with_capacity(shared.config.thread_cache),
-            capacity: shared.config.thread_cache,
-            counters,
+            id: Cell::new(0),
+            shared: Cell::new(None),
+            capacity: Cell::new(0),
+            len: AtomicUsize::new(0),
+            hits: AtomicU64::new(0),
+            stack: [const { Cell::new(BlockRef::EMPTY) }; MAX_BLOCKS_PER_SLAB],
         }
     }
 
-    fn shared(&self) -> &Shared {
-        // SAFETY: the entry holds a reference, so its pool is alive.
-        unsafe { self.shared.as_ref() }
+    #[cfg(falconet_pool_loom)]
+    fn new() -> Self {
+        Self {
+            id: Cell::new(0),
+            shared: Cell::new(None),
+            capacity: Cell::new(0),
+            len: AtomicUsize::new(0),
+            hits: AtomicU64::new(0),
+            stack: core::array::from_fn(|_| Cell::new(BlockRef::EMPTY)),
+        }
     }
 
-    /// The fast path of a lease: the top of the stack, if any.
+    /// Blocks in the stack (this thread's view, or a recent one elsewhere).
     #[inline]
-    fn pop(&mut self) -> Option<BlockRef> {
-        let block = self.blocks.pop()?;
-        bump(&self.counters.hits);
-        self.counters.cached.store(self.blocks.len(), Ordering::Relaxed);
+    pub(crate) fn len(&self) -> usize {
+        self.len.load(Ordering::Relaxed)
+    }
+
+    /// Leases served from the stack since the cache was bound.
+    #[inline]
+    pub(crate) fn hits(&self) -> u64 {
+        self.hits.load(Ordering::Relaxed)
+    }
+
+    /// The fast path of a lease: the top of the stack, if bound to `id`.
+    #[inline]
+    fn pop(&self, id: u64) -> Option<BlockRef> {
+        let len = self.len();
+        if self.id.get() != id || len == 0 {
+            return None;
+        }
+        let block = self.stack[len - 1].get();
+        self.set_len(len - 1);
+        // A load and a store, not a read-modify-write: only this thread writes.
+        self.hits.store(self.hits() + 1, Ordering::Relaxed);
         Some(block)
     }
 
-    /// The fast path of a return: push if there is room and the pool is open.
+    /// The fast path of a return: push if bound to the block's pool, which
+    /// is open, and there is room.
     #[inline]
-    fn try_push(&mut self, block: BlockRef) -> Option<bool> {
-        if self.blocks.len() == self.capacity || self.shared().is_closed() {
-            return Some(false);
+    fn try_push(&self, pool: &Shared, block: BlockRef) -> bool {
+        let len = self.len();
+        if self.id.get() != pool.id || len == self.capacity.get() || pool.is_closed() {
+            return false;
         }
-        self.blocks.push(block);
-        self.counters.cached.store(self.blocks.len(), Ordering::Relaxed);
-        Some(true)
+        self.stack[len].set(block);
+        self.set_len(len + 1);
+        true
     }
 
-    fn lease(&mut self, shared: &Shared) -> Result<BlockRef, LeaseError> {
-        if let Some(block) = self.pop() {
-            return Ok(block);
+    #[inline]
+    fn set_len(&self, len: usize) {
+        self.len.store(len, Ordering::Relaxed);
+    }
+
+    /// Binds the cache to `shared` unless it serves another pool that is
+    /// open and has blocks cached. Returns whether it is bound to `shared`.
+    fn bind(&self, shared: &Shared) -> bool {
+        if self.id.get() == shared.id {
+            return true;
         }
-        // Refill with up to a slab's free blocks; the last one is leased.
-        let blocks = &mut self.blocks;
-        shared.take(self.capacity, &mut |block| blocks.push(block))?;
+        if shared.config.thread_cache == 0 {
+            return false;
+        }
+        if let Some(bound) = self.shared.get() {
+            // SAFETY: a bound cache holds a reference to its pool.
+            let bound = unsafe { bound.as_ref() };
+            if self.len() > 0 && !bound.is_closed() {
+                return false;
+            }
+            self.unbind();
+        }
+        shared.acquire_refs(1);
+        self.id.set(shared.id);
+        self.shared.set(Some(NonNull::from(shared)));
+        self.capacity.set(shared.config.thread_cache);
+        shared.register_cache(self);
+        true
+    }
+
+    /// Flushes every cached block, unregisters from the bound pool and
+    /// releases the reference to it.
+    fn unbind(&self) {
+        let Some(shared) = self.shared.get() else { return };
+        self.flush(self.len());
+        self.shared.set(None);
+        // SAFETY: the cache's reference keeps the pool alive until below.
+        unsafe { shared.as_ref() }.unregister_cache(self);
+        self.hits.store(0, Ordering::Relaxed);
+        self.id.set(0);
+        self.capacity.set(0);
+        // SAFETY: the reference taken in `bind`, released once.
+        unsafe { Shared::release_refs(shared, 1) };
+    }
+
+    /// Refills the empty stack from the store and leases the top block.
+    fn refill_and_pop(&self, shared: &Shared) -> Result<BlockRef, LeaseError> {
+        debug_assert_eq!(self.len(), 0);
+        let mut len = 0;
+        shared.take(self.capacity.get(), &mut |block| {
+            self.stack[len].set(block);
+            len += 1;
+        })?;
         shared.count_store_lease();
-        let block = self.blocks.pop().expect("take hands out at least one block");
-        self.counters.cached.store(self.blocks.len(), Ordering::Relaxed);
-        Ok(block)
+        self.set_len(len - 1);
+        Ok(self.stack[len - 1].get())
     }
 
-    fn push(&mut self, block: BlockRef) {
-        if self.blocks.len() == self.capacity {
-            self.flush(self.blocks.len().div_ceil(2));
+    /// Pushes, first flushing the older half of the stack if it is full.
+    fn push_flushing(&self, block: BlockRef) {
+        let capacity = self.capacity.get();
+        if self.len() == capacity {
+            self.flush(capacity.div_ceil(2));
         }
-        self.blocks.push(block);
-        self.counters.cached.store(self.blocks.len(), Ordering::Relaxed);
+        let len = self.len();
+        self.stack[len].set(block);
+        self.set_len(len + 1);
     }
 
-    /// Gives the `count` oldest cached blocks back to the store.
-    fn flush(&mut self, count: usize) {
+    /// Gives the `count` oldest cached blocks (the bottom of the stack) back
+    /// to the store, one `fetch_or` per run of blocks from the same slab.
+    fn flush(&self, count: usize) {
+        let Some(shared) = self.shared.get() else { return };
         if count == 0 {
             return;
         }
-        let shared = self.shared;
-        // SAFETY: the entry holds a reference, so the pool is alive.
+        // SAFETY: a bound cache holds a reference to its pool.
         let pool = unsafe { shared.as_ref() };
-        // Blocks refilled together share a slab: one `fetch_or` per run.
         let mut run: Option<(usize, u64)> = None;
-        for block in self.blocks.drain(..count) {
+        for cell in &self.stack[..count] {
+            let block = cell.get();
             let (slot, bit) = (block.slot(), 1 << block.bit());
             run = match run {
                 Some((run_slot, bits)) if run_slot == slot => Some((slot, bits | bit)),
@@ -285,24 +306,19 @@ impl Entry {
         if let Some((slot, bits)) = run {
             pool.release_bits(slot, bits);
         }
-        self.counters.cached.store(self.blocks.len(), Ordering::Relaxed);
-        // SAFETY: the flushed blocks' references; the entry's own keeps the
+        let len = self.len();
+        for i in count..len {
+            self.stack[i - count].set(self.stack[i].get());
+        }
+        self.set_len(len - count);
+        // SAFETY: the flushed blocks' references; the cache's own keeps the
         // pool alive afterwards.
         unsafe { Shared::release_refs(shared, count) };
     }
 }
 
-impl Drop for Entry {
+impl Drop for ThreadCache {
     fn drop(&mut self) {
-        self.flush(self.blocks.len());
-        self.shared().unregister_cache(&self.counters);
-        // SAFETY: the entry's own reference, released once; not used after.
-        unsafe { Shared::release_refs(self.shared, 1) };
+        self.unbind();
     }
-}
-
-/// Adds one to a counter only this thread writes: a load and a store, which
-/// compile to plain moves, instead of a locked read-modify-write.
-fn bump(counter: &AtomicU64) {
-    counter.store(counter.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
 }

@@ -57,7 +57,7 @@ use std::sync::Arc;
 use crossbeam_utils::CachePadded;
 
 use crate::block::Block;
-use crate::cache::{self, CacheCounters};
+use crate::cache::{self, ThreadCache};
 use crate::config::{Config, PoolBuilder};
 use crate::error::LeaseError;
 use crate::primitive::{AtomicBool, AtomicU64, AtomicUsize, Mutex, Ordering, fence, lock};
@@ -120,12 +120,38 @@ struct Table {
     maintain_mark: u64,
 }
 
-/// The counters of every live thread-cache entry of one pool.
+/// The thread caches bound to one pool, for `stats`.
 #[derive(Default)]
 pub(crate) struct CacheRegistry {
-    live: Vec<Arc<CachePadded<CacheCounters>>>,
-    /// Cache hits of entries that have since been dropped.
+    /// Each bound cache's address. A cache unregisters (under this lock)
+    /// before it unbinds or its thread exits, so every pointer here is live
+    /// while the lock is held.
+    bound: Vec<CachePtr>,
+    /// Cache hits of caches that have since unbound.
     retired_hits: u64,
+}
+
+/// A bound thread cache's address.
+struct CachePtr(*const ThreadCache);
+
+// SAFETY: only the counters (atomics) of the cache are read through it, by
+// `stats` under the registry lock, while the cache is registered and alive.
+unsafe impl Send for CachePtr {}
+
+impl CacheRegistry {
+    fn caches(&self) -> impl Iterator<Item = &ThreadCache> {
+        // SAFETY: registered caches are alive while the registry lock, which
+        // `&self` proves is held, is held (see `bound`).
+        self.bound.iter().map(|cache| unsafe { &*cache.0 })
+    }
+
+    fn cached(&self) -> usize {
+        self.caches().map(ThreadCache::len).sum()
+    }
+
+    fn hits(&self) -> u64 {
+        self.caches().map(ThreadCache::hits).sum::<u64>() + self.retired_hits
+    }
 }
 
 /// Hands out process-unique pool ids. A plain std atomic even under loom: it
@@ -255,9 +281,7 @@ impl Pool {
         let store_free = shared.store_free_blocks();
         let (cached, cache_leases) = {
             let registry = lock(&shared.caches);
-            let cached = registry.live.iter().map(|c| c.cached()).sum::<usize>();
-            let hits = registry.live.iter().map(|c| c.hits()).sum::<u64>();
-            (cached, hits + registry.retired_hits)
+            (registry.cached(), registry.hits())
         };
         let blocks = table.slabs * shared.config.blocks_per_slab;
         Stats {
@@ -305,7 +329,7 @@ impl Drop for Handle {
         // A hint, read `Relaxed` by returns: a block dropped after this goes
         // straight to the store instead of into a thread cache.
         shared.closed.store(true, Ordering::Relaxed);
-        cache::remove_own(shared);
+        cache::unbind_own(shared);
         {
             let mut table = lock(&shared.table);
             shared.retire_free_slabs(&mut table, usize::MAX);
@@ -366,16 +390,16 @@ impl Shared {
         }
     }
 
-    /// Registers a new thread-cache entry's counters.
-    pub(crate) fn register_cache(&self, counters: Arc<CachePadded<CacheCounters>>) {
-        lock(&self.caches).live.push(counters);
+    /// Registers a thread cache that has just bound to this pool.
+    pub(crate) fn register_cache(&self, cache: &ThreadCache) {
+        lock(&self.caches).bound.push(CachePtr(cache));
     }
 
-    /// Unregisters a dropped entry's counters, keeping its hit count.
-    pub(crate) fn unregister_cache(&self, counters: &Arc<CachePadded<CacheCounters>>) {
+    /// Unregisters a thread cache about to unbind, keeping its hit count.
+    pub(crate) fn unregister_cache(&self, cache: &ThreadCache) {
         let mut registry = lock(&self.caches);
-        registry.live.retain(|c| !Arc::ptr_eq(c, counters));
-        registry.retired_hits += counters.hits();
+        registry.bound.retain(|bound| !core::ptr::eq(bound.0, cache));
+        registry.retired_hits += cache.hits();
     }
 
     /// Counts a lease the store served.
@@ -515,9 +539,7 @@ impl Shared {
 
     /// All leases served so far, by caches and by the store.
     fn total_leases(&self) -> u64 {
-        let registry = lock(&self.caches);
-        let hits = registry.live.iter().map(|c| c.hits()).sum::<u64>() + registry.retired_hits;
-        hits + self.store_leases.load(Ordering::Relaxed)
+        lock(&self.caches).hits() + self.store_leases.load(Ordering::Relaxed)
     }
 
     /// Marks a block as accessed for loom's race detector: a read of the

@@ -77,6 +77,10 @@ const BIT_MASK: u64 = (1 << BIT_WIDTH) - 1;
 const _: () = assert!(MAX_BLOCKS_PER_SLAB as u64 <= BIT_MASK + 1);
 
 impl BlockRef {
+    /// A placeholder for an empty stack slot (never handed out as a block).
+    pub(crate) const EMPTY: Self = Self(0);
+
+    #[inline]
     pub(crate) fn new(slot: usize, bit: u32) -> Self {
         debug_assert!(u64::from(bit) <= BIT_MASK);
         Self((slot as u64) << BIT_WIDTH | u64::from(bit))

@@ -229,3 +229,26 @@ fn stats_account_for_every_block() {
     assert_eq!((stats.leased, stats.cached), (0, 8), "the cache keeps one slab's worth");
     assert_eq!(stats.cache_leases + stats.store_leases, 20);
 }
+
+#[test]
+fn a_thread_caches_for_one_pool_at_a_time() {
+    let a = small(4, 2, 4);
+    let b = small(4, 2, 4);
+    drop(a.try_lease().unwrap()); // this thread's cache binds to `a`
+    assert_eq!(a.stats().cached, 4);
+    // `a` still has blocks cached, so `b` is served by its shared store.
+    for _ in 0..3 {
+        drop(b.try_lease().unwrap());
+    }
+    let stats = b.stats();
+    assert_eq!((stats.cached, stats.cache_leases, stats.store_leases), (0, 0, 3), "{stats:?}");
+    // Once the cache is empty, it moves to the pool that needs it.
+    let held: Vec<_> = (0..4).map(|_| a.try_lease().unwrap()).collect();
+    drop(b.try_lease().unwrap());
+    assert_eq!(b.stats().cached, 4);
+    // `a`'s blocks now go straight back to `a`'s store.
+    drop(held);
+    let stats = a.stats();
+    assert_eq!((stats.cached, stats.leased, stats.free), (0, 0, 4), "{stats:?}");
+    assert_eq!(a.trim(), 1);
+}
