@@ -13,13 +13,18 @@ use std::time::{Duration, Instant};
 /// Bytes per block in every pool benchmark.
 pub const BLOCK: usize = 4096;
 
-/// A pool of 4 KiB blocks, as the benchmarks drive it.
+/// A pool of 4 KiB blocks, as the benchmarks drive it. Every implementation
+/// marks its methods `#[inline]`, so each pool's code is inlined into the
+/// workload loop the same way and the comparison measures the pools, not the
+/// call boundary between this crate and the bench.
 pub trait BlockPool: Sync {
     /// A leased block; `Send` so it can be returned on another thread.
     type Lease: Send;
     /// Leases a block and writes its first byte (so the block is touched).
+    #[inline]
     fn lease(&self) -> Self::Lease;
     /// Returns a block.
+    #[inline]
     fn give_back(&self, lease: Self::Lease);
 }
 
@@ -34,11 +39,13 @@ impl Default for Falconet {
 
 impl BlockPool for Falconet {
     type Lease = falconet_pool::Block;
+    #[inline]
     fn lease(&self) -> Self::Lease {
         let mut block = self.0.try_lease().expect("the benchmark stays under the bound");
         block[0] = 1;
         block
     }
+    #[inline]
     fn give_back(&self, lease: Self::Lease) {
         drop(lease);
     }
@@ -58,11 +65,13 @@ pub struct SystemAllocator;
 
 impl BlockPool for SystemAllocator {
     type Lease = RawBlock;
+    #[inline]
     fn lease(&self) -> Self::Lease {
         let mut block = Box::new_uninit();
         touch(&mut block);
         block
     }
+    #[inline]
     fn give_back(&self, lease: Self::Lease) {
         drop(lease);
     }
@@ -74,12 +83,14 @@ pub struct MutexPool(Mutex<Vec<RawBlock>>);
 
 impl BlockPool for MutexPool {
     type Lease = RawBlock;
+    #[inline]
     fn lease(&self) -> Self::Lease {
         let block = self.0.lock().unwrap().pop();
         let mut block = block.unwrap_or_else(Box::new_uninit);
         touch(&mut block);
         block
     }
+    #[inline]
     fn give_back(&self, lease: Self::Lease) {
         self.0.lock().unwrap().push(lease);
     }
@@ -96,11 +107,13 @@ impl Default for ArrayQueuePool {
 
 impl BlockPool for ArrayQueuePool {
     type Lease = RawBlock;
+    #[inline]
     fn lease(&self) -> Self::Lease {
         let mut block = self.0.pop().unwrap_or_else(Box::new_uninit);
         touch(&mut block);
         block
     }
+    #[inline]
     fn give_back(&self, lease: Self::Lease) {
         let _ = self.0.push(lease);
     }
@@ -121,11 +134,13 @@ impl Default for LockfreeObjectPool {
 
 impl BlockPool for LockfreeObjectPool {
     type Lease = lockfree_object_pool::LinearReusable<'static, Vec<u8>>;
+    #[inline]
     fn lease(&self) -> Self::Lease {
         let mut block = self.0.pull();
         block[0] = 1;
         block
     }
+    #[inline]
     fn give_back(&self, lease: Self::Lease) {
         drop(lease);
     }
@@ -137,6 +152,7 @@ pub struct ShardedSlabPool(sharded_slab::Pool<Vec<u8>>);
 
 impl BlockPool for ShardedSlabPool {
     type Lease = usize;
+    #[inline]
     fn lease(&self) -> Self::Lease {
         let mut entry = self.0.create().expect("sharded-slab is under its capacity");
         if entry.capacity() < BLOCK {
@@ -145,6 +161,7 @@ impl BlockPool for ShardedSlabPool {
         entry.push(1);
         entry.key()
     }
+    #[inline]
     fn give_back(&self, key: Self::Lease) {
         self.0.clear(key);
     }

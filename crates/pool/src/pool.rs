@@ -103,11 +103,13 @@ pub(crate) struct Shared {
     /// Set when the last `Pool` handle is dropped.
     closed: AtomicBool,
     /// The table lock: growth, trimming and their bookkeeping.
-    table: Mutex<Table>,
+    table: CachePadded<Mutex<Table>>,
     /// Leases the thread cache could not serve (or that bypassed it).
-    store_leases: AtomicU64,
-    /// Every live thread cache's counters, for `stats`.
-    caches: Mutex<CacheRegistry>,
+    /// Written on every refill: padded away from the fields every return
+    /// reads (`id`, `config`, `closed`).
+    store_leases: CachePadded<AtomicU64>,
+    /// The thread caches bound to this pool, for `stats`.
+    caches: CachePadded<Mutex<CacheRegistry>>,
 }
 
 /// What the table lock guards.
@@ -196,9 +198,9 @@ impl Pool {
             hint: CachePadded::new(AtomicUsize::new(0)),
             refs: CachePadded::new(AtomicUsize::new(1)),
             closed: AtomicBool::new(false),
-            table: Mutex::new(Table::default()),
-            store_leases: AtomicU64::new(0),
-            caches: Mutex::new(CacheRegistry::default()),
+            table: CachePadded::new(Mutex::new(Table::default())),
+            store_leases: CachePadded::new(AtomicU64::new(0)),
+            caches: CachePadded::new(Mutex::new(CacheRegistry::default())),
         });
         let shared = NonNull::from(Box::leak(shared));
         #[cfg(falconet_pool_loom)]
