@@ -21,10 +21,8 @@ pub trait BlockPool: Sync {
     /// A leased block; `Send` so it can be returned on another thread.
     type Lease: Send;
     /// Leases a block and writes its first byte (so the block is touched).
-    #[inline]
     fn lease(&self) -> Self::Lease;
     /// Returns a block.
-    #[inline]
     fn give_back(&self, lease: Self::Lease);
 }
 

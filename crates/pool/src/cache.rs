@@ -22,8 +22,9 @@
 //! atomic read-modify-write and no allocation. Its length and hit count are
 //! atomics written only by the owner (a load and a store) so that
 //! [`Pool::stats`](crate::Pool::stats) can read them: a bound cache registers
-//! its address with the pool and unregisters before it unbinds or its thread
-//! exits. A bound cache holds one reference to its pool (see
+//! their address with the pool and unregisters before it unbinds or its
+//! thread exits (a separate thread-local guard unbinds it at exit, so no
+//! `&mut` to the cache ever exists while it is registered). A bound cache holds one reference to its pool (see
 //! [`crate::pool`]). If the cache is unavailable (the thread is exiting and
 //! its cache is gone), lease and return go straight to the store.
 
@@ -43,23 +44,74 @@ pub(crate) struct ThreadCache {
     shared: Cell<Option<NonNull<Shared>>>,
     /// The bound pool's thread-cache size.
     capacity: Cell<usize>,
-    /// Blocks in `stack`; written only by this thread, read by `stats`.
-    len: AtomicUsize,
-    /// Leases served from the stack since binding; written only by this
-    /// thread, read by `stats`.
-    hits: AtomicU64,
+    /// What `stats` reads from other threads.
+    published: Published,
     stack: [Cell<BlockRef>; MAX_BLOCKS_PER_SLAB],
 }
 
+/// The counters a thread cache publishes to [`Pool::stats`](crate::Pool::stats):
+/// atomics written only by the owning thread (a load and a store).
+pub(crate) struct Published {
+    /// Blocks in the stack.
+    len: AtomicUsize,
+    /// Leases served from the stack since the cache was bound.
+    hits: AtomicU64,
+}
+
+impl Published {
+    /// Blocks in the stack (the owner's view, or a recent one elsewhere).
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        self.len.load(Ordering::Relaxed)
+    }
+
+    /// Leases served from the stack since the cache was bound.
+    #[inline]
+    pub(crate) fn hits(&self) -> u64 {
+        self.hits.load(Ordering::Relaxed)
+    }
+}
+
+// `CACHE` has no destructor: a destructor takes `&mut` to its value, which
+// would race with `stats` reading the published counters from another
+// thread until `unbind` unregisters them. `UNBIND_ON_EXIT` unbinds the
+// cache at thread exit through a shared reference instead.
 #[cfg(not(falconet_pool_loom))]
 thread_local! {
     static CACHE: ThreadCache = const { ThreadCache::new() };
+    static UNBIND_ON_EXIT: UnbindOnExit = const { UnbindOnExit };
 }
 
-// loom's `thread_local!` takes no `const` initialiser.
+// loom's `thread_local!` takes no `const` initialiser, and loom drops a
+// thread's locals in no fixed order: there the cache unbinds in its own
+// destructor (loom does not model reference retags).
 #[cfg(falconet_pool_loom)]
 thread_local! {
     static CACHE: ThreadCache = ThreadCache::new();
+}
+
+/// Unbinds this thread's cache when the thread exits.
+#[cfg(not(falconet_pool_loom))]
+struct UnbindOnExit;
+
+#[cfg(not(falconet_pool_loom))]
+impl Drop for UnbindOnExit {
+    fn drop(&mut self) {
+        // `CACHE` has no destructor, so it is still reachable here.
+        let _ = CACHE.try_with(ThreadCache::unbind);
+    }
+}
+
+/// Makes sure the cache will be unbound when this thread exits; false once
+/// the thread's destructors have begun (then the cache must not bind).
+#[cfg(not(falconet_pool_loom))]
+fn unbind_on_exit() -> bool {
+    UNBIND_ON_EXIT.try_with(|_| ()).is_ok()
+}
+
+#[cfg(falconet_pool_loom)]
+fn unbind_on_exit() -> bool {
+    true
 }
 
 /// Leases one block: from this thread's cache if it can, else from the store.
@@ -155,8 +207,7 @@ impl ThreadCache {
             id: Cell::new(0),
             shared: Cell::new(None),
             capacity: Cell::new(0),
-            len: AtomicUsize::new(0),
-            hits: AtomicU64::new(0),
+            published: Published { len: AtomicUsize::new(0), hits: AtomicU64::new(0) },
             stack: [const { Cell::new(BlockRef::EMPTY) }; MAX_BLOCKS_PER_SLAB],
         }
     }
@@ -167,22 +218,14 @@ impl ThreadCache {
             id: Cell::new(0),
             shared: Cell::new(None),
             capacity: Cell::new(0),
-            len: AtomicUsize::new(0),
-            hits: AtomicU64::new(0),
+            published: Published { len: AtomicUsize::new(0), hits: AtomicU64::new(0) },
             stack: core::array::from_fn(|_| Cell::new(BlockRef::EMPTY)),
         }
     }
 
-    /// Blocks in the stack (this thread's view, or a recent one elsewhere).
     #[inline]
-    pub(crate) fn len(&self) -> usize {
-        self.len.load(Ordering::Relaxed)
-    }
-
-    /// Leases served from the stack since the cache was bound.
-    #[inline]
-    pub(crate) fn hits(&self) -> u64 {
-        self.hits.load(Ordering::Relaxed)
+    fn len(&self) -> usize {
+        self.published.len()
     }
 
     /// The fast path of a lease: the top of the stack, if bound to `id`.
@@ -195,7 +238,8 @@ impl ThreadCache {
         let block = self.stack[len - 1].get();
         self.set_len(len - 1);
         // A load and a store, not a read-modify-write: only this thread writes.
-        self.hits.store(self.hits() + 1, Ordering::Relaxed);
+        let hits = &self.published.hits;
+        hits.store(hits.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
         Some(block)
     }
 
@@ -214,7 +258,7 @@ impl ThreadCache {
 
     #[inline]
     fn set_len(&self, len: usize) {
-        self.len.store(len, Ordering::Relaxed);
+        self.published.len.store(len, Ordering::Relaxed);
     }
 
     /// Binds the cache to `shared` unless it serves another pool that is
@@ -223,7 +267,7 @@ impl ThreadCache {
         if self.id.get() == shared.id {
             return true;
         }
-        if shared.config.thread_cache == 0 {
+        if shared.config.thread_cache == 0 || !unbind_on_exit() {
             return false;
         }
         if let Some(bound) = self.shared.get() {
@@ -238,7 +282,7 @@ impl ThreadCache {
         self.id.set(shared.id);
         self.shared.set(Some(NonNull::from(shared)));
         self.capacity.set(shared.config.thread_cache);
-        shared.register_cache(self);
+        shared.register_cache(&self.published);
         true
     }
 
@@ -249,8 +293,8 @@ impl ThreadCache {
         self.flush(self.len());
         self.shared.set(None);
         // SAFETY: the cache's reference keeps the pool alive until below.
-        unsafe { shared.as_ref() }.unregister_cache(self);
-        self.hits.store(0, Ordering::Relaxed);
+        unsafe { shared.as_ref() }.unregister_cache(&self.published);
+        self.published.hits.store(0, Ordering::Relaxed);
         self.id.set(0);
         self.capacity.set(0);
         // SAFETY: the reference taken in `bind`, released once.
@@ -317,6 +361,7 @@ impl ThreadCache {
     }
 }
 
+#[cfg(falconet_pool_loom)]
 impl Drop for ThreadCache {
     fn drop(&mut self) {
         self.unbind();

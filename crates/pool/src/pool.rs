@@ -57,7 +57,7 @@ use std::sync::Arc;
 use crossbeam_utils::CachePadded;
 
 use crate::block::Block;
-use crate::cache::{self, ThreadCache};
+use crate::cache::{self, Published};
 use crate::config::{Config, PoolBuilder};
 use crate::error::LeaseError;
 use crate::primitive::{AtomicBool, AtomicU64, AtomicUsize, Mutex, Ordering, fence, lock};
@@ -133,26 +133,26 @@ pub(crate) struct CacheRegistry {
     retired_hits: u64,
 }
 
-/// A bound thread cache's address.
-struct CachePtr(*const ThreadCache);
+/// The address of a bound thread cache's published counters.
+struct CachePtr(*const Published);
 
-// SAFETY: only the counters (atomics) of the cache are read through it, by
-// `stats` under the registry lock, while the cache is registered and alive.
+// SAFETY: only atomics are read through it, by `stats` under the registry
+// lock, while the cache is registered and alive.
 unsafe impl Send for CachePtr {}
 
 impl CacheRegistry {
-    fn caches(&self) -> impl Iterator<Item = &ThreadCache> {
+    fn caches(&self) -> impl Iterator<Item = &Published> {
         // SAFETY: registered caches are alive while the registry lock, which
         // `&self` proves is held, is held (see `bound`).
         self.bound.iter().map(|cache| unsafe { &*cache.0 })
     }
 
     fn cached(&self) -> usize {
-        self.caches().map(ThreadCache::len).sum()
+        self.caches().map(Published::len).sum()
     }
 
     fn hits(&self) -> u64 {
-        self.caches().map(ThreadCache::hits).sum::<u64>() + self.retired_hits
+        self.caches().map(Published::hits).sum::<u64>() + self.retired_hits
     }
 }
 
@@ -160,10 +160,10 @@ impl CacheRegistry {
 /// only has to be unique, not modelled.
 static NEXT_POOL_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
-/// Pools whose shared state is not yet freed; loom models check it returns
-/// to zero, which proves the last reference frees the pool exactly once.
-/// Per OS thread: loom runs a model's threads as coroutines on the test's
-/// own thread, and tests run in parallel.
+// Pools whose shared state is not yet freed; loom models check it returns
+// to zero, which proves the last reference frees the pool exactly once.
+// Per OS thread: loom runs a model's threads as coroutines on the test's
+// own thread, and tests run in parallel.
 #[cfg(falconet_pool_loom)]
 std::thread_local! {
     static LIVE_POOLS: core::cell::Cell<usize> = const { core::cell::Cell::new(0) };
@@ -393,12 +393,12 @@ impl Shared {
     }
 
     /// Registers a thread cache that has just bound to this pool.
-    pub(crate) fn register_cache(&self, cache: &ThreadCache) {
+    pub(crate) fn register_cache(&self, cache: &Published) {
         lock(&self.caches).bound.push(CachePtr(cache));
     }
 
     /// Unregisters a thread cache about to unbind, keeping its hit count.
-    pub(crate) fn unregister_cache(&self, cache: &ThreadCache) {
+    pub(crate) fn unregister_cache(&self, cache: &Published) {
         let mut registry = lock(&self.caches);
         registry.bound.retain(|bound| !core::ptr::eq(bound.0, cache));
         registry.retired_hits += cache.hits();

@@ -205,6 +205,11 @@ fn run(shape: Shape, ops: Vec<Op>) {
     }
 }
 
+/// Operations per case; fewer under Miri, which interprets every step.
+fn max_ops() -> usize {
+    if cfg!(miri) { 24 } else { 80 }
+}
+
 fn config() -> ProptestConfig {
     if cfg!(miri) {
         ProptestConfig { cases: 8, failure_persistence: None, ..ProptestConfig::default() }
@@ -217,7 +222,7 @@ proptest! {
     #![proptest_config(config())]
 
     #[test]
-    fn the_pool_matches_its_model(shape in shape(), ops in prop::collection::vec(op(), 1..80)) {
+    fn the_pool_matches_its_model(shape in shape(), ops in prop::collection::vec(op(), 1..max_ops())) {
         run(shape, ops);
     }
 }
