@@ -326,7 +326,7 @@ impl ThreadCache {
     }
 
     /// Gives the `count` oldest cached blocks (the bottom of the stack) back
-    /// to the store, one `fetch_or` per run of blocks from the same slab.
+    /// to the store, one `fetch_or` per slab among them.
     fn flush(&self, count: usize) {
         let Some(shared) = self.shared.get() else { return };
         if count == 0 {
@@ -334,9 +334,16 @@ impl ThreadCache {
         }
         // SAFETY: a bound cache holds a reference to its pool.
         let pool = unsafe { shared.as_ref() };
+        // Sorted, a place orders by slot first: one run, and one `fetch_or`,
+        // per slab among the flushed blocks.
+        let mut flushed = [BlockRef::EMPTY; MAX_BLOCKS_PER_SLAB];
+        let flushed = &mut flushed[..count];
+        for (place, cell) in flushed.iter_mut().zip(&self.stack[..count]) {
+            *place = cell.get();
+        }
+        flushed.sort_unstable();
         let mut run: Option<(usize, u64)> = None;
-        for cell in &self.stack[..count] {
-            let block = cell.get();
+        for &block in flushed.iter() {
             let (slot, bit) = (block.slot(), 1 << block.bit());
             run = match run {
                 Some((run_slot, bits)) if run_slot == slot => Some((slot, bits | bit)),

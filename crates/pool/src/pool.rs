@@ -450,7 +450,11 @@ impl Shared {
         unsafe { base.add(block.bit() as usize * self.config.block_size) }
     }
 
-    /// One lock-free pass over the present slots, from the hint.
+    /// One lock-free pass over the present slots from the hint; claims up
+    /// to `want` blocks from the first slot that has any. (Gathering across
+    /// slots until `want` touches every slot's line on each refill when
+    /// free blocks are scarce: measured 98 ns against 50 ns per block
+    /// handed between two threads.)
     fn claim_any(&self, want: usize, push: &mut dyn FnMut(BlockRef)) -> Option<usize> {
         let high_water = self.high_water.load(Ordering::Relaxed);
         let start = self.hint.load(Ordering::Relaxed);
