@@ -10,4 +10,5 @@ for target in "$@"; do
   cargo bench -p falconet-benches --bench "$target"
 done
 cargo run --release -q -p falconet-benches --bin pool_rss
+cargo run --release -q -p falconet-benches --bin pool_interleaved
 python3 scripts/bench_report.py target/criterion
