@@ -10,8 +10,8 @@
 use std::time::Duration;
 
 use falconet_benches::{
-    ArrayQueuePool, Falconet, LockfreeObjectPool, MutexPool, ShardedSlabPool,
-    SystemAllocator, handoff_only, lease_here_return_there,
+    ArrayQueuePool, Falconet, LockfreeObjectPool, MutexPool, ShardedSlabPool, SystemAllocator,
+    handoff_only, lease_here_return_there,
 };
 
 fn median(mut samples: Vec<f64>) -> f64 {
@@ -50,13 +50,21 @@ fn main() {
     }
     let medians: Vec<f64> = samples.into_iter().map(median).collect();
     let ours = medians[0];
-    println!("\n### pool/lease on A, return on B (interleaved: {rounds} rounds x {blocks} blocks, medians)\n");
+    println!(
+        "\n### pool/lease on A, return on B (interleaved: {rounds} rounds x {blocks} blocks, medians)\n"
+    );
     println!("| | ns per block | vs falconet |");
     println!("|---|---|---|");
     for ((name, _), ns) in pools.iter().zip(&medians) {
-        let ratio = if *name == "falconet" { String::new() } else { format!("falconet {:.1}x faster", ns / ours) };
+        let ratio = if *name == "falconet" {
+            String::new()
+        } else {
+            format!("falconet {:.1}x faster", ns / ours)
+        };
         println!("| {name} | {ns:.1} | {ratio} |");
     }
     let twin_net = (medians[1] - medians[6]) / (ours - medians[6]);
-    println!("\nNet of the ring's own cost, falconet is {twin_net:.1}x faster than the mutex twin.");
+    println!(
+        "\nNet of the ring's own cost, falconet is {twin_net:.1}x faster than the mutex twin."
+    );
 }

@@ -5,8 +5,7 @@ use core::ops::{Deref, DerefMut};
 use core::ptr::NonNull;
 
 use crate::cache;
-use crate::pool::Shared;
-use crate::slot::BlockRef;
+use crate::slot::{BlockRef, Slab};
 
 /// A leased block of pool memory: an owned handle, like a `Box<[u8]>`.
 ///
@@ -30,10 +29,8 @@ use crate::slot::BlockRef;
 /// ```
 pub struct Block {
     ptr: NonNull<u8>,
-    len: usize,
-    /// Where the block goes back.
+    /// Where the block goes back; its slot knows the pool and the size.
     place: BlockRef,
-    shared: NonNull<Shared>,
 }
 
 // SAFETY: a `Block` owns its bytes exclusively, like a `Box<[u8]>`, and the
@@ -44,23 +41,25 @@ unsafe impl Sync for Block {}
 
 impl Block {
     /// # Safety
-    /// The block at `place` is out of the store, owned by the caller, lives
-    /// at `ptr`, and carries one reference to the live pool at `shared`,
-    /// whose block size is `len`.
+    /// The block at `place` is out of the store, owned by the caller, and
+    /// carries one reference to its pool.
     #[inline]
-    pub(crate) unsafe fn from_raw(
-        ptr: NonNull<u8>,
-        place: BlockRef,
-        shared: NonNull<Shared>,
-        len: usize,
-    ) -> Self {
-        Self { ptr, len, place, shared }
+    pub(crate) unsafe fn from_place(place: BlockRef) -> Self {
+        // SAFETY: the caller owns the block, so its slab is present.
+        let slab = unsafe { place.slot() }.slab();
+        // SAFETY: the bit is below blocks_per_slab, so the offset stays
+        // inside the slab allocation at `base`, which is not null.
+        let ptr = unsafe {
+            NonNull::new_unchecked(slab.base.add(place.bit() as usize * slab.block_size))
+        };
+        Self { ptr, place }
     }
 
-    #[cfg(falconet_pool_loom)]
-    fn loom_touch(&self) {
-        // SAFETY: the block's reference keeps the pool alive.
-        unsafe { self.shared.as_ref() }.loom_touch(self.place.slot());
+    /// The block's slab description (base, pool, block size).
+    #[inline]
+    fn slab(&self) -> Slab {
+        // SAFETY: the block is owned by this handle.
+        unsafe { self.place.slot() }.slab()
     }
 }
 
@@ -69,22 +68,20 @@ impl Deref for Block {
 
     #[inline]
     fn deref(&self) -> &[u8] {
-        #[cfg(falconet_pool_loom)]
-        self.loom_touch();
+        let len = self.slab().block_size;
         // SAFETY: the block owns `len` bytes at `ptr`, initialised (slabs are
         // zeroed when allocated) and not aliased by any other handle; its
         // slab cannot be freed while the block is out of the store.
-        unsafe { core::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+        unsafe { core::slice::from_raw_parts(self.ptr.as_ptr(), len) }
     }
 }
 
 impl DerefMut for Block {
     #[inline]
     fn deref_mut(&mut self) -> &mut [u8] {
-        #[cfg(falconet_pool_loom)]
-        self.loom_touch();
+        let len = self.slab().block_size;
         // SAFETY: as in `deref`, and `&mut self` makes the access exclusive.
-        unsafe { core::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+        unsafe { core::slice::from_raw_parts_mut(self.ptr.as_ptr(), len) }
     }
 }
 
@@ -102,7 +99,7 @@ impl AsMut<[u8]> for Block {
 
 impl fmt::Debug for Block {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Block").field("addr", &self.ptr).field("len", &self.len).finish()
+        f.debug_struct("Block").field("addr", &self.ptr).field("len", &self.len()).finish()
     }
 }
 
@@ -111,6 +108,6 @@ impl Drop for Block {
     fn drop(&mut self) {
         // SAFETY: the block is out of the store and owns one reference; the
         // handle is gone after this.
-        unsafe { cache::give_back(self.shared, self.place) };
+        unsafe { cache::give_back(self.place) };
     }
 }

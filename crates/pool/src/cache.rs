@@ -4,7 +4,8 @@
 //! worth of free blocks, *bound* to one pool at a time (the most recently
 //! returned block, warm in this core's cache, is the next one leased).
 //!
-//! * **Lease**: if the cache is bound to this pool, pop the top block. When
+//! * **Lease**: if the cache is bound to this pool, pop the top block's place
+//!   (see [`BlockRef`]); its address comes from its slot's slab. When
 //!   the stack is empty, refill it with up to a slab's free blocks in one
 //!   claim from the store.
 //! * **Return** (a [`Block`](crate::Block) dropped on this thread, whichever
@@ -34,13 +35,12 @@ use core::ptr::NonNull;
 use crate::error::LeaseError;
 use crate::pool::Shared;
 use crate::primitive::{AtomicU64, AtomicUsize, Ordering, thread_local};
-use crate::slot::{BlockRef, MAX_BLOCKS_PER_SLAB};
+use crate::slot::{BlockRef, MAX_BLOCKS_PER_SLAB, Slot};
 
 /// One thread's cache.
 pub(crate) struct ThreadCache {
-    /// The id of the pool it is bound to; 0 when unbound (ids start at 1).
-    id: Cell<u64>,
-    /// The bound pool, whose reference this cache holds.
+    /// The bound pool, whose reference this cache holds (so no other pool
+    /// can reuse its address while it is bound).
     shared: Cell<Option<NonNull<Shared>>>,
     /// The bound pool's thread-cache size.
     capacity: Cell<usize>,
@@ -117,7 +117,7 @@ fn unbind_on_exit() -> bool {
 /// Leases one block: from this thread's cache if it can, else from the store.
 #[inline]
 pub(crate) fn lease(shared: &Shared) -> Result<BlockRef, LeaseError> {
-    match CACHE.try_with(|cache| cache.pop(shared.id)) {
+    match CACHE.try_with(|cache| cache.pop(shared)) {
         Ok(Some(block)) => Ok(block),
         _ => lease_slow(shared),
     }
@@ -126,13 +126,13 @@ pub(crate) fn lease(shared: &Shared) -> Result<BlockRef, LeaseError> {
 /// Returns one block: into this thread's cache if it can, else to the store.
 ///
 /// # Safety
-/// `block` is out of the store, owned by the caller, and carries one
-/// reference to the live pool at `shared`, which this call consumes.
+/// The block at `block` is out of the store, owned by the caller, and
+/// carries one reference to its pool, which this call consumes.
 #[inline]
-pub(crate) unsafe fn give_back(shared: NonNull<Shared>, block: BlockRef) {
-    // SAFETY: the block's reference keeps the pool alive.
-    let pool = unsafe { shared.as_ref() };
-    if !matches!(CACHE.try_with(|cache| cache.try_push(pool, block)), Ok(true)) {
+pub(crate) unsafe fn give_back(block: BlockRef) {
+    // SAFETY: the caller owns the block, whose reference keeps the pool alive.
+    let shared = unsafe { NonNull::new_unchecked(block.slot().slab().pool.cast_mut()) };
+    if !matches!(CACHE.try_with(|cache| cache.try_push(shared, block)), Ok(true)) {
         // SAFETY: as for this function.
         unsafe { give_back_slow(shared, block) };
     }
@@ -168,7 +168,8 @@ unsafe fn give_back_slow(shared: NonNull<Shared>, block: BlockRef) {
         true
     });
     if !matches!(cached, Ok(true)) {
-        pool.release_bits(block.slot(), 1 << block.bit());
+        // SAFETY: the caller owns the block.
+        pool.release_bits(unsafe { block.slot() }, 1 << block.bit());
         // SAFETY: the block's reference, released once; `pool` is not used after.
         unsafe { Shared::release_refs(shared, 1) };
     }
@@ -177,7 +178,7 @@ unsafe fn give_back_slow(shared: NonNull<Shared>, block: BlockRef) {
 /// Gives this thread's cached blocks of `shared` back to the store.
 pub(crate) fn flush_own(shared: &Shared) {
     let _ = CACHE.try_with(|cache| {
-        if cache.id.get() == shared.id {
+        if cache.is_bound_to(shared) {
             cache.flush(cache.len());
         }
     });
@@ -186,7 +187,7 @@ pub(crate) fn flush_own(shared: &Shared) {
 /// Flushes and unbinds this thread's cache if it is bound to `shared`.
 pub(crate) fn unbind_own(shared: &Shared) {
     let _ = CACHE.try_with(|cache| {
-        if cache.id.get() == shared.id {
+        if cache.is_bound_to(shared) {
             cache.unbind();
         }
     });
@@ -204,7 +205,6 @@ impl ThreadCache {
     #[cfg(not(falconet_pool_loom))]
     const fn new() -> Self {
         Self {
-            id: Cell::new(0),
             shared: Cell::new(None),
             capacity: Cell::new(0),
             published: Published { len: AtomicUsize::new(0), hits: AtomicU64::new(0) },
@@ -215,7 +215,6 @@ impl ThreadCache {
     #[cfg(falconet_pool_loom)]
     fn new() -> Self {
         Self {
-            id: Cell::new(0),
             shared: Cell::new(None),
             capacity: Cell::new(0),
             published: Published { len: AtomicUsize::new(0), hits: AtomicU64::new(0) },
@@ -228,11 +227,16 @@ impl ThreadCache {
         self.published.len()
     }
 
-    /// The fast path of a lease: the top of the stack, if bound to `id`.
     #[inline]
-    fn pop(&self, id: u64) -> Option<BlockRef> {
+    fn is_bound_to(&self, shared: &Shared) -> bool {
+        self.shared.get() == Some(NonNull::from(shared))
+    }
+
+    /// The fast path of a lease: the top of the stack, if bound to `shared`.
+    #[inline]
+    fn pop(&self, shared: &Shared) -> Option<BlockRef> {
         let len = self.len();
-        if self.id.get() != id || len == 0 {
+        if !self.is_bound_to(shared) || len == 0 {
             return None;
         }
         let block = self.stack[len - 1].get();
@@ -246,9 +250,13 @@ impl ThreadCache {
     /// The fast path of a return: push if bound to the block's pool, which
     /// is open, and there is room.
     #[inline]
-    fn try_push(&self, pool: &Shared, block: BlockRef) -> bool {
+    fn try_push(&self, shared: NonNull<Shared>, block: BlockRef) -> bool {
         let len = self.len();
-        if self.id.get() != pool.id || len == self.capacity.get() || pool.is_closed() {
+        if self.shared.get() != Some(shared) || len == self.capacity.get() {
+            return false;
+        }
+        // SAFETY: the cache is bound to the pool, so holds a reference to it.
+        if unsafe { shared.as_ref() }.is_closed() {
             return false;
         }
         self.stack[len].set(block);
@@ -264,7 +272,7 @@ impl ThreadCache {
     /// Binds the cache to `shared` unless it serves another pool that is
     /// open and has blocks cached. Returns whether it is bound to `shared`.
     fn bind(&self, shared: &Shared) -> bool {
-        if self.id.get() == shared.id {
+        if self.is_bound_to(shared) {
             return true;
         }
         if shared.config.thread_cache == 0 || !unbind_on_exit() {
@@ -279,7 +287,6 @@ impl ThreadCache {
             self.unbind();
         }
         shared.acquire_refs(1);
-        self.id.set(shared.id);
         self.shared.set(Some(NonNull::from(shared)));
         self.capacity.set(shared.config.thread_cache);
         shared.register_cache(&self.published);
@@ -295,7 +302,6 @@ impl ThreadCache {
         // SAFETY: the cache's reference keeps the pool alive until below.
         unsafe { shared.as_ref() }.unregister_cache(&self.published);
         self.published.hits.store(0, Ordering::Relaxed);
-        self.id.set(0);
         self.capacity.set(0);
         // SAFETY: the reference taken in `bind`, released once.
         unsafe { Shared::release_refs(shared, 1) };
@@ -342,11 +348,13 @@ impl ThreadCache {
             *place = cell.get();
         }
         flushed.sort_unstable();
-        let mut run: Option<(usize, u64)> = None;
+        let mut run: Option<(&Slot, u64)> = None;
         for &block in flushed.iter() {
-            let (slot, bit) = (block.slot(), 1 << block.bit());
+            // SAFETY: the cache owns its blocks and holds a reference to
+            // their pool.
+            let (slot, bit) = (unsafe { block.slot() }, 1 << block.bit());
             run = match run {
-                Some((run_slot, bits)) if run_slot == slot => Some((slot, bits | bit)),
+                Some((run_slot, bits)) if core::ptr::eq(run_slot, slot) => Some((slot, bits | bit)),
                 Some((run_slot, bits)) => {
                     pool.release_bits(run_slot, bits);
                     Some((slot, bit))

@@ -61,7 +61,7 @@ use crate::cache::{self, Published};
 use crate::config::{Config, PoolBuilder};
 use crate::error::LeaseError;
 use crate::primitive::{AtomicBool, AtomicU64, AtomicUsize, Mutex, Ordering, fence, lock};
-use crate::slot::{BlockRef, Slot, free_bits};
+use crate::slot::{BlockRef, Slab, Slot, free_bits};
 use crate::stats::Stats;
 
 /// A pool of fixed-size memory blocks carved from slabs.
@@ -86,13 +86,11 @@ unsafe impl Sync for Handle {}
 
 /// State shared by every handle, cache entry and block of one pool.
 pub(crate) struct Shared {
-    /// Unique for the life of the process: thread caches are keyed by it.
-    pub(crate) id: u64,
     pub(crate) config: Config,
     /// The free bits of a slab whose blocks are all in the store.
     all_free: u64,
     /// One slot per slab the bound allows ([`Config::max_slabs`]).
-    slots: Box<[CachePadded<Slot>]>,
+    slots: Box<[Slot]>,
     /// Slots `0..high_water` may be present; scans stop there. Written under
     /// the table lock; only a bound on lock-free scans, so `Relaxed`.
     high_water: AtomicUsize,
@@ -156,10 +154,6 @@ impl CacheRegistry {
     }
 }
 
-/// Hands out process-unique pool ids. A plain std atomic even under loom: it
-/// only has to be unique, not modelled.
-static NEXT_POOL_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-
 // Pools whose shared state is not yet freed; loom models check it returns
 // to zero, which proves the last reference frees the pool exactly once.
 // Per OS thread: loom runs a model's threads as coroutines on the test's
@@ -190,7 +184,6 @@ impl Pool {
 
     pub(crate) fn with_config(config: Config) -> Self {
         let shared = Box::new(Shared {
-            id: NEXT_POOL_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             config,
             all_free: free_bits(config.blocks_per_slab),
             slots: new_slot_table(config.max_slabs),
@@ -228,11 +221,10 @@ impl Pool {
     #[inline]
     pub fn try_lease(&self) -> Result<Block, LeaseError> {
         let shared = self.shared();
-        let block = cache::lease(shared)?;
-        let ptr = shared.block_ptr(block);
-        // SAFETY: `block` is out of the store, lives at `ptr` and carries one
-        // reference to the pool.
-        Ok(unsafe { Block::from_raw(ptr, block, self.handle.shared, shared.config.block_size) })
+        let place = cache::lease(shared)?;
+        // SAFETY: the block at `place` is out of the store, owned here, and
+        // carries one reference to the pool.
+        Ok(unsafe { Block::from_place(place) })
     }
 
     /// The usable length of every block, in bytes.
@@ -345,17 +337,17 @@ impl Drop for Handle {
 /// the pages of slots never used are never touched (an absent slot is all
 /// zero bits).
 #[cfg(not(falconet_pool_loom))]
-fn new_slot_table(slots: usize) -> Box<[CachePadded<Slot>]> {
-    let table = Box::<[CachePadded<Slot>]>::new_zeroed_slice(slots);
+fn new_slot_table(slots: usize) -> Box<[Slot]> {
+    let table = Box::<[Slot]>::new_zeroed_slice(slots);
     // SAFETY: an all-zero `Slot` is a valid absent slot: its word is an
-    // `AtomicU64` holding 0 and its base an `UnsafeCell` holding a null
-    // pointer; `CachePadded` adds only padding.
+    // `AtomicU64` holding 0, its padding integers, and its slab cell holds
+    // null pointers and a zero block size.
     unsafe { table.assume_init() }
 }
 
 #[cfg(falconet_pool_loom)]
-fn new_slot_table(slots: usize) -> Box<[CachePadded<Slot>]> {
-    (0..slots).map(|_| CachePadded::new(Slot::new())).collect()
+fn new_slot_table(slots: usize) -> Box<[Slot]> {
+    (0..slots).map(|_| Slot::new()).collect()
 }
 
 impl Shared {
@@ -434,20 +426,13 @@ impl Shared {
         Ok(taken)
     }
 
-    /// Gives blocks of slot `slot` back to the store. The caller then
-    /// releases their references.
-    pub(crate) fn release_bits(&self, slot: usize, bits: u64) {
-        self.slots[slot].release(bits);
-        self.hint.store(slot, Ordering::Relaxed);
-    }
-
-    /// The address of a block the caller owns.
-    #[inline]
-    pub(crate) fn block_ptr(&self, block: BlockRef) -> NonNull<u8> {
-        let base = self.slots[block.slot()].base();
-        // SAFETY: the bit is below blocks_per_slab, so the offset stays
-        // inside the slab allocation at `base`.
-        unsafe { base.add(block.bit() as usize * self.config.block_size) }
+    /// Gives blocks of `slot`, one of this pool's, back to the store. The
+    /// caller then releases their references.
+    pub(crate) fn release_bits(&self, slot: &Slot, bits: u64) {
+        slot.release(bits);
+        let index = (slot as *const Slot).addr().wrapping_sub(self.slots.as_ptr().addr())
+            / size_of::<Slot>();
+        self.hint.store(index, Ordering::Relaxed);
     }
 
     /// One lock-free pass over the present slots from the hint; claims up
@@ -491,7 +476,8 @@ impl Shared {
         // below `max_slabs`: a hole below the high-water mark, or the mark.
         let index = (0..high_water).find(|&i| !self.slots[i].is_present()).unwrap_or(high_water);
         let kept = free_bits(want);
-        self.slots[index].install(base, self.all_free & !kept);
+        let slab = Slab { base: base.as_ptr(), pool: self, block_size: self.config.block_size };
+        self.slots[index].install(slab, self.all_free & !kept);
         if index == high_water {
             self.high_water.store(high_water + 1, Ordering::Relaxed);
         }
@@ -504,7 +490,7 @@ impl Shared {
     fn hand_out(&self, index: usize, bits: u64, push: &mut dyn FnMut(BlockRef)) -> usize {
         let mut rest = bits;
         while rest != 0 {
-            push(BlockRef::new(index, rest.trailing_zeros()));
+            push(BlockRef::new(&self.slots[index], rest.trailing_zeros()));
             rest &= rest - 1; // clear the lowest set bit
         }
         bits.count_ones() as usize
@@ -546,14 +532,6 @@ impl Shared {
     /// All leases served so far, by caches and by the store.
     fn total_leases(&self) -> u64 {
         lock(&self.caches).hits() + self.store_leases.load(Ordering::Relaxed)
-    }
-
-    /// Marks a block as accessed for loom's race detector: a read of the
-    /// slot's base cell that must happen after the slab's install and
-    /// before its retirement.
-    #[cfg(falconet_pool_loom)]
-    pub(crate) fn loom_touch(&self, slot: usize) {
-        self.slots[slot].loom_touch();
     }
 }
 
