@@ -14,28 +14,28 @@ use falconet_benches::{
     churn, handoff_only, lease_here_return_there, lease_return,
 };
 
-macro_rules! for_each_pool {
-    ($group:ident, $bench:ident, $($name:literal => $ty:ty),+ $(,)?) => {
-        $(
-            {
-                let pool = <$ty>::default();
-                $group.bench_function($name, |b| b.iter_custom(|ops| $bench(&pool, ops)));
-            }
-        )+
+/// Runs `$run!(name, type)` for every pool under comparison: the one list.
+macro_rules! each_pool {
+    ($run:ident) => {
+        $run!("falconet", Falconet);
+        $run!("mutex-vec (twin)", MutexPool);
+        $run!("system-malloc", SystemAllocator);
+        $run!("crossbeam-arrayqueue", ArrayQueuePool);
+        $run!("lockfree-object-pool", LockfreeObjectPool);
+        $run!("sharded-slab", ShardedSlabPool);
     };
 }
 
 fn single_thread(c: &mut Criterion) {
     let mut group = c.benchmark_group("pool/lease+return, 1 thread");
     group.throughput(Throughput::Elements(1));
-    for_each_pool!(group, lease_return,
-        "falconet" => Falconet,
-        "mutex-vec (twin)" => MutexPool,
-        "system-malloc" => SystemAllocator,
-        "crossbeam-arrayqueue" => ArrayQueuePool,
-        "lockfree-object-pool" => LockfreeObjectPool,
-        "sharded-slab" => ShardedSlabPool,
-    );
+    macro_rules! run {
+        ($name:literal, $ty:ty) => {
+            let pool = <$ty>::default();
+            group.bench_function($name, |b| b.iter_custom(|ops| lease_return(&pool, ops)));
+        };
+    }
+    each_pool!(run);
     group.finish();
 }
 
@@ -43,14 +43,15 @@ fn cross_thread(c: &mut Criterion) {
     let mut group = c.benchmark_group("pool/lease on A, return on B");
     group.throughput(Throughput::Elements(1));
     group.bench_function("rtrb hand-off alone", |b| b.iter_custom(handoff_only));
-    for_each_pool!(group, lease_here_return_there,
-        "falconet" => Falconet,
-        "mutex-vec (twin)" => MutexPool,
-        "system-malloc" => SystemAllocator,
-        "crossbeam-arrayqueue" => ArrayQueuePool,
-        "lockfree-object-pool" => LockfreeObjectPool,
-        "sharded-slab" => ShardedSlabPool,
-    );
+    macro_rules! run {
+        ($name:literal, $ty:ty) => {
+            let pool = <$ty>::default();
+            group.bench_function($name, |b| {
+                b.iter_custom(|ops| lease_here_return_there(&pool, ops))
+            });
+        };
+    }
+    each_pool!(run);
     group.finish();
 }
 
@@ -59,21 +60,14 @@ fn churn_threads(c: &mut Criterion) {
     for threads in [1usize, 2, 4] {
         group.throughput(Throughput::Elements(threads as u64));
         macro_rules! run {
-            ($($name:literal => $ty:ty),+ $(,)?) => {$(
+            ($name:literal, $ty:ty) => {
                 let pool = <$ty>::default();
                 group.bench_with_input(BenchmarkId::new($name, threads), &threads, |b, &t| {
                     b.iter_custom(|ops| churn(&pool, t, ops.max(16)))
                 });
-            )+};
+            };
         }
-        run!(
-            "falconet" => Falconet,
-            "mutex-vec (twin)" => MutexPool,
-            "system-malloc" => SystemAllocator,
-            "crossbeam-arrayqueue" => ArrayQueuePool,
-            "lockfree-object-pool" => LockfreeObjectPool,
-            "sharded-slab" => ShardedSlabPool,
-        );
+        each_pool!(run);
     }
     group.finish();
 }

@@ -229,7 +229,7 @@ impl ThreadCache {
 
     #[inline]
     fn is_bound_to(&self, shared: &Shared) -> bool {
-        self.shared.get() == Some(NonNull::from(shared))
+        self.shared.get() == Some(shared.ptr())
     }
 
     /// The fast path of a lease: the top of the stack, if bound to `shared`.
@@ -287,7 +287,7 @@ impl ThreadCache {
             self.unbind();
         }
         shared.acquire_refs(1);
-        self.shared.set(Some(NonNull::from(shared)));
+        self.shared.set(Some(shared.ptr()));
         self.capacity.set(shared.config.thread_cache);
         shared.register_cache(&self.published);
         true

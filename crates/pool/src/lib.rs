@@ -37,8 +37,10 @@
 //! # Design
 //!
 //! * **Fast path** (`src/cache.rs`): each thread keeps a LIFO stack of up to one
-//!   slab's worth of free blocks per pool. Leasing and returning on one
-//!   thread is a pop and a push: no atomic read-modify-write, no allocation.
+//!   slab's worth of free blocks, serving one pool at a time. Leasing and
+//!   returning on one thread is a pop and a push: no atomic
+//!   read-modify-write, no allocation. A [`Block`] is two words (its address
+//!   and a tagged pointer to its slab's slot), so it moves in registers.
 //! * **Shared store** (`src/slot.rs`): one atomic word per slab, a bit per free
 //!   block. A thread refills its cache with a whole slab's free blocks in one
 //!   CAS and flushes half a cache in one `fetch_or` per slab. The word is the

@@ -9,7 +9,8 @@
 //!     ^    <---------------------------   |   <---------------------    |
 //!     |        flush (fetch_or)           |     push (no atomic RMW)    |
 //!     +-----------------------------------------------------------------+
-//!        release (fetch_or): cache off, full-and-flushing, or thread exiting
+//!        release (fetch_or): the returning thread's cache is off, serves
+//!        another pool, or is gone (thread exiting); or the pool is closed
 //! ```
 //!
 //! * **Store**: the block's free bit is set in its slab's slot word
@@ -17,10 +18,10 @@
 //!   retired: a slab is freed only when *all* its blocks are in the store.
 //! * **Cached**: the block sits in the per-thread cache of the thread that
 //!   claimed or last returned it ([`crate::cache`]). Leasing and returning on
-//!   that thread is a `Vec` pop and push: no atomic read-modify-write.
+//!   that thread is a pop and a push: no atomic read-modify-write.
 //! * **Leased**: a [`Block`] handle owns it; it may travel to any thread, and
-//!   its drop puts it into *that* thread's cache (flushing the older half of
-//!   the cache to the store when the cache is full).
+//!   its drop puts it into *that* thread's cache if the cache serves the
+//!   block's pool (flushing the older half to the store when it is full).
 //!
 //! # Growth and trimming
 //!
@@ -37,7 +38,7 @@
 //! The shared state is reference counted by hand in `refs`:
 //!
 //! * 1 for all [`Pool`] handles together (an `Arc<Handle>` counts the handles),
-//! * 1 per thread-cache entry, and
+//! * 1 per thread cache bound to the pool, and
 //! * 1 per block outside the store (cached or leased).
 //!
 //! Blocks cross the store boundary in batches (a refill claims up to a slab's
@@ -84,8 +85,13 @@ unsafe impl Send for Handle {}
 // SAFETY: as above: every method of `Shared` takes `&self` and synchronises.
 unsafe impl Sync for Handle {}
 
-/// State shared by every handle, cache entry and block of one pool.
+/// State shared by every handle, bound thread cache and block of one pool.
 pub(crate) struct Shared {
+    /// This allocation, with the provenance of `Box::into_raw`: every
+    /// pointer to the pool that is stored (in a slab, a thread cache or a
+    /// handle) is this one, so whoever releases the last reference may
+    /// free the box through it.
+    this: NonNull<Shared>,
     pub(crate) config: Config,
     /// The free bits of a slab whose blocks are all in the store.
     all_free: u64,
@@ -184,6 +190,7 @@ impl Pool {
 
     pub(crate) fn with_config(config: Config) -> Self {
         let shared = Box::new(Shared {
+            this: NonNull::dangling(),
             config,
             all_free: free_bits(config.blocks_per_slab),
             slots: new_slot_table(config.max_slabs),
@@ -195,7 +202,10 @@ impl Pool {
             store_leases: CachePadded::new(AtomicU64::new(0)),
             caches: CachePadded::new(Mutex::new(CacheRegistry::default())),
         });
-        let shared = NonNull::from(Box::leak(shared));
+        // SAFETY: `Box::into_raw` is not null.
+        let shared = unsafe { NonNull::new_unchecked(Box::into_raw(shared)) };
+        // SAFETY: nothing else refers to the new pool yet.
+        unsafe { (*shared.as_ptr()).this = shared };
         #[cfg(falconet_pool_loom)]
         LIVE_POOLS.with(|live| live.set(live.get() + 1));
         Self { handle: Arc::new(Handle { shared }) }
@@ -351,13 +361,19 @@ fn new_slot_table(slots: usize) -> Box<[Slot]> {
 }
 
 impl Shared {
+    /// This pool's pointer, to store (see `this`).
+    #[inline]
+    pub(crate) fn ptr(&self) -> NonNull<Shared> {
+        self.this
+    }
+
     /// Whether the last `Pool` handle has been dropped (a hint).
     #[inline]
     pub(crate) fn is_closed(&self) -> bool {
         self.closed.load(Ordering::Relaxed)
     }
 
-    /// Takes one more reference for a new cache entry (the caller holds one).
+    /// Takes `n` more references (the caller holds one already).
     pub(crate) fn acquire_refs(&self, n: usize) {
         // `Relaxed` as in `Arc::clone`: the caller's own reference keeps the
         // count above zero, and nothing is published by the increment.
@@ -378,8 +394,9 @@ impl Shared {
         // `Acquire` fence (the `Arc` protocol).
         if refs.fetch_sub(n, Ordering::Release) == n {
             fence(Ordering::Acquire);
-            // SAFETY: that was the last reference: no handle, cache entry or
-            // block can reach `Shared` any more, and it came from `Box::leak`.
+            // SAFETY: that was the last reference: no handle, bound cache or
+            // block can reach `Shared` any more, and `this` is the pointer
+            // `Box::into_raw` returned (every stored pointer is `this`).
             drop(unsafe { Box::from_raw(this.as_ptr()) });
         }
     }
@@ -476,7 +493,11 @@ impl Shared {
         // below `max_slabs`: a hole below the high-water mark, or the mark.
         let index = (0..high_water).find(|&i| !self.slots[i].is_present()).unwrap_or(high_water);
         let kept = free_bits(want);
-        let slab = Slab { base: base.as_ptr(), pool: self, block_size: self.config.block_size };
+        let slab = Slab {
+            base: base.as_ptr(),
+            pool: self.this.as_ptr(),
+            block_size: self.config.block_size,
+        };
         self.slots[index].install(slab, self.all_free & !kept);
         if index == high_water {
             self.high_water.store(high_water + 1, Ordering::Relaxed);
