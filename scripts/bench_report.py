@@ -35,10 +35,11 @@ for group, rows in sorted(groups.items()):
                 continue
             ns, unit = rows[(function, p)]
             ours = rows.get(("falconet", p))
-            rate = 1e3 / ns  # M ops (or MB) per second
-            label = "MB/s" if unit == "B" else "M/s"
-            cell = f"{ns:.1f} ns ({rate:.1f} {label})"
-            if ours and function != "falconet":
+            if unit == "B":
+                cell = f"{1 / ns:.1f} GB/s"  # bytes per ns
+            else:
+                cell = f"{ns:.1f} ns ({1e3 / ns:.1f} M/s)"
+            if ours and function != "falconet" and "alone" not in function:
                 cell += f", falconet {ns / ours[0]:.1f}x faster"
             cells.append(cell)
         print(f"| {function} | " + " | ".join(cells) + " |")
