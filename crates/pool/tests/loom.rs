@@ -171,3 +171,35 @@ fn pool_dropped_while_a_block_is_out_without_caches() {
         holder.join().unwrap();
     });
 }
+
+/// Three threads: two return blocks straight into one slab word (no thread
+/// caches) while a third trims and leases. Every block is returned exactly
+/// once, and the trimmer never frees a slab a lease can still reach.
+#[test]
+fn two_returners_against_trim_and_lease() {
+    model(|| {
+        let pool = tiny(2, 1, 0);
+        let (mut a, mut b) = (pool.try_lease().unwrap(), pool.try_lease().unwrap());
+        a[0] = 1;
+        b[0] = 2;
+        let returners = [a, b].map(|block| thread::spawn(move || drop(block)));
+        let trimmer = {
+            let pool = pool.clone();
+            thread::spawn(move || {
+                pool.trim();
+                if let Ok(mut block) = pool.try_lease() {
+                    block[1] = 3;
+                    assert_eq!(block[1], 3);
+                }
+            })
+        };
+        for returner in returners {
+            returner.join().unwrap();
+        }
+        trimmer.join().unwrap();
+        let stats = pool.stats();
+        assert_eq!((stats.leased, stats.cached), (0, 0), "{stats:?}");
+        pool.trim();
+        assert_eq!(pool.stats().slabs, 0);
+    });
+}
