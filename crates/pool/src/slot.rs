@@ -240,9 +240,8 @@ impl Slot {
         self.word
             .compare_exchange(PRESENT | all_free, 0, Ordering::Acquire, Ordering::Relaxed)
             .ok()?;
-        // SAFETY: the CAS made the slot absent with every block in the
-        // store, so no thread holds a block of it and no claim can succeed
-        // on it any more; we hold the table lock, so no install runs.
+        // SAFETY: the CAS left the slot absent with every block in the store:
+        // no thread holds a block, no claim can succeed, no install runs.
         let slab =
             self.slab.with_mut(|slab| unsafe { core::mem::replace(&mut *slab, Slab::ABSENT) });
         NonNull::new(slab.base)
@@ -252,10 +251,8 @@ impl Slot {
     /// the slab is present and can be neither installed nor retired).
     #[inline]
     pub(crate) fn slab(&self) -> Slab {
-        // SAFETY: the caller owns a block of this slab: `install` wrote it
-        // before its Release store, which the claim of that block
-        // synchronised with (Acquire), and `retire` cannot write it until
-        // the block is back in the store.
+        // SAFETY: the caller owns a block: `install` wrote this before the
+        // Release store its claim acquired; `retire` waits for the block.
         self.slab.with(|slab| unsafe { *slab })
     }
 
