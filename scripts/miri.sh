@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Every test of the crates with `unsafe` under Miri with strict provenance.
+# Every test of the crates with `unsafe` under Miri with strict provenance,
+# once under Stacked Borrows and once under Tree Borrows (as crossbeam does).
 # Installs Miri on the nightly toolchain if it can, and says loudly if not.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,11 +13,18 @@ if ! cargo +nightly miri --version >/dev/null 2>&1; then
     exit "${FALCONET_MIRI_REQUIRED:-0}"
   fi
 fi
-export MIRIFLAGS="${MIRIFLAGS:--Zmiri-strict-provenance}"
-# nextest runs the test binaries' tests in parallel: Miri is single-threaded.
-if command -v cargo-nextest >/dev/null 2>&1; then
-  cargo +nightly miri nextest run -p falconet-pool
-  cargo +nightly miri test -p falconet-pool --doc
-else
-  cargo +nightly miri test -p falconet-pool
-fi
+
+miri_tests() {
+  # nextest runs the test binaries' tests in parallel: Miri is single-threaded.
+  if command -v cargo-nextest >/dev/null 2>&1; then
+    cargo +nightly miri nextest run -p falconet-pool
+  else
+    cargo +nightly miri test -p falconet-pool --tests
+  fi
+}
+
+echo "--- Miri: Stacked Borrows, strict provenance"
+MIRIFLAGS="${MIRIFLAGS:--Zmiri-strict-provenance}" miri_tests
+MIRIFLAGS="${MIRIFLAGS:--Zmiri-strict-provenance}" cargo +nightly miri test -p falconet-pool --doc
+echo "--- Miri: Tree Borrows, strict provenance"
+MIRIFLAGS="-Zmiri-strict-provenance -Zmiri-tree-borrows" miri_tests
