@@ -3,6 +3,11 @@
 # Bound 3 by default (the long run); scripts/test.sh and CI use 2.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/crates.sh
 export LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-3}"
-RUSTFLAGS="--cfg falconet_pool_loom" CARGO_TARGET_DIR=target/loom \
-  cargo test -p falconet-pool --test loom --release
+for entry in "${LOOM_CRATES[@]}"; do
+  crate="${entry%%:*}" cfg="${entry#*:}"
+  # One target dir per cfg: a cfg change rebuilds every dependency.
+  RUSTFLAGS="--cfg $cfg" CARGO_TARGET_DIR="target/loom-$cfg" \
+    cargo test -p "$crate" --test loom --release
+done

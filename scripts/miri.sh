@@ -14,17 +14,21 @@ if ! cargo +nightly miri --version >/dev/null 2>&1; then
   fi
 fi
 
+source scripts/crates.sh
+packages=()
+for crate in "${UNSAFE_CRATES[@]}"; do packages+=(-p "$crate"); done
+
 miri_tests() {
   # nextest runs the test binaries' tests in parallel: Miri is single-threaded.
   if command -v cargo-nextest >/dev/null 2>&1; then
-    cargo +nightly miri nextest run -p falconet-pool
+    cargo +nightly miri nextest run "${packages[@]}"
   else
-    cargo +nightly miri test -p falconet-pool --tests
+    cargo +nightly miri test "${packages[@]}" --tests
   fi
 }
 
 echo "--- Miri: Stacked Borrows, strict provenance"
 MIRIFLAGS="${MIRIFLAGS:--Zmiri-strict-provenance}" miri_tests
-MIRIFLAGS="${MIRIFLAGS:--Zmiri-strict-provenance}" cargo +nightly miri test -p falconet-pool --doc
+MIRIFLAGS="${MIRIFLAGS:--Zmiri-strict-provenance}" cargo +nightly miri test "${packages[@]}" --doc
 echo "--- Miri: Tree Borrows, strict provenance"
 MIRIFLAGS="-Zmiri-strict-provenance -Zmiri-tree-borrows" miri_tests

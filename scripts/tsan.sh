@@ -4,6 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rustup component add rust-src --toolchain nightly >/dev/null
+source scripts/crates.sh
+packages=()
+for crate in "${UNSAFE_CRATES[@]}"; do packages+=(-p "$crate"); done
 target="$(rustc -vV | sed -n 's/^host: //p')"
 RUSTFLAGS="-Zsanitizer=thread" RUSTDOCFLAGS="-Zsanitizer=thread" CARGO_TARGET_DIR=target/tsan \
-  cargo +nightly test -Zbuild-std --target "$target" -p falconet-pool --tests
+  cargo +nightly test -Zbuild-std --target "$target" "${packages[@]}" --tests

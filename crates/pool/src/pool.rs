@@ -61,7 +61,7 @@ use crate::block::Block;
 use crate::cache::{self, Published};
 use crate::config::{Config, PoolBuilder};
 use crate::error::LeaseError;
-use crate::primitive::{AtomicBool, AtomicU64, AtomicUsize, Mutex, Ordering, fence, lock};
+use crate::primitive::{AtomicBool, AtomicU64, AtomicUsize, Mutex, Ordering, lock};
 use crate::slot::{BlockRef, Slab, Slot, free_bits};
 use crate::stats::Stats;
 
@@ -389,11 +389,13 @@ impl Shared {
         // SAFETY: the caller's references keep `Shared` alive until the
         // decrement below.
         let refs = unsafe { &this.as_ref().refs };
-        // `Release` so that everything this thread did with the pool happens
-        // before the free; the thread that frees pairs it with the
-        // `Acquire` fence (the `Arc` protocol).
-        if refs.fetch_sub(n, Ordering::Release) == n {
-            fence(Ordering::Acquire);
+        // `AcqRel`: the release half makes everything this thread did with
+        // the pool happen before the free; the acquire half, on the thread
+        // that frees, pairs with every other thread's release. (`Arc` uses
+        // `Release` and then an `Acquire` fence; this is the same guarantee,
+        // off the fast path, and ThreadSanitizer, which does not model
+        // standalone fences, sees it.)
+        if refs.fetch_sub(n, Ordering::AcqRel) == n {
             // SAFETY: that was the last reference: no handle, bound cache or
             // block can reach `Shared` any more, and `this` is the pointer
             // `Box::into_raw` returned (every stored pointer is `this`).

@@ -8,13 +8,13 @@
 #[cfg(falconet_pool_loom)]
 pub(crate) use loom::{
     sync::Mutex,
-    sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering, fence},
+    sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering},
     thread_local,
 };
 #[cfg(not(falconet_pool_loom))]
 pub(crate) use std::{
     sync::Mutex,
-    sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering, fence},
+    sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering},
     thread_local,
 };
 

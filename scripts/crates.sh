@@ -1,0 +1,8 @@
+# Sourced by the long-run scripts: the library crates and their loom cfgs.
+# Adding a crate: append it here (and its cfg to [workspace.lints] in Cargo.toml).
+
+# Crates whose tests run under Miri and ThreadSanitizer (they use unsafe or atomics).
+UNSAFE_CRATES=(falconet-pool)
+
+# "crate:cfg" pairs: each crate's loom models build under its own cfg.
+LOOM_CRATES=(falconet-pool:falconet_pool_loom)
