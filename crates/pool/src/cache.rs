@@ -25,8 +25,8 @@
 //! [`Pool::stats`](crate::Pool::stats) can read them: a bound cache registers
 //! their address with the pool and unregisters before it unbinds or its
 //! thread exits (a separate thread-local guard unbinds it at exit, so no
-//! `&mut` to the cache ever exists while it is registered). A bound cache holds one reference to its pool (see
-//! [`crate::pool`]). If the cache is unavailable (the thread is exiting and
+//! `&mut` to the cache ever exists while it is registered). A bound cache
+//! holds one reference to its pool (see [`crate::pool`]). If the cache is unavailable (the thread is exiting and
 //! its cache is gone), lease and return go straight to the store.
 
 use core::cell::Cell;
@@ -35,7 +35,7 @@ use core::ptr::NonNull;
 use crate::error::LeaseError;
 use crate::pool::Shared;
 use crate::primitive::{AtomicU64, AtomicUsize, Ordering, thread_local};
-use crate::slot::{BlockRef, MAX_BLOCKS_PER_SLAB, Slot};
+use crate::slot::{BlockRef, MAX_BLOCKS_PER_SLAB};
 
 /// One thread's cache.
 pub(crate) struct ThreadCache {
@@ -348,22 +348,11 @@ impl ThreadCache {
             *place = cell.get();
         }
         flushed.sort_unstable();
-        let mut run: Option<(&Slot, u64)> = None;
-        for &block in flushed.iter() {
-            // SAFETY: the cache owns its blocks and holds a reference to
+        for run in flushed.chunk_by(|a, b| a.same_slot(*b)) {
+            let bits = run.iter().fold(0, |bits, block| bits | 1 << block.bit());
+            // SAFETY: the cache owns these blocks and holds a reference to
             // their pool.
-            let (slot, bit) = (unsafe { block.slot() }, 1 << block.bit());
-            run = match run {
-                Some((run_slot, bits)) if core::ptr::eq(run_slot, slot) => Some((slot, bits | bit)),
-                Some((run_slot, bits)) => {
-                    pool.release_bits(run_slot, bits);
-                    Some((slot, bit))
-                }
-                None => Some((slot, bit)),
-            };
-        }
-        if let Some((slot, bits)) = run {
-            pool.release_bits(slot, bits);
+            pool.release_bits(unsafe { run[0].slot() }, bits);
         }
         let len = self.len();
         for i in count..len {

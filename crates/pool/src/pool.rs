@@ -110,7 +110,7 @@ pub(crate) struct Shared {
     table: CachePadded<Mutex<Table>>,
     /// Leases the thread cache could not serve (or that bypassed it).
     /// Written on every refill: padded away from the fields every return
-    /// reads (`id`, `config`, `closed`).
+    /// reads (`config`, `closed`).
     store_leases: CachePadded<AtomicU64>,
     /// The thread caches bound to this pool, for `stats`.
     caches: CachePadded<Mutex<CacheRegistry>>,
@@ -250,8 +250,7 @@ impl Pool {
     pub fn trim(&self) -> usize {
         let shared = self.shared();
         cache::flush_own(shared);
-        let mut table = lock(&shared.table);
-        shared.retire_free_slabs(&mut table, usize::MAX)
+        shared.trim_all()
     }
 
     /// Periodic upkeep: gives back memory the recent demand did not use.
@@ -334,10 +333,7 @@ impl Drop for Handle {
         // straight to the store instead of into a thread cache.
         shared.closed.store(true, Ordering::Relaxed);
         cache::unbind_own(shared);
-        {
-            let mut table = lock(&shared.table);
-            shared.retire_free_slabs(&mut table, usize::MAX);
-        }
+        shared.trim_all();
         // SAFETY: the reference of all handles, released once, here.
         unsafe { Shared::release_refs(self.shared, 1) };
     }
@@ -517,6 +513,11 @@ impl Shared {
             rest &= rest - 1; // clear the lowest set bit
         }
         bits.count_ones() as usize
+    }
+
+    /// Retires every slab whose blocks are all in the store.
+    fn trim_all(&self) -> usize {
+        self.retire_free_slabs(&mut lock(&self.table), usize::MAX)
     }
 
     /// Retires up to `budget` slabs whose blocks are all in the store.

@@ -22,8 +22,9 @@
 //! ```
 //!
 //! * **claim** (lease slow path, any thread): load the word, and if it has free
-//!   bits, CAS them clear; only then read the slab's base address. A thread takes up to a whole slab's free blocks in
-//!   one CAS, so the store is touched once per refill, not once per block.
+//!   bits, CAS them clear; only then read the slab's base address. A thread
+//!   takes up to a whole slab's free blocks in one CAS, so the store is
+//!   touched once per refill, not once per block.
 //! * **release** (return slow path, any thread): `fetch_or` the block's bit.
 //!   Only a block that is out of the store is released, so its slab is
 //!   present and its bit is clear: no CAS loop, no contention with claims
@@ -111,6 +112,12 @@ impl BlockRef {
         // SAFETY: untagged, the pointer is the slot's address, with its
         // provenance; the caller keeps the pool, and so the slot, alive.
         unsafe { slot.as_ref() }
+    }
+
+    /// Whether two places are in the same slot.
+    #[inline]
+    pub(crate) fn same_slot(self, other: Self) -> bool {
+        (self.0.addr().get() ^ other.0.addr().get()) & !BIT_MASK == 0
     }
 
     /// The block's bit in its slot word.
@@ -297,6 +304,16 @@ mod tests {
         assert_eq!(lowest_bits(0b1011_0110, 9), 0b1011_0110);
         assert_eq!(lowest_bits(free_bits(63), 63), free_bits(63));
         assert_eq!(lowest_bits(0b1000, 1), 0b1000);
+    }
+
+    #[test]
+    fn places_name_their_slot_and_bit() {
+        let (a, b) = (Slot::new(), Slot::new());
+        let (a1, a5, b1) = (BlockRef::new(&a, 1), BlockRef::new(&a, 5), BlockRef::new(&b, 1));
+        assert!(a1.same_slot(a5));
+        assert!(!a1.same_slot(b1));
+        assert_eq!((a1.bit(), a5.bit()), (1, 5));
+        assert!(a1 < a5, "places order by slot, then bit");
     }
 
     #[test]
