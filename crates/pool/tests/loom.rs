@@ -25,14 +25,10 @@ fn model(f: impl Fn() + Sync + Send + 'static) {
     assert_eq!(loom_live_pools(), 0, "a pool's memory was not freed");
 }
 
+mod common;
+
 fn tiny(blocks_per_slab: usize, max_slabs: usize, thread_cache: usize) -> Pool {
-    Pool::builder()
-        .block_size(64)
-        .blocks_per_slab(blocks_per_slab)
-        .max_bytes(64 * blocks_per_slab * max_slabs)
-        .thread_cache(thread_cache)
-        .build()
-        .unwrap()
+    common::pool(64, blocks_per_slab, max_slabs, thread_cache)
 }
 
 /// A block leased here is written, sent, read and returned on another thread

@@ -13,6 +13,8 @@ use std::thread;
 use falconet_pool::{Block, LeaseError, Pool};
 use proptest::prelude::*;
 
+mod common;
+
 #[derive(Debug, Clone)]
 enum Op {
     Lease,
@@ -137,13 +139,8 @@ impl Model {
 }
 
 fn run(shape: Shape, ops: Vec<Op>) {
-    let pool = Pool::builder()
-        .block_size(shape.block_size)
-        .blocks_per_slab(shape.blocks_per_slab)
-        .max_bytes(shape.block_size * shape.blocks_per_slab * shape.max_slabs)
-        .thread_cache(shape.thread_cache)
-        .build()
-        .unwrap();
+    let pool =
+        common::pool(shape.block_size, shape.blocks_per_slab, shape.max_slabs, shape.thread_cache);
     let helper = Helper::spawn(pool.clone());
     let mut model = Model { shape, leased: Vec::new(), helper_cached: 0, next_tag: 1 };
     for op in ops {

@@ -7,14 +7,10 @@ use std::thread;
 
 use falconet_pool::{LeaseError, Pool, Stats};
 
+mod common;
+
 fn small(blocks_per_slab: usize, max_slabs: usize, thread_cache: usize) -> Pool {
-    Pool::builder()
-        .block_size(256)
-        .blocks_per_slab(blocks_per_slab)
-        .max_bytes(256 * blocks_per_slab * max_slabs)
-        .thread_cache(thread_cache)
-        .build()
-        .unwrap()
+    common::pool(256, blocks_per_slab, max_slabs, thread_cache)
 }
 
 fn check_consistent(stats: &Stats) {
