@@ -55,6 +55,24 @@ impl Block {
         Self { ptr, place }
     }
 
+    /// A raw pointer to the block's first byte, valid for reads of
+    /// [`len`](<[u8]>::len) bytes while the block is alive, like
+    /// [`Vec::as_ptr`]. Unlike `&**self`, it creates no reference to the
+    /// bytes, so code that shares a block between a writer and a reader (each
+    /// touching its own range) can take slices of just its part.
+    #[inline]
+    pub fn as_ptr(&self) -> *const u8 {
+        self.ptr.as_ptr()
+    }
+
+    /// A raw pointer to the block's first byte, valid for reads and writes of
+    /// [`len`](<[u8]>::len) bytes while the block is alive, like
+    /// [`Vec::as_mut_ptr`]; see [`as_ptr`](Self::as_ptr).
+    #[inline]
+    pub fn as_mut_ptr(&mut self) -> *mut u8 {
+        self.ptr.as_ptr()
+    }
+
     /// The block's slab description (base, pool, block size).
     #[inline]
     fn slab(&self) -> Slab {

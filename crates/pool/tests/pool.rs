@@ -248,3 +248,14 @@ fn a_thread_caches_for_one_pool_at_a_time() {
     assert_eq!((stats.cached, stats.leased, stats.free), (0, 0, 4), "{stats:?}");
     assert_eq!(a.trim(), 1);
 }
+
+#[test]
+fn raw_pointers_cover_the_block() {
+    let pool = common::pool(64, 4, 4, 0);
+    let mut block = pool.try_lease().unwrap();
+    let ptr = block.as_mut_ptr();
+    // SAFETY: the block owns 64 bytes at `ptr`.
+    unsafe { ptr.add(63).write(7) };
+    assert_eq!(block.as_ptr(), ptr.cast_const());
+    assert_eq!(block[63], 7);
+}
