@@ -1,0 +1,262 @@
+//! `std::io` (and, with the `tokio` feature, `tokio::io`) adapters.
+
+use core::task::{Context, Poll};
+use std::io;
+
+use bytes::Buf;
+
+use crate::error::WriteError;
+use crate::reader::{Reader, Snapshot};
+use crate::view::View;
+use crate::writer::Writer;
+
+/// A [`Reader`] as a byte stream: `std::io::Read` and `BufRead` (blocking),
+/// and with the `tokio` feature `AsyncRead` and `AsyncBufRead`. Made by
+/// [`Reader::into_io`].
+///
+/// Bytes are consumed as they are read. After the last byte, the writer's
+/// [`close_with`](crate::Writer::close_with) error (if any) is returned,
+/// with its kind and message; a clean close is end of stream (`Ok(0)`).
+#[derive(Debug)]
+pub struct IoReader {
+    reader: Reader,
+    /// The read this adapter holds between `fill_buf` and `consume`.
+    held: Option<Snapshot>,
+    /// An async read has begun (owns `PENDING`).
+    began: bool,
+}
+
+// SAFETY: the snapshot's pointers are into the pipe this adapter owns (through
+// its `Reader`), and the read it belongs to is this adapter's.
+unsafe impl Send for IoReader {}
+// SAFETY: every method takes `&mut self`.
+unsafe impl Sync for IoReader {}
+
+impl Reader {
+    /// This reader as an `io::Read`/`BufRead` (and tokio `AsyncRead`/
+    /// `AsyncBufRead`) stream.
+    pub fn into_io(self) -> IoReader {
+        IoReader { reader: self, held: None, began: false }
+    }
+}
+
+impl IoReader {
+    /// The reader back (a held read is released, nothing consumed).
+    pub fn into_inner(mut self) -> Reader {
+        self.release(0);
+        if self.began {
+            self.reader.cancel();
+            self.began = false;
+        }
+        // SAFETY: `self` is forgotten right after, so `reader` is moved out
+        // exactly once and `Drop` does not run.
+        let reader = unsafe { core::ptr::read(&self.reader) };
+        core::mem::forget(self);
+        reader
+    }
+
+    /// A read's bytes, or `None` at the end of the stream. `cx: None` blocks.
+    fn poll_snapshot(
+        &mut self,
+        cx: Option<&mut Context<'_>>,
+    ) -> Poll<io::Result<Option<Snapshot>>> {
+        if self.held.is_none() {
+            let snapshot = match cx {
+                None => self.reader.read_blocking().map_err(io::Error::from)?.into_snapshot(),
+                Some(cx) => {
+                    if !self.began {
+                        self.reader.begin()?;
+                        self.began = true;
+                    }
+                    match self.reader.poll_read(Some(cx), None) {
+                        Poll::Pending => return Poll::Pending,
+                        Poll::Ready(result) => {
+                            self.began = false;
+                            match result? {
+                                Some(snapshot) => snapshot,
+                                None => return Poll::Pending,
+                            }
+                        }
+                    }
+                }
+            };
+            self.held = Some(snapshot);
+        }
+        let snapshot = self.held.expect("held above");
+        if snapshot.len > 0 {
+            return Poll::Ready(Ok(Some(snapshot)));
+        }
+        // End of stream: nothing to hold.
+        self.release(0);
+        Poll::Ready(match self.reader.shared().error() {
+            Some(error) => Err(io::Error::new(error.kind(), error.to_string())),
+            None => Ok(None),
+        })
+    }
+
+    /// Releases the held read, consuming (and examining) `n` bytes.
+    fn release(&mut self, n: usize) {
+        if let Some(snapshot) = self.held.take() {
+            let n = n.min(snapshot.len);
+            self.reader.release(&snapshot, n, n);
+        }
+    }
+
+    fn first_chunk(&self) -> &[u8] {
+        match &self.held {
+            Some(s) => {
+                let view = View::new(s.node, s.off, s.len);
+                let chunk = view.chunk();
+                // SAFETY: the bytes stay put while the read is held, which
+                // lasts until `&mut self` is next used (`consume`, `read`).
+                unsafe { core::slice::from_raw_parts(chunk.as_ptr(), chunk.len()) }
+            }
+            None => &[],
+        }
+    }
+
+    fn copy_out(&mut self, out: &mut [u8]) -> usize {
+        let Some(s) = self.held else { return 0 };
+        let n = out.len().min(s.len);
+        View::new(s.node, s.off, s.len).copy_to_slice(&mut out[..n]);
+        self.release(n);
+        n
+    }
+}
+
+impl Drop for IoReader {
+    fn drop(&mut self) {
+        self.release(0);
+        if self.began {
+            self.reader.cancel();
+        }
+    }
+}
+
+impl io::Read for IoReader {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        if out.is_empty() {
+            return Ok(0);
+        }
+        match self.poll_snapshot(None) {
+            Poll::Ready(Ok(Some(_))) => Ok(self.copy_out(out)),
+            Poll::Ready(Ok(None)) => Ok(0),
+            Poll::Ready(Err(error)) => Err(error),
+            Poll::Pending => unreachable!("a blocking read does not return Pending"),
+        }
+    }
+}
+
+impl io::BufRead for IoReader {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        match self.poll_snapshot(None) {
+            Poll::Ready(Ok(Some(_))) => Ok(self.first_chunk()),
+            Poll::Ready(Ok(None)) => Ok(&[]),
+            Poll::Ready(Err(error)) => Err(error),
+            Poll::Pending => unreachable!("a blocking read does not return Pending"),
+        }
+    }
+
+    fn consume(&mut self, amt: usize) {
+        self.release(amt);
+    }
+}
+
+/// Copies into the pipe; waits (blocking) while the reader is over the
+/// pause threshold, as a socket's send buffer would.
+impl io::Write for Writer {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        if data.is_empty() {
+            return Ok(0);
+        }
+        self.flush_blocking()?;
+        self.write_all(data)?;
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.flush_blocking().map_err(io::Error::from)
+    }
+}
+
+#[cfg(feature = "tokio")]
+mod tokio_io {
+    use core::pin::Pin;
+    use core::task::{Context, Poll, ready};
+    use std::io;
+
+    use tokio::io::{AsyncBufRead, AsyncRead, AsyncWrite, ReadBuf};
+
+    use super::IoReader;
+    use crate::writer::Writer;
+
+    impl AsyncRead for IoReader {
+        fn poll_read(
+            self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            buf: &mut ReadBuf<'_>,
+        ) -> Poll<io::Result<()>> {
+            let this = self.get_mut();
+            if buf.remaining() == 0 {
+                return Poll::Ready(Ok(()));
+            }
+            if ready!(this.poll_snapshot(Some(cx)))?.is_some() {
+                let out = buf.initialize_unfilled();
+                let n = this.copy_out(out);
+                buf.advance(n);
+            }
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    impl AsyncBufRead for IoReader {
+        fn poll_fill_buf(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<&[u8]>> {
+            let this = self.get_mut();
+            match ready!(this.poll_snapshot(Some(cx)))? {
+                Some(_) => Poll::Ready(Ok(this.first_chunk())),
+                None => Poll::Ready(Ok(&[])),
+            }
+        }
+
+        fn consume(self: Pin<&mut Self>, amt: usize) {
+            self.get_mut().release(amt);
+        }
+    }
+
+    /// Copies into the pipe; `Pending` while the reader is over the pause
+    /// threshold. `poll_shutdown` closes the stream (writes then fail with
+    /// `BrokenPipe`).
+    impl AsyncWrite for Writer {
+        fn poll_write(
+            self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            data: &[u8],
+        ) -> Poll<io::Result<usize>> {
+            let this = self.get_mut();
+            ready!(this.poll_io_flush(cx))?;
+            this.write_all(data)?;
+            Poll::Ready(Ok(data.len()))
+        }
+
+        fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+            self.get_mut().poll_io_flush(cx).map_err(io::Error::from)
+        }
+
+        fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+            self.get_mut().finish(None);
+            Poll::Ready(Ok(()))
+        }
+    }
+}
+
+impl Writer {
+    /// Back-pressure for the poll-based adapters, with the hysteresis kept
+    /// in the writer between polls.
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    pub(crate) fn poll_io_flush(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), WriteError>> {
+        let mut paused = self.io_paused;
+        let result = self.poll_flush(cx, &mut paused);
+        self.io_paused = paused;
+        result
+    }
+}

@@ -1,0 +1,107 @@
+//! Pipe options: back-pressure thresholds and the socket-read rule.
+
+use crate::error::OptionsError;
+use crate::state::UNEXAMINED;
+
+/// Default `pause_at`: the writer's flush waits once this many bytes are
+/// unexamined (System.IO.Pipelines' default).
+pub const DEFAULT_PAUSE_AT: u64 = 64 * 1024;
+/// Default `resume_at`: a paused writer resumes below this many.
+pub const DEFAULT_RESUME_AT: u64 = 32 * 1024;
+
+/// How a pipe behaves; checked by [`pipe`](crate::pipe).
+///
+/// ```
+/// let options = falconet_pipe::Options::new().pause_at(128 * 1024).resume_at(16 * 1024);
+/// let pool = falconet_pool::Pool::new();
+/// let (_writer, _reader) = falconet_pipe::pipe(&pool, options)?;
+/// # Ok::<(), falconet_pipe::OptionsError>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Options {
+    pub(crate) pause_at: u64,
+    pub(crate) resume_at: u64,
+    /// `None`: half a block.
+    pub(crate) min_read_space: Option<usize>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Options {
+    /// The defaults: pause at 64 KiB unexamined, resume below 32 KiB, and
+    /// a minimum read space of half a block (2 KiB of a 4 KiB block).
+    pub const fn new() -> Self {
+        Self { pause_at: DEFAULT_PAUSE_AT, resume_at: DEFAULT_RESUME_AT, min_read_space: None }
+    }
+
+    /// The writer's [`flush`](crate::Writer::flush) waits once at least
+    /// `bytes` committed bytes are unexamined by the reader.
+    pub const fn pause_at(mut self, bytes: u64) -> Self {
+        self.pause_at = bytes;
+        self
+    }
+
+    /// A paused writer resumes once fewer than `bytes` are unexamined. Must
+    /// be at least 1 (a writer waiting for "fewer than 0" would wait forever)
+    /// and at most `pause_at`.
+    pub const fn resume_at(mut self, bytes: u64) -> Self {
+        self.resume_at = bytes;
+        self
+    }
+
+    /// No back-pressure: `flush` never waits. The pipe then buffers whatever
+    /// the writer commits, up to what the pool can lease.
+    pub const fn without_back_pressure(mut self) -> Self {
+        self.pause_at = u64::MAX;
+        self.resume_at = u64::MAX;
+        self
+    }
+
+    /// [`Writer::read_from`](crate::Writer::read_from) reads into the tail
+    /// block while at least `bytes` of it are free, and into a fresh block
+    /// otherwise, so small reads share a block and large ones get room
+    /// (Kestrel's 2 KiB rule). Between 1 and the pool's block size; the
+    /// default is half a block.
+    pub const fn min_read_space(mut self, bytes: usize) -> Self {
+        self.min_read_space = Some(bytes);
+        self
+    }
+
+    /// Checks the options against a pool's block size.
+    pub(crate) fn validate(self, block_size: usize) -> Result<Config, OptionsError> {
+        if self.resume_at == 0 {
+            return Err(OptionsError::ResumeAtZero);
+        }
+        if self.resume_at > self.pause_at {
+            return Err(OptionsError::ResumeAbovePause {
+                pause_at: self.pause_at,
+                resume_at: self.resume_at,
+            });
+        }
+        let min_read_space = self.min_read_space.unwrap_or(block_size / 2);
+        if min_read_space == 0 || min_read_space > block_size {
+            return Err(OptionsError::ReadSpace { requested: min_read_space, block_size });
+        }
+        // The unexamined count never exceeds UNEXAMINED, so a larger
+        // threshold means "never".
+        Ok(Config {
+            pause_at: self.pause_at.min(UNEXAMINED + 1),
+            resume_at: self.resume_at.min(UNEXAMINED + 1),
+            min_read_space,
+            block_size,
+        })
+    }
+}
+
+/// Validated options plus the pool's block size.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Config {
+    pub(crate) pause_at: u64,
+    pub(crate) resume_at: u64,
+    pub(crate) min_read_space: usize,
+    pub(crate) block_size: usize,
+}

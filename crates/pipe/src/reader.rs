@@ -1,0 +1,416 @@
+//! The reading end: the parser side, and the one-read-at-a-time rule.
+
+use core::future::Future;
+use core::pin::Pin;
+use core::task::{Context, Poll};
+
+use crate::error::ReadError;
+use crate::park;
+use crate::primitive::{Arc, Ordering, UnsafeCell};
+use crate::segment::Node;
+use crate::shared::Shared;
+use crate::state::{
+    CONFLICT, HOLDING, PENDING, READER_CLOSED, READER_WAITING, UNEXAMINED, WRITER_CLOSED,
+    WRITER_WAITING, has, unexamined,
+};
+use crate::view::ReadGuard;
+
+/// The reading end of a pipe (the parser side).
+///
+/// Reads take `&self`, so a `Reader` can be shared (it is `Sync`), but only
+/// one read may be outstanding at a time: from the moment a read is first
+/// polled (or a blocking or `try_` read starts) until its [`ReadGuard`] is
+/// advanced or dropped. The rule, exactly:
+///
+/// - a read that starts while another read is **pending** (polled, no bytes
+///   returned yet) fails with [`ReadError::ConcurrentRead`], and the pending
+///   read is woken and fails with the same error;
+/// - a read that starts while another read **holds** its bytes (a live
+///   `ReadGuard`) fails with [`ReadError::ConcurrentRead`]; the holder is
+///   not disturbed and its `advance_to` applies as usual;
+/// - neither failure consumes or examines a byte, and once no read is
+///   outstanding the next read works normally.
+///
+/// Kestrel answered a second concurrent read the same way ("Concurrent
+/// reads are not supported"), which caught real bugs in user code.
+pub struct Reader {
+    shared: Arc<Shared>,
+    /// Where the reader is; touched only by the owner of the current read
+    /// (`PENDING`/`HOLDING` in the state word).
+    local: UnsafeCell<Position>,
+}
+
+// SAFETY: `local` and the node pointers in it are handed from read to read
+// by the CAS protocol on the state word (`crate::state`): one owner at a
+// time, with Release when a read ends and Acquire when the next begins.
+unsafe impl Send for Reader {}
+// SAFETY: as above; every `&self` method either owns the read or fails.
+unsafe impl Sync for Reader {}
+
+/// The reader's place in the stream.
+#[derive(Clone, Copy)]
+struct Position {
+    head: *mut Node,
+    /// Bytes of `head` already consumed.
+    head_off: usize,
+    /// Stream bytes consumed and examined so far.
+    consumed: u64,
+    examined: u64,
+}
+
+/// What a successful read returned: the buffered bytes from the reader's
+/// position, and whether the writer had finished.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Snapshot {
+    pub(crate) node: *const Node,
+    pub(crate) off: usize,
+    pub(crate) len: usize,
+    pub(crate) completed: bool,
+}
+
+impl Reader {
+    pub(crate) fn new(shared: Arc<Shared>) -> Self {
+        let head = shared.sentinel();
+        Self {
+            shared,
+            local: UnsafeCell::new(Position { head, head_off: 0, consumed: 0, examined: 0 }),
+        }
+    }
+
+    /// Waits for bytes the reader has not examined (or the end of the
+    /// stream) and returns everything buffered.
+    ///
+    /// # Errors
+    /// [`ReadError::ConcurrentRead`] (see the type's rule).
+    pub fn read(&self) -> ReadFuture<'_> {
+        ReadFuture { reader: self, min: None, began: false }
+    }
+
+    /// Waits until at least `n` bytes are buffered (or the stream ended) and
+    /// returns everything buffered. While it waits it counts every buffered
+    /// byte as examined, so the writer is never paused by bytes this read is
+    /// waiting past: `n` above the pause threshold cannot deadlock.
+    ///
+    /// # Errors
+    /// [`ReadError::ConcurrentRead`] (see the type's rule).
+    pub fn read_at_least(&self, n: usize) -> ReadFuture<'_> {
+        ReadFuture { reader: self, min: Some(n), began: false }
+    }
+
+    /// [`read`](Self::read), blocking the thread.
+    ///
+    /// # Errors
+    /// As [`read`](Self::read).
+    pub fn read_blocking(&self) -> Result<ReadGuard<'_>, ReadError> {
+        park::block_on(self.read())
+    }
+
+    /// [`read_at_least`](Self::read_at_least), blocking the thread.
+    ///
+    /// # Errors
+    /// As [`read`](Self::read).
+    pub fn read_at_least_blocking(&self, n: usize) -> Result<ReadGuard<'_>, ReadError> {
+        park::block_on(self.read_at_least(n))
+    }
+
+    /// Returns what [`read`](Self::read) would return now, or `None` if it
+    /// would wait.
+    ///
+    /// # Errors
+    /// As [`read`](Self::read).
+    pub fn try_read(&self) -> Result<Option<ReadGuard<'_>>, ReadError> {
+        self.begin()?;
+        match self.poll_read(None, None) {
+            Poll::Ready(Ok(Some(snapshot))) => Ok(Some(ReadGuard::new(self, snapshot))),
+            Poll::Ready(Ok(None)) => Ok(None),
+            Poll::Ready(Err(error)) => Err(error),
+            Poll::Pending => unreachable!("a read without a context does not wait"),
+        }
+    }
+
+    /// Whether the writer has finished (closed, with or without an error,
+    /// or dropped). Buffered bytes may remain.
+    pub fn is_writer_closed(&self) -> bool {
+        // Relaxed: a hint; reads re-check with Acquire.
+        has(self.shared.state.load(Ordering::Relaxed), WRITER_CLOSED)
+    }
+
+    pub(crate) fn shared(&self) -> &Shared {
+        &self.shared
+    }
+
+    /// Starts a read: idle -> `PENDING`, or the concurrent-read rule.
+    pub(crate) fn begin(&self) -> Result<(), ReadError> {
+        let state = &self.shared.state;
+        let mut current = state.load(Ordering::Relaxed);
+        loop {
+            let (new, result) = if !has(current, PENDING | HOLDING) {
+                (current | PENDING, Ok(()))
+            } else if has(current, PENDING) && !has(current, CONFLICT) {
+                // Fail the pending read too: flag it and wake it.
+                ((current | CONFLICT) & !READER_WAITING, Err(ReadError::ConcurrentRead))
+            } else {
+                return Err(ReadError::ConcurrentRead);
+            };
+            // Acquire pairs with the Release that ended the previous read:
+            // its updates of `local` happen before ours. AcqRel when flagging
+            // a conflict: Acquire orders the pending read's registration
+            // before our wake.
+            match state.compare_exchange_weak(current, new, Ordering::AcqRel, Ordering::Relaxed) {
+                Ok(_) => {
+                    if has(current, READER_WAITING) && result.is_err() {
+                        self.shared.reader_waker.wake();
+                    }
+                    return result;
+                }
+                Err(actual) => current = actual,
+            }
+        }
+    }
+
+    /// Gives up a read that returned no bytes (cancelled, failed or empty
+    /// `try_read`): `PENDING` -> idle.
+    pub(crate) fn cancel(&self) {
+        // Release hands `local` (read_at_least may have moved `examined`) to
+        // the next read.
+        self.shared.state.fetch_and(!(PENDING | CONFLICT | READER_WAITING), Ordering::AcqRel);
+    }
+
+    /// Polls a begun read. `cx: None` never waits (`Ok(None)` instead, with
+    /// the read given up); a snapshot moves the read to `HOLDING`; an error
+    /// gives it up.
+    pub(crate) fn poll_read(
+        &self,
+        cx: Option<&mut Context<'_>>,
+        min: Option<usize>,
+    ) -> Poll<Result<Option<Snapshot>, ReadError>> {
+        let shared = &*self.shared;
+        // Acquire: commits (bytes, links) and the close error happen before.
+        let mut state = shared.state.load(Ordering::Acquire);
+        let mut cx = cx;
+        loop {
+            if has(state, CONFLICT) {
+                self.cancel();
+                return Poll::Ready(Err(ReadError::ConcurrentRead));
+            }
+            // SAFETY: this read owns PENDING, hence `local`.
+            let at = self.local.with(|local| unsafe { *local });
+            let fresh = unexamined(state);
+            let buffered = at.examined - at.consumed + fresh;
+            let completed = has(state, WRITER_CLOSED);
+            let ready = completed
+                || match min {
+                    None => fresh > 0,
+                    Some(n) => buffered >= n as u64,
+                };
+            if ready {
+                let new = (state & !(PENDING | READER_WAITING)) | HOLDING;
+                // AcqRel: Acquire sees the bytes counted in `state`.
+                match shared.state.compare_exchange_weak(
+                    state,
+                    new,
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                ) {
+                    Ok(_) => {
+                        return Poll::Ready(Ok(Some(Snapshot {
+                            node: at.head,
+                            off: at.head_off,
+                            // Buffered bytes sit in pool blocks: they fit in
+                            // the address space.
+                            len: buffered as usize,
+                            completed,
+                        })));
+                    }
+                    Err(actual) => {
+                        state = actual;
+                        continue;
+                    }
+                }
+            }
+            let Some(cx) = cx.as_deref_mut() else {
+                self.cancel();
+                return Poll::Ready(Ok(None));
+            };
+            shared.reader_waker.register(cx.waker());
+            // read_at_least examines everything while it waits, so the
+            // writer is never paused by bytes we are waiting past.
+            let examine_all = min.is_some() && fresh > 0;
+            let mut new = state | READER_WAITING;
+            if examine_all {
+                new &= !(UNEXAMINED | WRITER_WAITING);
+            }
+            // Sleep only if nothing changed since we judged "not ready": a
+            // commit, close or conflict in between fails the CAS. Release
+            // orders the registration before the bit for whoever clears it.
+            match shared.state.compare_exchange_weak(
+                state,
+                new,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => {
+                    if examine_all {
+                        // SAFETY: this read owns PENDING, hence `local`.
+                        self.local.with_mut(|local| unsafe { (*local).examined += fresh });
+                        shared.wake_writer_if(state, new);
+                    }
+                    return Poll::Pending;
+                }
+                Err(actual) => state = actual,
+            }
+        }
+    }
+
+    /// Ends a read that returned `snapshot`: consumes `consumed` bytes
+    /// (returning emptied blocks to the pool), marks `examined` bytes
+    /// examined, and moves `HOLDING` -> idle, waking a paused writer when
+    /// the unexamined count falls below `resume_at`. The caller checked
+    /// `consumed <= examined <= snapshot.len`.
+    pub(crate) fn release(&self, snapshot: &Snapshot, consumed: usize, examined: usize) {
+        debug_assert!(consumed <= examined && examined <= snapshot.len);
+        // SAFETY: this read owns HOLDING, hence `local`.
+        let newly_examined =
+            self.local.with_mut(|local| unsafe { self.consume(&mut *local, consumed, examined) });
+        let shared = &*self.shared;
+        let resume_at = shared.config.resume_at;
+        let mut state = shared.state.load(Ordering::Relaxed);
+        loop {
+            debug_assert!(has(state, HOLDING) && unexamined(state) >= newly_examined);
+            let mut new = (state - newly_examined) & !HOLDING;
+            if unexamined(new) < resume_at {
+                new &= !WRITER_WAITING;
+            }
+            // Release hands `local` to the next read; Acquire orders a
+            // sleeping writer's registration before our wake.
+            match shared.state.compare_exchange_weak(
+                state,
+                new,
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => {
+                    shared.wake_writer_if(state, new);
+                    return;
+                }
+                Err(actual) => state = actual,
+            }
+        }
+    }
+
+    /// Moves `local` past `consumed` bytes and `examined` bytes; returns how
+    /// many bytes became examined.
+    ///
+    /// # Safety
+    /// The caller owns the read (`HOLDING`), and `consumed` bytes are
+    /// buffered.
+    unsafe fn consume(&self, local: &mut Position, consumed: usize, examined: usize) -> u64 {
+        let examined_to = (local.consumed + examined as u64).max(local.examined);
+        let newly_examined = examined_to - local.examined;
+        local.examined = examined_to;
+        local.consumed += consumed as u64;
+        let old_head = local.head;
+        let mut left = consumed;
+        loop {
+            // Acquire pairs with the writer's link: the successor's fields
+            // happen before our reads of them.
+            // SAFETY: the head is a live node of the list.
+            let next = unsafe { (*local.head).next.load(Ordering::Acquire) };
+            if next.is_null() {
+                local.head_off += left;
+                if local.head_off == self.shared.config.block_size {
+                    // A full tail is never written again: its block can go
+                    // back now (the node stays, for the writer's next link).
+                    // SAFETY: the writer does not touch a linked node's
+                    // block, and a full tail's bytes are all consumed.
+                    drop(unsafe { Node::take_block(local.head) });
+                }
+                break;
+            }
+            // SAFETY: both nodes are linked and synchronised (above).
+            let (start, next_start) = unsafe { (Node::base(local.head).1, Node::base(next).1) };
+            let available = (next_start - start) as usize - local.head_off;
+            if left < available {
+                local.head_off += left;
+                break;
+            }
+            left -= available;
+            // The node is consumed and not the tail: its block goes back to
+            // the pool now, from this thread.
+            // SAFETY: the reader owns a consumed node's block until it
+            // publishes a head past it.
+            drop(unsafe { Node::take_block(local.head) });
+            local.head = next;
+            local.head_off = 0;
+        }
+        if local.head != old_head {
+            // Release pairs with the writer's Acquire in `spare_node`: our
+            // last uses of the passed nodes happen before their reuse.
+            self.shared.head.store(local.head, Ordering::Release);
+        }
+        newly_examined
+    }
+}
+
+impl Drop for Reader {
+    fn drop(&mut self) {
+        // AcqRel: Release orders our last reads before the writer's reuse of
+        // anything; Acquire orders its registration before our wake.
+        let old = self.shared.state.fetch_or(READER_CLOSED, Ordering::AcqRel);
+        if has(old, WRITER_WAITING) {
+            self.shared.wake(WRITER_WAITING, &self.shared.writer_waker);
+        }
+    }
+}
+
+impl core::fmt::Debug for Reader {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Reader")
+            .field("writer_closed", &self.is_writer_closed())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The future of [`Reader::read`] and [`Reader::read_at_least`]. Dropping
+/// it after it was polled gives the read up (nothing consumed).
+#[must_use = "futures do nothing unless polled"]
+pub struct ReadFuture<'a> {
+    reader: &'a Reader,
+    min: Option<usize>,
+    /// The read has begun (owns `PENDING`) and not finished.
+    began: bool,
+}
+
+impl<'a> Future for ReadFuture<'a> {
+    type Output = Result<ReadGuard<'a>, ReadError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        if !this.began {
+            this.reader.begin()?;
+            this.began = true;
+        }
+        let result = match this.reader.poll_read(Some(cx), this.min) {
+            Poll::Pending => return Poll::Pending,
+            Poll::Ready(result) => result,
+        };
+        this.began = false;
+        Poll::Ready(result.map(|snapshot| {
+            ReadGuard::new(this.reader, snapshot.expect("a read with a context waits"))
+        }))
+    }
+}
+
+impl Drop for ReadFuture<'_> {
+    fn drop(&mut self) {
+        if self.began {
+            self.reader.cancel();
+        }
+    }
+}
+
+impl core::fmt::Debug for ReadFuture<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("ReadFuture").field("min", &self.min).field("began", &self.began).finish()
+    }
+}

@@ -1,0 +1,115 @@
+//! The segment list: pool blocks linked from the reader's head to the
+//! writer's tail, with nodes recycled by the writer (no allocation in steady
+//! state).
+//!
+//! ```text
+//!  first ... (dead) ... head (reader) -> node -> ... -> tail (writer) -> null
+//!  '---- spare nodes ---'    '------------- live segments ---------------'
+//! ```
+//!
+//! - The writer appends: it fills a node (block, base pointer, stream
+//!   position of its first byte, `next = null`) and links it with a Release
+//!   store to the old tail's `next`. It writes bytes only past the committed
+//!   end of the tail, and never touches a node again once it is linked,
+//!   except to reuse it after the reader has passed it.
+//! - The reader consumes from `head`: once a node is fully consumed and has a
+//!   successor, it takes the block out (back to the pool at once) and moves
+//!   `head` on, publishing the new head with a Release store.
+//! - Nodes between the writer's `first` and the reader's published head are
+//!   dead: the writer reuses them (Acquire load of the head, paired with the
+//!   reader's store) before it allocates. This is the node cache of Vyukov's
+//!   unbounded SPSC queue; there is no ABA because only the writer recycles
+//!   and only nodes the reader has published as passed.
+//!
+//! A node's readable bytes end where its successor starts (`next.start`), or
+//! at the written total when it is the tail; the reader bounds every walk
+//! by the byte count it took from the state word, so a node linked after
+//! that snapshot is never read past its committed bytes.
+
+use core::ptr;
+
+use falconet_pool::Block;
+
+use crate::primitive::{AtomicPtr, Ordering, UnsafeCell};
+
+/// One segment: a pool block and where it sits in the byte stream.
+pub(crate) struct Node {
+    /// The block; `None` for the initial sentinel and for consumed nodes.
+    /// Written by the writer before linking, taken by the reader when the
+    /// node is consumed.
+    block: UnsafeCell<Option<Block>>,
+    /// The block's first byte (raw, so the writer can fill the free part
+    /// while the reader reads the committed part) and the stream position of
+    /// that byte. Written before the node is linked, read-only after.
+    base: UnsafeCell<(*mut u8, u64)>,
+    /// The successor, linked by the writer with Release.
+    pub(crate) next: AtomicPtr<Node>,
+}
+
+impl Node {
+    /// A node without a block: the list's first sentinel.
+    pub(crate) fn sentinel() -> *mut Node {
+        Box::into_raw(Box::new(Node {
+            block: UnsafeCell::new(None),
+            base: UnsafeCell::new((ptr::null_mut(), 0)),
+            next: AtomicPtr::new(ptr::null_mut()),
+        }))
+    }
+
+    /// Fills an unlinked node with `block`, which holds the bytes from
+    /// stream position `start` on.
+    ///
+    /// # Safety
+    /// The caller (the writer) owns the node: it is new, or the reader has
+    /// passed it.
+    pub(crate) unsafe fn fill(node: *mut Node, mut block: Block, start: u64) -> *mut u8 {
+        let base = block.as_mut_ptr();
+        // SAFETY: the caller owns the node.
+        let node = unsafe { &*node };
+        // SAFETY: the writer owns the node (above): no other access.
+        node.block.with_mut(|slot| unsafe { *slot = Some(block) });
+        // SAFETY: as above.
+        node.base.with_mut(|slot| unsafe { *slot = (base, start) });
+        // Relaxed: the node is unreachable until it is linked with Release.
+        node.next.store(ptr::null_mut(), Ordering::Relaxed);
+        base
+    }
+
+    /// The node's base pointer and the stream position of its first byte.
+    ///
+    /// # Safety
+    /// The node is linked (or is the sentinel) and the caller synchronised
+    /// with its link (an Acquire load of `next`, or of a later state word).
+    #[inline]
+    pub(crate) unsafe fn base(node: *const Node) -> (*mut u8, u64) {
+        // SAFETY: the caller's synchronisation orders the writer's `fill`
+        // before this read, and nobody writes `base` until the node is dead.
+        unsafe { (*node).base.with(|slot| *slot) }
+    }
+
+    /// Takes the block out of a consumed node; it goes back to its pool when
+    /// the caller drops it.
+    ///
+    /// # Safety
+    /// The caller (the reader) owns the node's block: the node is fully
+    /// consumed and has not been published as passed yet.
+    pub(crate) unsafe fn take_block(node: *mut Node) -> Option<Block> {
+        // SAFETY: the caller owns the block (above).
+        unsafe { (*node).block.with_mut(|slot| (*slot).take()) }
+    }
+
+    /// Frees a node and its block.
+    ///
+    /// # Safety
+    /// The node was made by `sentinel` (boxed), nothing else refers to it,
+    /// and it is not freed twice.
+    pub(crate) unsafe fn free(node: *mut Node) {
+        // SAFETY: the caller owns the box (above).
+        drop(unsafe { Box::from_raw(node) });
+    }
+
+    /// A new boxed node for the writer, empty and unlinked.
+    pub(crate) fn boxed() -> *mut Node {
+        Self::sentinel()
+    }
+}

@@ -1,0 +1,98 @@
+//! The state both ends share: the readiness word, the two waker slots, the
+//! reader's published head and the writer's close error.
+
+use std::io;
+
+use crossbeam_utils::CachePadded;
+
+use crate::options::Config;
+use crate::primitive::{AtomicPtr, AtomicU64, Ordering, UnsafeCell};
+use crate::segment::Node;
+use crate::state::{WRITER_WAITING, has};
+use crate::waker::WakerSlot;
+
+pub(crate) struct Shared {
+    /// The readiness word (`crate::state`); written by both ends.
+    pub(crate) state: CachePadded<AtomicU64>,
+    /// The reader's published head: nodes before it are the writer's to reuse.
+    pub(crate) head: CachePadded<AtomicPtr<Node>>,
+    pub(crate) reader_waker: CachePadded<WakerSlot>,
+    pub(crate) writer_waker: CachePadded<WakerSlot>,
+    /// The writer's close error: written once before `WRITER_CLOSED` is set,
+    /// read only after it is seen.
+    pub(crate) error: UnsafeCell<Option<io::Error>>,
+    /// The oldest node, stored by the writer when it is dropped; every node
+    /// is reachable from it, so the last owner frees the list from here.
+    pub(crate) first: UnsafeCell<*mut Node>,
+    pub(crate) config: Config,
+}
+
+// SAFETY: the raw node pointers are owned by the pipe and handed between the
+// ends by the protocols in `state` and `segment`; the cells are accessed
+// only as those protocols allow.
+unsafe impl Send for Shared {}
+// SAFETY: as above.
+unsafe impl Sync for Shared {}
+
+impl Shared {
+    pub(crate) fn new(config: Config) -> Self {
+        let sentinel = Node::sentinel();
+        Self {
+            state: CachePadded::new(AtomicU64::new(0)),
+            head: CachePadded::new(AtomicPtr::new(sentinel)),
+            reader_waker: CachePadded::new(WakerSlot::new()),
+            writer_waker: CachePadded::new(WakerSlot::new()),
+            error: UnsafeCell::new(None),
+            first: UnsafeCell::new(sentinel),
+            config,
+        }
+    }
+
+    /// The first node of the list, for the writer's start.
+    pub(crate) fn sentinel(&self) -> *mut Node {
+        // SAFETY: read once by the constructor's owner before any sharing.
+        self.first.with(|first| unsafe { *first })
+    }
+
+    /// Clears `bit` (a waiting flag another RMW saw set) and wakes `slot`.
+    #[cold]
+    pub(crate) fn wake(&self, bit: u64, slot: &WakerSlot) {
+        // AcqRel: Acquire orders the sleeper's registration before our wake.
+        self.state.fetch_and(!bit, Ordering::AcqRel);
+        slot.wake();
+    }
+
+    /// Wakes the writer if `old` (the word before a reader's update that
+    /// cleared `WRITER_WAITING`) had it waiting.
+    #[inline]
+    pub(crate) fn wake_writer_if(&self, old: u64, new: u64) {
+        if has(old, WRITER_WAITING) && !has(new, WRITER_WAITING) {
+            self.writer_waker.wake();
+        }
+    }
+
+    /// The writer's error, once `WRITER_CLOSED` has been seen with Acquire.
+    pub(crate) fn error(&self) -> Option<&io::Error> {
+        // SAFETY: the caller saw WRITER_CLOSED (Acquire), which the writer
+        // set (Release) after its only write to the slot.
+        self.error.with(|error| unsafe { (*error).as_ref() })
+    }
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        // Both ends are gone (`Arc` ordered their last accesses before this).
+        let mut node = self.first.with(|first| {
+            // SAFETY: exclusive access in drop.
+            unsafe { *first }
+        });
+        while !node.is_null() {
+            // SAFETY: the list is exclusively ours; each node is visited once.
+            let next = unsafe { (*node).next.load(Ordering::Relaxed) };
+            // SAFETY: every node was boxed by `Node::sentinel`, and nothing
+            // refers to it any more.
+            unsafe { Node::free(node) };
+            node = next;
+        }
+    }
+}

@@ -1,0 +1,378 @@
+//! The writing end: the socket side.
+
+use core::future::Future;
+use core::pin::Pin;
+use core::ptr;
+use core::task::{Context, Poll};
+use std::io;
+
+use falconet_pool::Pool;
+
+use crate::error::WriteError;
+use crate::park;
+use crate::primitive::{Arc, Ordering};
+use crate::segment::Node;
+use crate::shared::Shared;
+use crate::state::{READER_CLOSED, READER_WAITING, WRITER_CLOSED, WRITER_WAITING, has, unexamined};
+
+/// The writing end of a pipe (the socket side). Not `Clone`: one writer.
+///
+/// Bytes go in two ways: straight into pool memory with
+/// [`buffer`](Self::buffer) + [`commit`](Self::commit) (or
+/// [`read_from`](Self::read_from), which does both around one `read(2)`),
+/// or copied with [`write_all`](Self::write_all). Committed bytes are visible
+/// to the reader at once; [`flush`](Self::flush) is where the writer waits
+/// for back-pressure. Finish with [`close`](Self::close) or
+/// [`close_with`](Self::close_with); dropping an unclosed writer closes the
+/// pipe with a `BrokenPipe` error, so the reader never mistakes a lost
+/// writer for a clean end of stream.
+pub struct Writer {
+    shared: Arc<Shared>,
+    pool: Pool,
+    /// The oldest node the writer owns (the start of the spare nodes).
+    first: *mut Node,
+    /// The reader's head as last seen: nodes from `first` up to it are spare.
+    head_seen: *mut Node,
+    tail: *mut Node,
+    /// The tail block's first byte; null for the sentinel.
+    tail_base: *mut u8,
+    /// Committed bytes in the tail block.
+    tail_len: usize,
+    /// The tail block's size (0 for the sentinel).
+    tail_cap: usize,
+    /// Total bytes placed in the pipe (committed, or copied by a
+    /// `write_all` that is about to publish them): the stream position of
+    /// the next byte, and so of the next node's first byte.
+    written: u64,
+    closed: bool,
+    /// The poll-based adapters' flush hysteresis (`io.rs`).
+    pub(crate) io_paused: bool,
+}
+
+// SAFETY: the writer's raw pointers are into nodes and blocks the pipe owns;
+// the `segment` protocol lets the writer touch them from any one thread.
+unsafe impl Send for Writer {}
+// SAFETY: every method that touches the raw state takes `&mut self`.
+unsafe impl Sync for Writer {}
+
+impl Writer {
+    pub(crate) fn new(shared: Arc<Shared>, pool: Pool) -> Self {
+        let sentinel = shared.sentinel();
+        Self {
+            shared,
+            pool,
+            first: sentinel,
+            head_seen: sentinel,
+            tail: sentinel,
+            tail_base: ptr::null_mut(),
+            tail_len: 0,
+            tail_cap: 0,
+            written: 0,
+            closed: false,
+            io_paused: false,
+        }
+    }
+
+    /// Writable space at the end of the pipe, at least `min` bytes (at least
+    /// 1 when `min` is 0): the rest of the tail block, or a fresh block when
+    /// the tail has less room. Fill a prefix and [`commit`](Self::commit) it;
+    /// uncommitted bytes are ignored (the next call returns the same space).
+    ///
+    /// # Errors
+    /// [`WriteError::TooLarge`] when `min` exceeds a block,
+    /// [`WriteError::Lease`] when the pool has no block,
+    /// [`WriteError::Closed`] after `poll_shutdown`.
+    #[inline]
+    pub fn buffer(&mut self, min: usize) -> Result<&mut [u8], WriteError> {
+        if self.closed {
+            return Err(WriteError::Closed);
+        }
+        if self.tail_cap - self.tail_len < min.max(1) {
+            self.grow(min)?;
+        }
+        // SAFETY: the tail block has `tail_cap` bytes at `tail_base`; the
+        // reader reads only the committed prefix `..tail_len`, the writer
+        // (this `&mut self`) is the only one touching the rest.
+        Ok(unsafe {
+            core::slice::from_raw_parts_mut(
+                self.tail_base.add(self.tail_len),
+                self.tail_cap - self.tail_len,
+            )
+        })
+    }
+
+    /// Makes the first `n` bytes of the last [`buffer`](Self::buffer)
+    /// visible to the reader, and wakes it if it sleeps.
+    ///
+    /// # Errors
+    /// [`WriteError::CommitPastBuffer`] when `n` is more than the buffer
+    /// held (nothing is committed), [`WriteError::ReaderClosed`] when the
+    /// reader is gone (the bytes are dropped with the pipe).
+    #[inline]
+    pub fn commit(&mut self, n: usize) -> Result<(), WriteError> {
+        let available = self.tail_cap - self.tail_len;
+        if n > available {
+            return Err(WriteError::CommitPastBuffer { committed: n, available });
+        }
+        self.tail_len += n;
+        self.written += n as u64;
+        self.publish(n)
+    }
+
+    /// Copies `data` into the pipe: into the tail block as far as it fits,
+    /// then into fresh blocks, so small writes share a block. One atomic
+    /// update publishes the whole write.
+    ///
+    /// # Errors
+    /// As [`buffer`](Self::buffer) and [`commit`](Self::commit). When the
+    /// pool runs out midway, the bytes copied so far are committed and the
+    /// error returned.
+    #[inline]
+    pub fn write_all(&mut self, mut data: &[u8]) -> Result<(), WriteError> {
+        if self.closed {
+            return Err(WriteError::Closed);
+        }
+        let mut copied = 0;
+        while !data.is_empty() {
+            if self.tail_len == self.tail_cap {
+                if let Err(error) = self.grow(1) {
+                    self.publish(copied)?;
+                    return Err(error);
+                }
+            }
+            let n = data.len().min(self.tail_cap - self.tail_len);
+            // SAFETY: `n` bytes fit in the tail past its committed end, which
+            // only the writer touches; `data` cannot overlap pool memory we
+            // have not handed out.
+            unsafe {
+                ptr::copy_nonoverlapping(data.as_ptr(), self.tail_base.add(self.tail_len), n);
+            }
+            self.tail_len += n;
+            self.written += n as u64;
+            copied += n;
+            data = &data[n..];
+        }
+        self.publish(copied)
+    }
+
+    /// Reads once from `source` (a socket) straight into pool memory and
+    /// commits what arrived: the tail block when at least `min_read_space`
+    /// bytes are free there, a fresh block otherwise. Returns the bytes read;
+    /// 0 is end of stream (the pipe is not closed for you).
+    ///
+    /// # Errors
+    /// The source's error (`WouldBlock` for a non-blocking socket with
+    /// nothing to read), or a [`WriteError`] converted to `io::Error`.
+    pub fn read_from<R: io::Read + ?Sized>(&mut self, source: &mut R) -> io::Result<usize> {
+        let min = self.shared.config.min_read_space;
+        let buffer = self.buffer(min)?;
+        let n = source.read(buffer)?;
+        self.commit(n)?;
+        Ok(n)
+    }
+
+    /// Waits while the reader is over the pause threshold: returns at once
+    /// when fewer than `pause_at` bytes are unexamined, otherwise once fewer
+    /// than `resume_at` are. Nothing else needs flushing: committed bytes
+    /// are already visible.
+    ///
+    /// # Errors
+    /// [`WriteError::ReaderClosed`] when the reader is gone (also while
+    /// waiting).
+    pub fn flush(&mut self) -> Flush<'_> {
+        Flush { writer: self, paused: false }
+    }
+
+    /// [`flush`](Self::flush), blocking the thread.
+    ///
+    /// # Errors
+    /// As [`flush`](Self::flush).
+    pub fn flush_blocking(&mut self) -> Result<(), WriteError> {
+        park::block_on(self.flush())
+    }
+
+    /// Whether the reader has been dropped.
+    pub fn is_reader_closed(&self) -> bool {
+        // Relaxed: a hint; operations that depend on it re-read the word.
+        has(self.shared.state.load(Ordering::Relaxed), READER_CLOSED)
+    }
+
+    /// Ends the stream: the reader sees every committed byte and then
+    /// "completed".
+    pub fn close(mut self) {
+        self.finish(None);
+    }
+
+    /// Ends the stream with an error (the socket failed): the reader sees
+    /// every committed byte, then "completed" with `error`.
+    pub fn close_with(mut self, error: io::Error) {
+        self.finish(Some(error));
+    }
+
+    /// Total bytes committed so far.
+    pub fn written(&self) -> u64 {
+        self.written
+    }
+
+    /// Publishes `n` committed bytes: one RMW on the state word, plus a wake
+    /// when the reader sleeps.
+    #[inline]
+    fn publish(&mut self, n: usize) -> Result<(), WriteError> {
+        if n == 0 {
+            return Ok(());
+        }
+        // Release publishes the bytes and any node linked for them; Acquire
+        // pairs with the reader's CAS that set READER_WAITING after it
+        // registered its waker.
+        let old = self.shared.state.fetch_add(n as u64, Ordering::AcqRel);
+        debug_assert!(unexamined(old) + n as u64 <= crate::state::UNEXAMINED);
+        if has(old, READER_WAITING | READER_CLOSED) {
+            return self.publish_slow(old);
+        }
+        Ok(())
+    }
+
+    #[cold]
+    fn publish_slow(&self, old: u64) -> Result<(), WriteError> {
+        if has(old, READER_CLOSED) {
+            return Err(WriteError::ReaderClosed);
+        }
+        self.shared.wake(READER_WAITING, &self.shared.reader_waker);
+        Ok(())
+    }
+
+    /// Links a fresh block at the tail.
+    #[cold]
+    fn grow(&mut self, min: usize) -> Result<(), WriteError> {
+        let block_size = self.shared.config.block_size;
+        if min > block_size {
+            return Err(WriteError::TooLarge { requested: min, block_size });
+        }
+        let block = self.pool.try_lease()?;
+        let node = self.spare_node();
+        // SAFETY: `spare_node` returned a node the writer owns.
+        let base = unsafe { Node::fill(node, block, self.written) };
+        // SAFETY: the tail is linked and only the writer writes `next`.
+        // Release publishes the node's fields to the reader, who loads
+        // `next` with Acquire.
+        unsafe { (*self.tail).next.store(node, Ordering::Release) };
+        self.tail = node;
+        self.tail_base = base;
+        self.tail_len = 0;
+        self.tail_cap = block_size;
+        Ok(())
+    }
+
+    /// A node to link: a spare one the reader has passed, or a new one.
+    fn spare_node(&mut self) -> *mut Node {
+        if self.first == self.head_seen {
+            // Acquire pairs with the reader's Release store of its head: the
+            // reader's last uses of the nodes before it happen before ours.
+            self.head_seen = self.shared.head.load(Ordering::Acquire);
+            if self.first == self.head_seen {
+                return Node::boxed();
+            }
+        }
+        let node = self.first;
+        // SAFETY: `first` is before the reader's head, so it is linked, dead
+        // and ours; its `next` was written before the reader passed it.
+        self.first = unsafe { (*node).next.load(Ordering::Relaxed) };
+        node
+    }
+
+    /// Sets `WRITER_CLOSED` (with the error, if any) and wakes the reader.
+    pub(crate) fn finish(&mut self, error: Option<io::Error>) {
+        if self.closed {
+            return;
+        }
+        self.closed = true;
+        // SAFETY: the slot is written only here, once, before WRITER_CLOSED;
+        // the reader reads it only after seeing the bit.
+        self.shared.error.with_mut(|slot| unsafe { *slot = error });
+        // Release publishes the error (and every commit); Acquire pairs with
+        // a sleeping reader's registration.
+        let old = self.shared.state.fetch_or(WRITER_CLOSED, Ordering::AcqRel);
+        if has(old, READER_WAITING) {
+            self.shared.wake(READER_WAITING, &self.shared.reader_waker);
+        }
+    }
+
+    /// Polls for back-pressure; `paused` is the flush's hysteresis.
+    pub(crate) fn poll_flush(
+        &mut self,
+        cx: &mut Context<'_>,
+        paused: &mut bool,
+    ) -> Poll<Result<(), WriteError>> {
+        let config = self.shared.config;
+        // Acquire: the reader's advances (and its drop) happen before what
+        // we decide from them.
+        let mut state = self.shared.state.load(Ordering::Acquire);
+        loop {
+            if has(state, READER_CLOSED) {
+                return Poll::Ready(Err(WriteError::ReaderClosed));
+            }
+            let limit = if *paused { config.resume_at } else { config.pause_at };
+            if unexamined(state) < limit {
+                *paused = false;
+                return Poll::Ready(Ok(()));
+            }
+            *paused = true;
+            self.shared.writer_waker.register(cx.waker());
+            // Sleep only if the word is unchanged since we judged it: any
+            // advance or reader drop in between fails the CAS and is seen.
+            // Release orders the registration before the bit; Acquire (both
+            // ways) sees the reader's latest advance.
+            match self.shared.state.compare_exchange(
+                state,
+                state | WRITER_WAITING,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return Poll::Pending,
+                Err(actual) => state = actual,
+            }
+        }
+    }
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        if !self.closed {
+            self.finish(Some(io::Error::new(
+                io::ErrorKind::BrokenPipe,
+                "pipe writer dropped without close",
+            )));
+        }
+        // Hand the list's start to whoever frees the shared state last.
+        let first = self.first;
+        // SAFETY: only the writer writes `first`, once, here; the `Arc`
+        // drop orders it before `Shared::drop` reads it.
+        self.shared.first.with_mut(|slot| unsafe { *slot = first });
+    }
+}
+
+impl core::fmt::Debug for Writer {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Writer")
+            .field("written", &self.written)
+            .field("closed", &self.closed)
+            .finish()
+    }
+}
+
+/// The future of [`Writer::flush`].
+#[must_use = "futures do nothing unless polled"]
+#[derive(Debug)]
+pub struct Flush<'a> {
+    writer: &'a mut Writer,
+    paused: bool,
+}
+
+impl Future for Flush<'_> {
+    type Output = Result<(), WriteError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        this.writer.poll_flush(cx, &mut this.paused)
+    }
+}

@@ -1,0 +1,396 @@
+//! The pipe's contract, one behaviour per test.
+#![cfg(not(falconet_pipe_loom))]
+
+use std::io::{self, BufRead, Read, Write};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread;
+use std::time::Duration;
+
+use bytes::Buf;
+use falconet_pipe::{
+    AdvanceError, Options, OptionsError, ReadError, Reader, WriteError, Writer, pipe,
+};
+use falconet_pool::Pool;
+
+fn small_pool() -> Pool {
+    Pool::builder()
+        .block_size(64)
+        .blocks_per_slab(8)
+        .thread_cache(0)
+        .max_bytes(1 << 20)
+        .build()
+        .unwrap()
+}
+
+fn new_pipe(pool: &Pool, options: Options) -> (Writer, Reader) {
+    pipe(pool, options).unwrap()
+}
+
+#[test]
+fn bytes_arrive_in_order_across_blocks() {
+    let pool = small_pool();
+    let (mut writer, reader) = new_pipe(&pool, Options::new());
+    let data: Vec<u8> = (0..1000u32).map(|i| i as u8).collect();
+    writer.write_all(&data[..10]).unwrap();
+    writer.write_all(&data[10..]).unwrap();
+    let read = reader.try_read().unwrap().expect("bytes are buffered");
+    assert_eq!(read.len(), 1000);
+    assert_eq!(read.to_vec(), data);
+    // Chunks are per block: the first fills a 64-byte block.
+    let chunks: Vec<usize> = read.chunks().map(<[u8]>::len).collect();
+    assert_eq!(chunks.iter().sum::<usize>(), 1000);
+    assert!(chunks.iter().all(|&len| len <= 64 && len > 0));
+    // The Buf view walks the same bytes.
+    let mut buf = read.buf();
+    let mut copy = vec![0; 1000];
+    buf.copy_to_slice(&mut copy);
+    assert_eq!(copy, data);
+    read.advance_to(500, 500).unwrap();
+    let read = reader.try_read().unwrap().unwrap();
+    assert_eq!(read.to_vec(), &data[500..]);
+}
+
+#[test]
+fn buffer_and_commit_write_in_place_and_small_writes_share_a_block() {
+    let pool = small_pool();
+    let (mut writer, reader) = new_pipe(&pool, Options::new().min_read_space(16));
+    let space = writer.buffer(8).unwrap();
+    assert_eq!(space.len(), 64);
+    space[..3].copy_from_slice(b"abc");
+    writer.commit(3).unwrap();
+    // The rest of the tail block is offered next.
+    assert_eq!(writer.buffer(8).unwrap().len(), 61);
+    // More than is left: a fresh block.
+    assert_eq!(writer.buffer(62).unwrap().len(), 64);
+    assert_eq!(
+        writer.commit(65),
+        Err(WriteError::CommitPastBuffer { committed: 65, available: 64 })
+    );
+    assert_eq!(
+        writer.buffer(65).unwrap_err(),
+        WriteError::TooLarge { requested: 65, block_size: 64 }
+    );
+    writer.write_all(b"de").unwrap();
+    let read = reader.try_read().unwrap().unwrap();
+    assert_eq!(read.to_vec(), b"abcde");
+    // "abc" sits alone in the first block; "de" went to the tail block, which
+    // the 62-byte buffer leased.
+    assert_eq!(read.chunks().collect::<Vec<_>>(), [&b"abc"[..], &b"de"[..]]);
+    assert_eq!(pool.stats().leased, 2);
+    read.consume(5).unwrap();
+    // The first block is consumed and not the tail: back in the pool.
+    assert_eq!(pool.stats().leased, 1);
+}
+
+#[test]
+fn examined_bytes_do_not_wake_the_next_read() {
+    let pool = small_pool();
+    let (mut writer, reader) = new_pipe(&pool, Options::new());
+    writer.write_all(b"GET / HT").unwrap();
+    let read = reader.try_read().unwrap().unwrap();
+    // A parser needs more: consume nothing, examine everything.
+    read.advance_to(0, 8).unwrap();
+    assert!(reader.try_read().unwrap().is_none(), "nothing new to examine");
+    writer.write_all(b"TP/1.1").unwrap();
+    let read = reader.try_read().unwrap().unwrap();
+    assert_eq!(read.to_vec(), b"GET / HTTP/1.1", "unconsumed bytes come back");
+    // Examining only part leaves the rest to wake the next read at once.
+    read.advance_to(4, 6).unwrap();
+    let read = reader.try_read().unwrap().unwrap();
+    assert_eq!(read.to_vec(), b"/ HTTP/1.1");
+    // Dropping a guard consumes and examines nothing.
+    drop(read);
+    assert_eq!(reader.try_read().unwrap().unwrap().len(), 10);
+}
+
+#[test]
+fn bad_positions_are_typed_errors_and_lose_nothing() {
+    let pool = small_pool();
+    let (mut writer, reader) = new_pipe(&pool, Options::new());
+    writer.write_all(b"hello").unwrap();
+    let read = reader.try_read().unwrap().unwrap();
+    assert_eq!(
+        read.advance_to(3, 2),
+        Err(AdvanceError::ConsumedPastExamined { consumed: 3, examined: 2 })
+    );
+    let read = reader.try_read().unwrap().unwrap();
+    assert_eq!(read.advance_to(1, 6), Err(AdvanceError::ExaminedPastEnd { examined: 6, len: 5 }));
+    let read = reader.try_read().unwrap().unwrap();
+    assert_eq!(
+        read.consume(6),
+        Err(AdvanceError::ConsumedPastExamined { consumed: 6, examined: 5 })
+    );
+    assert_eq!(reader.try_read().unwrap().unwrap().to_vec(), b"hello");
+}
+
+#[test]
+fn close_completes_the_stream_after_the_last_byte() {
+    let pool = small_pool();
+    let (mut writer, reader) = new_pipe(&pool, Options::new());
+    writer.write_all(b"bye").unwrap();
+    writer.close();
+    let read = reader.read_blocking().unwrap();
+    assert!(read.is_completed());
+    assert!(read.error().is_none());
+    assert_eq!(read.to_vec(), b"bye");
+    read.consume(3).unwrap();
+    let read = reader.read_blocking().unwrap();
+    assert!(read.is_completed() && read.is_empty());
+}
+
+#[test]
+fn close_with_error_reaches_the_reader_with_the_bytes() {
+    let pool = small_pool();
+    let (mut writer, reader) = new_pipe(&pool, Options::new());
+    writer.write_all(b"partial").unwrap();
+    writer.close_with(io::Error::new(io::ErrorKind::ConnectionReset, "peer reset"));
+    let read = reader.read_blocking().unwrap();
+    assert_eq!(read.to_vec(), b"partial");
+    assert!(read.is_completed());
+    let error = read.error().expect("the writer's error");
+    assert_eq!(error.kind(), io::ErrorKind::ConnectionReset);
+    assert_eq!(error.to_string(), "peer reset");
+}
+
+#[test]
+fn a_dropped_writer_is_not_a_clean_end_of_stream() {
+    let pool = small_pool();
+    let (writer, reader) = new_pipe(&pool, Options::new());
+    drop(writer);
+    let read = reader.read_blocking().unwrap();
+    assert!(read.is_completed());
+    assert_eq!(read.error().map(io::Error::kind), Some(io::ErrorKind::BrokenPipe));
+}
+
+#[test]
+fn the_writer_learns_that_the_reader_is_gone() {
+    let pool = small_pool();
+    let (mut writer, reader) = new_pipe(&pool, Options::new());
+    assert!(!writer.is_reader_closed());
+    drop(reader);
+    assert!(writer.is_reader_closed());
+    assert_eq!(writer.flush_blocking(), Err(WriteError::ReaderClosed));
+    assert_eq!(writer.write_all(b"x"), Err(WriteError::ReaderClosed));
+}
+
+#[test]
+fn thresholds_are_validated() {
+    let pool = small_pool();
+    assert_eq!(pipe(&pool, Options::new().resume_at(0)).unwrap_err(), OptionsError::ResumeAtZero);
+    assert_eq!(
+        pipe(&pool, Options::new().pause_at(10).resume_at(11)).unwrap_err(),
+        OptionsError::ResumeAbovePause { pause_at: 10, resume_at: 11 }
+    );
+    assert_eq!(
+        pipe(&pool, Options::new().min_read_space(65)).unwrap_err(),
+        OptionsError::ReadSpace { requested: 65, block_size: 64 }
+    );
+    assert!(pipe(&pool, Options::new().pause_at(10).resume_at(10)).is_ok());
+    assert!(pipe(&pool, Options::new().without_back_pressure()).is_ok());
+}
+
+#[test]
+fn flush_pauses_at_the_threshold_and_resumes_below_the_other() {
+    let pool = small_pool();
+    let (mut writer, reader) = new_pipe(&pool, Options::new().pause_at(100).resume_at(50));
+    writer.write_all(&[7; 99]).unwrap();
+    writer.flush_blocking().unwrap(); // 99 < 100: no wait
+    writer.write_all(&[7; 1]).unwrap();
+    let resumed = Arc::new(AtomicBool::new(false));
+    let flusher = {
+        let resumed = resumed.clone();
+        thread::spawn(move || {
+            writer.flush_blocking().unwrap();
+            resumed.store(true, Ordering::SeqCst);
+            writer
+        })
+    };
+    thread::sleep(Duration::from_millis(50));
+    assert!(!resumed.load(Ordering::SeqCst), "100 unexamined: the writer waits");
+    // Consuming without examining changes nothing: back-pressure counts
+    // unexamined bytes... (consumed <= examined, so examine 50: 50 left, not < 50).
+    reader.try_read().unwrap().unwrap().advance_to(0, 50).unwrap();
+    thread::sleep(Duration::from_millis(50));
+    assert!(!resumed.load(Ordering::SeqCst), "50 unexamined is not below resume_at");
+    reader.try_read().unwrap().unwrap().advance_to(0, 51).unwrap();
+    let writer = flusher.join().unwrap();
+    assert!(resumed.load(Ordering::SeqCst));
+    drop(writer);
+}
+
+#[test]
+fn read_at_least_above_the_pause_threshold_does_not_deadlock() {
+    let pool = small_pool();
+    let (mut writer, reader) = new_pipe(&pool, Options::new().pause_at(64).resume_at(32));
+    let producer = thread::spawn(move || {
+        for _ in 0..40 {
+            writer.write_all(&[1; 10]).unwrap();
+            writer.flush_blocking().unwrap();
+        }
+        writer.close();
+    });
+    // 300 bytes is far above pause_at (64): the wait examines everything, so
+    // the writer keeps going instead of pausing forever.
+    let read = reader.read_at_least_blocking(300).unwrap();
+    assert!(read.len() >= 300);
+    let mut total = read.len();
+    read.consume(total).unwrap();
+    loop {
+        let read = reader.read_blocking().unwrap();
+        let (len, done) = (read.len(), read.is_completed());
+        total += len;
+        read.consume(len).unwrap();
+        if done {
+            break;
+        }
+    }
+    assert_eq!(total, 400);
+    producer.join().unwrap();
+}
+
+#[test]
+fn a_second_read_while_one_is_held_fails_and_the_holder_is_untouched() {
+    let pool = small_pool();
+    let (mut writer, reader) = new_pipe(&pool, Options::new());
+    writer.write_all(b"abcdef").unwrap();
+    let held = reader.try_read().unwrap().unwrap();
+    assert_eq!(reader.try_read().unwrap_err(), ReadError::ConcurrentRead);
+    assert_eq!(reader.read_blocking().unwrap_err(), ReadError::ConcurrentRead);
+    // The holder's advance applies; no byte lost or duplicated.
+    held.advance_to(2, 2).unwrap();
+    assert_eq!(reader.try_read().unwrap().unwrap().to_vec(), b"cdef");
+}
+
+#[test]
+fn a_second_read_fails_a_pending_read_too_and_the_pipe_keeps_working() {
+    let pool = small_pool();
+    let (mut writer, reader) = new_pipe(&pool, Options::new());
+    let reader = Arc::new(reader);
+    let pending = {
+        let reader = reader.clone();
+        thread::spawn(move || reader.read_blocking().map(|read| read.to_vec()))
+    };
+    // Wait until the first read is pending (a second read then conflicts).
+    let second = loop {
+        thread::sleep(Duration::from_millis(5));
+        match reader.try_read() {
+            Err(error) => break error,
+            Ok(None) => continue, // the first read has not started yet
+            Ok(Some(_)) => unreachable!("nothing was written"),
+        }
+    };
+    assert_eq!(second, ReadError::ConcurrentRead);
+    assert_eq!(pending.join().unwrap(), Err(ReadError::ConcurrentRead));
+    writer.write_all(b"still here").unwrap();
+    assert_eq!(reader.try_read().unwrap().unwrap().to_vec(), b"still here");
+}
+
+#[test]
+fn async_read_wakes_on_commit() {
+    let pool = Pool::new();
+    let (mut writer, reader) = new_pipe(&pool, Options::new());
+    let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let producer = thread::spawn(move || {
+        for i in 0..100u8 {
+            writer.write_all(&[i; 100]).unwrap();
+            writer.flush_blocking().unwrap();
+        }
+        writer.close();
+    });
+    let total = runtime.block_on(async {
+        let mut total = 0u64;
+        loop {
+            let read = reader.read().await.unwrap();
+            let mut sum = 0u64;
+            read.chunks().flatten().for_each(|&b| sum += u64::from(b));
+            total += sum;
+            let (len, done) = (read.len(), read.is_completed());
+            read.consume(len).unwrap();
+            if done {
+                return total;
+            }
+        }
+    });
+    producer.join().unwrap();
+    assert_eq!(total, (0..100u64).map(|i| i * 100).sum::<u64>());
+}
+
+#[test]
+fn std_io_adapters_round_trip() {
+    let pool = small_pool();
+    let (mut writer, reader) = new_pipe(&pool, Options::new());
+    let producer = thread::spawn(move || {
+        for line in 0..200 {
+            writeln!(writer, "line {line}").unwrap();
+        }
+        writer.close_with(io::Error::new(io::ErrorKind::TimedOut, "slow peer"));
+    });
+    let mut io = io::BufReader::new(reader.into_io());
+    let mut line = String::new();
+    for expected in 0..200 {
+        line.clear();
+        io.read_line(&mut line).unwrap();
+        assert_eq!(line, format!("line {expected}\n"));
+    }
+    let mut rest = Vec::new();
+    let error = io.read_to_end(&mut rest).unwrap_err();
+    assert_eq!(error.kind(), io::ErrorKind::TimedOut);
+    producer.join().unwrap();
+}
+
+#[test]
+fn io_reader_fill_buf_and_consume() {
+    let pool = small_pool();
+    let (mut writer, reader) = new_pipe(&pool, Options::new());
+    writer.write_all(&[5; 100]).unwrap();
+    writer.close();
+    let mut io = reader.into_io();
+    assert_eq!(io.fill_buf().unwrap(), &[5; 64][..]);
+    io.consume(60);
+    assert_eq!(io.fill_buf().unwrap(), &[5; 4][..]);
+    io.consume(4);
+    assert_eq!(io.fill_buf().unwrap(), &[5; 36][..]);
+    io.consume(36);
+    assert!(io.fill_buf().unwrap().is_empty(), "end of stream");
+    let reader = io.into_inner();
+    assert!(reader.is_writer_closed());
+}
+
+#[test]
+fn read_from_fills_pool_memory_with_the_read_space_rule() {
+    let pool = small_pool();
+    let (mut writer, reader) = new_pipe(&pool, Options::new().min_read_space(32));
+    let mut source: &[u8] = &[9; 40];
+    assert_eq!(writer.read_from(&mut source).unwrap(), 40);
+    // 24 bytes free in the tail: below 32, so the next read takes a new block.
+    let mut source: &[u8] = &[8; 10];
+    assert_eq!(writer.read_from(&mut source).unwrap(), 10);
+    let read = reader.try_read().unwrap().unwrap();
+    assert_eq!(read.chunks().map(<[u8]>::len).collect::<Vec<_>>(), [40, 10]);
+    let mut empty: &[u8] = &[];
+    drop(read);
+    assert_eq!(writer.read_from(&mut empty).unwrap(), 0);
+}
+
+#[test]
+fn blocks_go_back_to_the_pool_and_the_pipe_frees_everything() {
+    let pool = small_pool();
+    let (mut writer, reader) = new_pipe(&pool, Options::new());
+    for _ in 0..10 {
+        writer.write_all(&[1; 640]).unwrap();
+        let read = reader.try_read().unwrap().unwrap();
+        assert_eq!(pool.stats().leased, 10);
+        read.consume(640).unwrap();
+        // Every block is back, the full tail too.
+        assert_eq!(pool.stats().leased, 0);
+    }
+    writer.write_all(&[1; 300]).unwrap();
+    let read = reader.try_read().unwrap().unwrap();
+    read.consume(100).unwrap();
+    // A partly consumed tail stays: the writer is still filling it.
+    assert_eq!(pool.stats().leased, 4);
+    drop(reader);
+    drop(writer);
+    assert_eq!(pool.stats().leased, 0);
+}
