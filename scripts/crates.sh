@@ -2,7 +2,7 @@
 # Adding a crate: append it here (and its cfg to [workspace.lints] in Cargo.toml).
 
 # Crates whose tests run under Miri and ThreadSanitizer (they use unsafe or atomics).
-UNSAFE_CRATES=(falconet-pool)
+UNSAFE_CRATES=(falconet-pool falconet-pipe)
 
 # "crate:cfg" pairs: each crate's loom models build under its own cfg.
-LOOM_CRATES=(falconet-pool:falconet_pool_loom)
+LOOM_CRATES=(falconet-pool:falconet_pool_loom falconet-pipe:falconet_pipe_loom)

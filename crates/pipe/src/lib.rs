@@ -94,6 +94,11 @@ pub use reader::{ReadFuture, Reader};
 pub use view::{Chunks, ReadGuard, View};
 pub use writer::{Flush, Writer};
 
+/// The waker slot, for its own loom model (loom builds only).
+#[cfg(falconet_pipe_loom)]
+#[doc(hidden)]
+pub use waker::WakerSlot;
+
 use falconet_pool::Pool;
 
 use crate::primitive::Arc;

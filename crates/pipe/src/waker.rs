@@ -30,7 +30,8 @@ const REGISTERING: usize = 0b01;
 /// A waker is taking the slot.
 const WAKING: usize = 0b10;
 
-pub(crate) struct WakerSlot {
+#[doc(hidden)]
+pub struct WakerSlot {
     state: AtomicUsize,
     waker: UnsafeCell<Option<Waker>>,
 }
@@ -42,13 +43,15 @@ unsafe impl Send for WakerSlot {}
 unsafe impl Sync for WakerSlot {}
 
 impl WakerSlot {
-    pub(crate) fn new() -> Self {
+    #[doc(hidden)]
+    pub fn new() -> Self {
         Self { state: AtomicUsize::new(IDLE), waker: UnsafeCell::new(None) }
     }
 
     /// Stores `waker` so that every `wake` ordered after this call wakes it.
     /// One registrant at a time (the caller guarantees it).
-    pub(crate) fn register(&self, waker: &Waker) {
+    #[doc(hidden)]
+    pub fn register(&self, waker: &Waker) {
         // Acquire pairs with the Release that ended the last wake or
         // registration: the slot's previous writes happen before ours.
         match self.state.compare_exchange(IDLE, REGISTERING, Ordering::Acquire, Ordering::Acquire) {
@@ -88,7 +91,8 @@ impl WakerSlot {
     }
 
     /// Wakes the registered waker, if any, and empties the slot.
-    pub(crate) fn wake(&self) {
+    #[doc(hidden)]
+    pub fn wake(&self) {
         // AcqRel: Acquire sees the registrant's store; Release is for the
         // registrant that finds WAKING.
         if self.state.fetch_or(WAKING, Ordering::AcqRel) == IDLE {

@@ -1,0 +1,237 @@
+//! loom models of the pipe's races, one per race, each named for it.
+//!
+//! ```text
+//! RUSTFLAGS="--cfg falconet_pipe_loom" LOOM_MAX_PREEMPTIONS=3 \
+//!     cargo test -p falconet-pipe --test loom --release
+//! ```
+//! (`scripts/loom.sh` runs them.) loom explores every interleaving of the
+//! atomics up to the preemption bound and reports a deadlock when every
+//! thread sleeps, which is exactly what a lost wakeup looks like.
+#![cfg(falconet_pipe_loom)]
+
+use std::io;
+
+use std::sync::atomic::AtomicUsize;
+use std::task::{Wake, Waker};
+
+use falconet_pipe::{Options, ReadError, Reader, WakerSlot, Writer, pipe};
+use falconet_pool::Pool;
+use loom::sync::Arc;
+use loom::sync::atomic::{AtomicBool, Ordering};
+use loom::thread;
+
+fn model(f: impl Fn() + Sync + Send + 'static) {
+    let mut builder = loom::model::Builder::new();
+    if builder.preemption_bound.is_none() {
+        builder.preemption_bound = Some(3);
+    }
+    builder.check(f);
+}
+
+fn new_pipe(options: Options) -> (Writer, Reader) {
+    let pool = Pool::builder().block_size(64).blocks_per_slab(4).thread_cache(0).max_bytes(1 << 16);
+    pipe(&pool.build().unwrap(), options).unwrap()
+}
+
+/// Reads until the stream completes; returns the bytes and the error kind.
+fn drain(reader: &Reader) -> (Vec<u8>, Option<io::ErrorKind>) {
+    let mut bytes = Vec::new();
+    loop {
+        let read = reader.read_blocking().unwrap();
+        bytes.extend(read.to_vec());
+        let (len, done) = (read.len(), read.is_completed());
+        let error = read.error().map(io::Error::kind);
+        read.consume(len).unwrap();
+        if done {
+            return (bytes, error);
+        }
+    }
+}
+
+/// Kestrel's lost wakeup: the reader examines everything and goes to sleep
+/// while the writer commits. The read must return the new byte.
+#[test]
+fn commit_vs_reader_examining_everything_and_sleeping() {
+    model(|| {
+        let (mut writer, reader) = new_pipe(Options::new());
+        writer.write_all(b"a").unwrap();
+        reader.try_read().unwrap().unwrap().advance_to(0, 1).unwrap();
+        let writer = thread::spawn(move || {
+            writer.write_all(b"b").unwrap();
+            writer
+        });
+        let read = loom::future::block_on(reader.read()).unwrap();
+        assert_eq!(read.to_vec(), b"ab");
+        drop(read);
+        drop(writer.join().unwrap());
+    });
+}
+
+/// Two readers race: each read either gets the bytes or fails with
+/// `ConcurrentRead`; a pending read a second read ran into is woken (no
+/// deadlock); no byte is lost or duplicated, and the pipe works afterwards.
+#[test]
+fn two_readers_race() {
+    model(|| {
+        let (mut writer, reader) = new_pipe(Options::new());
+        let reader = Arc::new(reader);
+        let racer = |reader: Arc<Reader>| {
+            thread::spawn(move || match reader.read_blocking() {
+                Ok(read) => {
+                    let byte = read.to_vec()[0];
+                    read.advance_to(1, 1).unwrap();
+                    Some(byte)
+                }
+                Err(error) => {
+                    assert_eq!(error, ReadError::ConcurrentRead);
+                    None
+                }
+            })
+        };
+        let first = racer(reader.clone());
+        let second = racer(reader.clone());
+        writer.write_all(b"xy").unwrap();
+        writer.close();
+        // The racers may finish in either order; each took the first byte
+        // left, so the bytes they took, sorted, then the rest, are "xy".
+        let mut got: Vec<u8> =
+            [first.join().unwrap(), second.join().unwrap()].into_iter().flatten().collect();
+        got.sort_unstable();
+        let (rest, error) = drain(&reader);
+        assert_eq!(error, None);
+        got.extend(rest);
+        assert_eq!(got, b"xy", "every byte exactly once");
+    });
+}
+
+/// A second read against a read that is pending on an empty pipe: both
+/// fail (the pending one is woken), and the next read works. Whichever
+/// begins first, the other runs into it: the pending read can only end
+/// with the error, since nothing is written.
+#[test]
+fn second_read_wakes_a_pending_read_with_the_error() {
+    model(|| {
+        let (mut writer, reader) = new_pipe(Options::new());
+        let reader = Arc::new(reader);
+        let done = Arc::new(AtomicBool::new(false));
+        let pending = {
+            let (reader, done) = (reader.clone(), done.clone());
+            thread::spawn(move || {
+                let result = reader.read_blocking().map(|read| read.len());
+                done.store(true, Ordering::Release);
+                result
+            })
+        };
+        loop {
+            match reader.try_read() {
+                Err(error) => {
+                    assert_eq!(error, ReadError::ConcurrentRead);
+                    break;
+                }
+                Ok(Some(_)) => unreachable!("nothing was written"),
+                // The first read has not begun, or it ran into this one.
+                Ok(None) if done.load(Ordering::Acquire) => break,
+                Ok(None) => thread::yield_now(),
+            }
+        }
+        assert_eq!(pending.join().unwrap(), Err(ReadError::ConcurrentRead));
+        writer.write_all(b"z").unwrap();
+        assert_eq!(reader.try_read().unwrap().unwrap().to_vec(), b"z");
+    });
+}
+
+/// close and close_with against a pending read: the reader sees the bytes,
+/// then "completed" with the writer's error, never a hang.
+#[test]
+fn close_with_error_vs_pending_read() {
+    model(|| {
+        let (mut writer, reader) = new_pipe(Options::new());
+        let writer = thread::spawn(move || {
+            writer.write_all(b"q").unwrap();
+            writer.close_with(io::Error::new(io::ErrorKind::ConnectionReset, "reset"));
+        });
+        let (bytes, error) = drain(&reader);
+        assert_eq!(bytes, b"q");
+        assert_eq!(error, Some(io::ErrorKind::ConnectionReset));
+        writer.join().unwrap();
+    });
+}
+
+#[test]
+fn close_vs_pending_read() {
+    model(|| {
+        let (writer, reader) = new_pipe(Options::new());
+        let writer = thread::spawn(move || writer.close());
+        let read = loom::future::block_on(reader.read()).unwrap();
+        assert!(read.is_completed() && read.is_empty() && read.error().is_none());
+        drop(read);
+        writer.join().unwrap();
+    });
+}
+
+/// Pause and resume at the thresholds: the writer's flush waits at 2
+/// unexamined bytes and resumes below 1, while the reader examines.
+#[test]
+fn pause_resume_at_the_thresholds() {
+    model(|| {
+        let (mut writer, reader) = new_pipe(Options::new().pause_at(2).resume_at(1));
+        let writer = thread::spawn(move || {
+            writer.write_all(b"ab").unwrap();
+            writer.flush_blocking().unwrap(); // pauses until "ab" is examined
+            writer.write_all(b"c").unwrap();
+            writer.close();
+        });
+        let (bytes, _) = drain(&reader);
+        assert_eq!(bytes, b"abc");
+        writer.join().unwrap();
+    });
+}
+
+/// The reader returns consumed blocks (and publishes its head) while the
+/// writer leases blocks and recycles nodes.
+#[test]
+fn blocks_returned_while_the_writer_leases() {
+    model(|| {
+        let (mut writer, reader) = new_pipe(Options::new().without_back_pressure());
+        let writer = thread::spawn(move || {
+            for byte in 0..3u8 {
+                // Each write fills one 64-byte block: every write leases.
+                writer.write_all(&[byte; 64]).unwrap();
+            }
+            writer.close();
+        });
+        let (bytes, _) = drain(&reader);
+        let expected: Vec<u8> = (0..3u8).flat_map(|byte| [byte; 64]).collect();
+        assert_eq!(bytes, expected);
+        writer.join().unwrap();
+    });
+}
+
+/// Counts its wakes (a plain std atomic: read after the model's joins).
+struct CountingWaker(AtomicUsize);
+
+impl Wake for CountingWaker {
+    fn wake(self: std::sync::Arc<Self>) {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// The waker slot's hand-off: a wake that lands while the waker is being
+/// registered must not lose it. Either that wake wakes it, or it stays in
+/// the slot for the next wake; never neither.
+#[test]
+fn waker_slot_wake_during_registration() {
+    model(|| {
+        let slot = Arc::new(WakerSlot::new());
+        let counter = std::sync::Arc::new(CountingWaker(AtomicUsize::new(0)));
+        let waker = Waker::from(counter.clone());
+        let waking = {
+            let slot = slot.clone();
+            thread::spawn(move || slot.wake())
+        };
+        slot.register(&waker);
+        waking.join().unwrap();
+        slot.wake();
+        assert!(counter.0.load(std::sync::atomic::Ordering::SeqCst) >= 1, "the waker was lost");
+    });
+}
