@@ -170,7 +170,7 @@ impl io::Write for Writer {
             return Ok(0);
         }
         self.flush_blocking()?;
-        self.write_all(data)?;
+        self.put_slice(data)?;
         Ok(data.len())
     }
 
@@ -234,7 +234,7 @@ mod tokio_io {
         ) -> Poll<io::Result<usize>> {
             let this = self.get_mut();
             ready!(this.poll_io_flush(cx))?;
-            this.write_all(data)?;
+            this.put_slice(data)?;
             Poll::Ready(Ok(data.len()))
         }
 

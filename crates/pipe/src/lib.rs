@@ -30,7 +30,7 @@
 //!
 //! - writer: [`buffer`](Writer::buffer) -> fill -> [`commit`](Writer::commit)
 //!   (or [`read_from`](Writer::read_from) a socket, or
-//!   [`write_all`](Writer::write_all)), then [`flush`](Writer::flush), which
+//!   [`put_slice`](Writer::put_slice)), then [`flush`](Writer::flush), which
 //!   waits while the reader is over the pause threshold; finish with
 //!   [`close`](Writer::close) or [`close_with`](Writer::close_with);
 //! - reader: [`read`](Reader::read) (async), [`read_blocking`](Reader::read_blocking),

@@ -20,7 +20,7 @@ use crate::state::{READER_CLOSED, READER_WAITING, WRITER_CLOSED, WRITER_WAITING,
 /// Bytes go in two ways: straight into pool memory with
 /// [`buffer`](Self::buffer) + [`commit`](Self::commit) (or
 /// [`read_from`](Self::read_from), which does both around one `read(2)`),
-/// or copied with [`write_all`](Self::write_all). Committed bytes are visible
+/// or copied with [`put_slice`](Self::put_slice). Committed bytes are visible
 /// to the reader at once; [`flush`](Self::flush) is where the writer waits
 /// for back-pressure. Finish with [`close`](Self::close) or
 /// [`close_with`](Self::close_with); dropping an unclosed writer closes the
@@ -41,7 +41,7 @@ pub struct Writer {
     /// The tail block's size (0 for the sentinel).
     tail_cap: usize,
     /// Total bytes placed in the pipe (committed, or copied by a
-    /// `write_all` that is about to publish them): the stream position of
+    /// `put_slice` that is about to publish them): the stream position of
     /// the next byte, and so of the next node's first byte.
     written: u64,
     closed: bool,
@@ -128,17 +128,17 @@ impl Writer {
     /// pool runs out midway, the bytes copied so far are committed and the
     /// error returned.
     #[inline]
-    pub fn write_all(&mut self, mut data: &[u8]) -> Result<(), WriteError> {
+    pub fn put_slice(&mut self, mut data: &[u8]) -> Result<(), WriteError> {
         if self.closed {
             return Err(WriteError::Closed);
         }
         let mut copied = 0;
         while !data.is_empty() {
-            if self.tail_len == self.tail_cap {
-                if let Err(error) = self.grow(1) {
-                    self.publish(copied)?;
-                    return Err(error);
-                }
+            if self.tail_len == self.tail_cap
+                && let Err(error) = self.grow(1)
+            {
+                self.publish(copied)?;
+                return Err(error);
             }
             let n = data.len().min(self.tail_cap - self.tail_len);
             // SAFETY: `n` bytes fit in the tail past its committed end, which

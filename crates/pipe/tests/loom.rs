@@ -54,10 +54,10 @@ fn drain(reader: &Reader) -> (Vec<u8>, Option<io::ErrorKind>) {
 fn commit_vs_reader_examining_everything_and_sleeping() {
     model(|| {
         let (mut writer, reader) = new_pipe(Options::new());
-        writer.write_all(b"a").unwrap();
+        writer.put_slice(b"a").unwrap();
         reader.try_read().unwrap().unwrap().advance_to(0, 1).unwrap();
         let writer = thread::spawn(move || {
-            writer.write_all(b"b").unwrap();
+            writer.put_slice(b"b").unwrap();
             writer
         });
         let read = loom::future::block_on(reader.read()).unwrap();
@@ -90,7 +90,7 @@ fn two_readers_race() {
         };
         let first = racer(reader.clone());
         let second = racer(reader.clone());
-        writer.write_all(b"xy").unwrap();
+        writer.put_slice(b"xy").unwrap();
         writer.close();
         // The racers may finish in either order; each took the first byte
         // left, so the bytes they took, sorted, then the rest, are "xy".
@@ -135,7 +135,7 @@ fn second_read_wakes_a_pending_read_with_the_error() {
             }
         }
         assert_eq!(pending.join().unwrap(), Err(ReadError::ConcurrentRead));
-        writer.write_all(b"z").unwrap();
+        writer.put_slice(b"z").unwrap();
         assert_eq!(reader.try_read().unwrap().unwrap().to_vec(), b"z");
     });
 }
@@ -147,7 +147,7 @@ fn close_with_error_vs_pending_read() {
     model(|| {
         let (mut writer, reader) = new_pipe(Options::new());
         let writer = thread::spawn(move || {
-            writer.write_all(b"q").unwrap();
+            writer.put_slice(b"q").unwrap();
             writer.close_with(io::Error::new(io::ErrorKind::ConnectionReset, "reset"));
         });
         let (bytes, error) = drain(&reader);
@@ -176,9 +176,9 @@ fn pause_resume_at_the_thresholds() {
     model(|| {
         let (mut writer, reader) = new_pipe(Options::new().pause_at(2).resume_at(1));
         let writer = thread::spawn(move || {
-            writer.write_all(b"ab").unwrap();
+            writer.put_slice(b"ab").unwrap();
             writer.flush_blocking().unwrap(); // pauses until "ab" is examined
-            writer.write_all(b"c").unwrap();
+            writer.put_slice(b"c").unwrap();
             writer.close();
         });
         let (bytes, _) = drain(&reader);
@@ -196,7 +196,7 @@ fn blocks_returned_while_the_writer_leases() {
         let writer = thread::spawn(move || {
             for byte in 0..3u8 {
                 // Each write fills one 64-byte block: every write leases.
-                writer.write_all(&[byte; 64]).unwrap();
+                writer.put_slice(&[byte; 64]).unwrap();
             }
             writer.close();
         });

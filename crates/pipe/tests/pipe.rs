@@ -32,8 +32,8 @@ fn bytes_arrive_in_order_across_blocks() {
     let pool = small_pool();
     let (mut writer, reader) = new_pipe(&pool, Options::new());
     let data: Vec<u8> = (0..1000u32).map(|i| i as u8).collect();
-    writer.write_all(&data[..10]).unwrap();
-    writer.write_all(&data[10..]).unwrap();
+    writer.put_slice(&data[..10]).unwrap();
+    writer.put_slice(&data[10..]).unwrap();
     let read = reader.try_read().unwrap().expect("bytes are buffered");
     assert_eq!(read.len(), 1000);
     assert_eq!(read.to_vec(), data);
@@ -71,7 +71,7 @@ fn buffer_and_commit_write_in_place_and_small_writes_share_a_block() {
         writer.buffer(65).unwrap_err(),
         WriteError::TooLarge { requested: 65, block_size: 64 }
     );
-    writer.write_all(b"de").unwrap();
+    writer.put_slice(b"de").unwrap();
     let read = reader.try_read().unwrap().unwrap();
     assert_eq!(read.to_vec(), b"abcde");
     // "abc" sits alone in the first block; "de" went to the tail block, which
@@ -87,12 +87,12 @@ fn buffer_and_commit_write_in_place_and_small_writes_share_a_block() {
 fn examined_bytes_do_not_wake_the_next_read() {
     let pool = small_pool();
     let (mut writer, reader) = new_pipe(&pool, Options::new());
-    writer.write_all(b"GET / HT").unwrap();
+    writer.put_slice(b"GET / HT").unwrap();
     let read = reader.try_read().unwrap().unwrap();
     // A parser needs more: consume nothing, examine everything.
     read.advance_to(0, 8).unwrap();
     assert!(reader.try_read().unwrap().is_none(), "nothing new to examine");
-    writer.write_all(b"TP/1.1").unwrap();
+    writer.put_slice(b"TP/1.1").unwrap();
     let read = reader.try_read().unwrap().unwrap();
     assert_eq!(read.to_vec(), b"GET / HTTP/1.1", "unconsumed bytes come back");
     // Examining only part leaves the rest to wake the next read at once.
@@ -108,7 +108,7 @@ fn examined_bytes_do_not_wake_the_next_read() {
 fn bad_positions_are_typed_errors_and_lose_nothing() {
     let pool = small_pool();
     let (mut writer, reader) = new_pipe(&pool, Options::new());
-    writer.write_all(b"hello").unwrap();
+    writer.put_slice(b"hello").unwrap();
     let read = reader.try_read().unwrap().unwrap();
     assert_eq!(
         read.advance_to(3, 2),
@@ -128,7 +128,7 @@ fn bad_positions_are_typed_errors_and_lose_nothing() {
 fn close_completes_the_stream_after_the_last_byte() {
     let pool = small_pool();
     let (mut writer, reader) = new_pipe(&pool, Options::new());
-    writer.write_all(b"bye").unwrap();
+    writer.put_slice(b"bye").unwrap();
     writer.close();
     let read = reader.read_blocking().unwrap();
     assert!(read.is_completed());
@@ -143,7 +143,7 @@ fn close_completes_the_stream_after_the_last_byte() {
 fn close_with_error_reaches_the_reader_with_the_bytes() {
     let pool = small_pool();
     let (mut writer, reader) = new_pipe(&pool, Options::new());
-    writer.write_all(b"partial").unwrap();
+    writer.put_slice(b"partial").unwrap();
     writer.close_with(io::Error::new(io::ErrorKind::ConnectionReset, "peer reset"));
     let read = reader.read_blocking().unwrap();
     assert_eq!(read.to_vec(), b"partial");
@@ -171,7 +171,7 @@ fn the_writer_learns_that_the_reader_is_gone() {
     drop(reader);
     assert!(writer.is_reader_closed());
     assert_eq!(writer.flush_blocking(), Err(WriteError::ReaderClosed));
-    assert_eq!(writer.write_all(b"x"), Err(WriteError::ReaderClosed));
+    assert_eq!(writer.put_slice(b"x"), Err(WriteError::ReaderClosed));
 }
 
 #[test]
@@ -194,9 +194,9 @@ fn thresholds_are_validated() {
 fn flush_pauses_at_the_threshold_and_resumes_below_the_other() {
     let pool = small_pool();
     let (mut writer, reader) = new_pipe(&pool, Options::new().pause_at(100).resume_at(50));
-    writer.write_all(&[7; 99]).unwrap();
+    writer.put_slice(&[7; 99]).unwrap();
     writer.flush_blocking().unwrap(); // 99 < 100: no wait
-    writer.write_all(&[7; 1]).unwrap();
+    writer.put_slice(&[7; 1]).unwrap();
     let resumed = Arc::new(AtomicBool::new(false));
     let flusher = {
         let resumed = resumed.clone();
@@ -225,7 +225,7 @@ fn read_at_least_above_the_pause_threshold_does_not_deadlock() {
     let (mut writer, reader) = new_pipe(&pool, Options::new().pause_at(64).resume_at(32));
     let producer = thread::spawn(move || {
         for _ in 0..40 {
-            writer.write_all(&[1; 10]).unwrap();
+            writer.put_slice(&[1; 10]).unwrap();
             writer.flush_blocking().unwrap();
         }
         writer.close();
@@ -253,7 +253,7 @@ fn read_at_least_above_the_pause_threshold_does_not_deadlock() {
 fn a_second_read_while_one_is_held_fails_and_the_holder_is_untouched() {
     let pool = small_pool();
     let (mut writer, reader) = new_pipe(&pool, Options::new());
-    writer.write_all(b"abcdef").unwrap();
+    writer.put_slice(b"abcdef").unwrap();
     let held = reader.try_read().unwrap().unwrap();
     assert_eq!(reader.try_read().unwrap_err(), ReadError::ConcurrentRead);
     assert_eq!(reader.read_blocking().unwrap_err(), ReadError::ConcurrentRead);
@@ -282,7 +282,7 @@ fn a_second_read_fails_a_pending_read_too_and_the_pipe_keeps_working() {
     };
     assert_eq!(second, ReadError::ConcurrentRead);
     assert_eq!(pending.join().unwrap(), Err(ReadError::ConcurrentRead));
-    writer.write_all(b"still here").unwrap();
+    writer.put_slice(b"still here").unwrap();
     assert_eq!(reader.try_read().unwrap().unwrap().to_vec(), b"still here");
 }
 
@@ -293,7 +293,7 @@ fn async_read_wakes_on_commit() {
     let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
     let producer = thread::spawn(move || {
         for i in 0..100u8 {
-            writer.write_all(&[i; 100]).unwrap();
+            writer.put_slice(&[i; 100]).unwrap();
             writer.flush_blocking().unwrap();
         }
         writer.close();
@@ -343,7 +343,7 @@ fn std_io_adapters_round_trip() {
 fn io_reader_fill_buf_and_consume() {
     let pool = small_pool();
     let (mut writer, reader) = new_pipe(&pool, Options::new());
-    writer.write_all(&[5; 100]).unwrap();
+    writer.put_slice(&[5; 100]).unwrap();
     writer.close();
     let mut io = reader.into_io();
     assert_eq!(io.fill_buf().unwrap(), &[5; 64][..]);
@@ -378,14 +378,14 @@ fn blocks_go_back_to_the_pool_and_the_pipe_frees_everything() {
     let pool = small_pool();
     let (mut writer, reader) = new_pipe(&pool, Options::new());
     for _ in 0..10 {
-        writer.write_all(&[1; 640]).unwrap();
+        writer.put_slice(&[1; 640]).unwrap();
         let read = reader.try_read().unwrap().unwrap();
         assert_eq!(pool.stats().leased, 10);
         read.consume(640).unwrap();
         // Every block is back, the full tail too.
         assert_eq!(pool.stats().leased, 0);
     }
-    writer.write_all(&[1; 300]).unwrap();
+    writer.put_slice(&[1; 300]).unwrap();
     let read = reader.try_read().unwrap().unwrap();
     read.consume(100).unwrap();
     // A partly consumed tail stays: the writer is still filling it.

@@ -1,0 +1,65 @@
+//! The tokio adapters: `AsyncWrite` for the writer, `AsyncRead` and
+//! `AsyncBufRead` for `IoReader`, on one current-thread runtime so that
+//! back-pressure must hand control back and forth through the wakers.
+#![cfg(all(feature = "tokio", not(falconet_pipe_loom)))]
+
+use std::io;
+
+use falconet_pipe::{Options, pipe};
+use falconet_pool::Pool;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread().build().unwrap()
+}
+
+#[test]
+fn async_write_and_buf_read_under_back_pressure() {
+    let pool = Pool::new();
+    // A tiny window: the writer must yield to the reader many times.
+    let (mut writer, reader) = pipe(&pool, Options::new().pause_at(256).resume_at(128)).unwrap();
+    let mut reader = reader.into_io();
+    runtime().block_on(async {
+        let write = async {
+            for line in 0..2000 {
+                writer.write_all(format!("line {line}\n").as_bytes()).await.unwrap();
+            }
+            writer.shutdown().await.unwrap();
+            assert_eq!(
+                writer.write_all(b"late").await.unwrap_err().kind(),
+                io::ErrorKind::BrokenPipe
+            );
+        };
+        let read = async {
+            let mut line = String::new();
+            for expected in 0..2000 {
+                line.clear();
+                reader.read_line(&mut line).await.unwrap();
+                assert_eq!(line, format!("line {expected}\n"));
+            }
+            line.clear();
+            assert_eq!(reader.read_line(&mut line).await.unwrap(), 0, "end of stream");
+        };
+        tokio::join!(write, read);
+    });
+}
+
+#[test]
+fn async_read_returns_the_writer_error_after_the_bytes() {
+    let pool = Pool::new();
+    let (mut writer, reader) = pipe(&pool, Options::new()).unwrap();
+    let mut reader = reader.into_io();
+    runtime().block_on(async {
+        let write = async move {
+            writer.write_all(&[9; 10_000]).await.unwrap();
+            writer.close_with(io::Error::new(io::ErrorKind::ConnectionAborted, "aborted"));
+        };
+        let read = async {
+            let mut bytes = Vec::new();
+            let error = reader.read_to_end(&mut bytes).await.unwrap_err();
+            assert_eq!(error.kind(), io::ErrorKind::ConnectionAborted);
+            assert_eq!(bytes, vec![9; 10_000]);
+        };
+        tokio::join!(write, read);
+    });
+}
