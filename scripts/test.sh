@@ -13,14 +13,14 @@ step() { printf '\n==> %s\n' "$*"; }
 step "rustfmt"
 cargo fmt --all -- --check
 
-step "clippy -D warnings (all targets)"
-cargo clippy --workspace --all-targets -- -D warnings
+step "clippy -D warnings (all targets, all features)"
+cargo clippy --workspace --all-targets --all-features -- -D warnings
 
 step "rustdoc without warnings"
-RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --all-features
 
 step "tests: unit, integration, proptest, stress, allocation counting, doc"
-cargo test --workspace
+cargo test --workspace --all-features
 
 step "loom models (LOOM_MAX_PREEMPTIONS=${LOOM_MAX_PREEMPTIONS:-2}; scripts/loom.sh runs bound 3)"
 LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-2}" scripts/loom.sh

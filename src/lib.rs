@@ -6,6 +6,7 @@
 //! | module | crate | what it is |
 //! |---|---|---|
 //! | [`pool`] | `falconet-pool` | fixed-size memory blocks carved from slabs, per-thread fast path |
+//! | [`pipe`] | `falconet-pipe` | SPSC socket-input pipe: pooled blocks from socket reader to parser |
 //!
 //! ```
 //! let pool = falconet::pool::Pool::new();
@@ -16,5 +17,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
+#[doc(inline)]
+pub use falconet_pipe as pipe;
 #[doc(inline)]
 pub use falconet_pool as pool;

@@ -5,6 +5,9 @@
 //! process. Workloads count completed leases (blocks handed out, written and
 //! returned), not loop iterations.
 
+pub mod locked_pipe;
+pub mod pipe;
+
 use std::mem::MaybeUninit;
 use std::sync::{Barrier, Mutex};
 use std::thread;

@@ -167,9 +167,11 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig {
-        cases: if cfg!(miri) { 8 } else { 512 },
-        ..ProptestConfig::default()
+    #![proptest_config(if cfg!(miri) {
+        // Miri: few cases, and no failure file (no file system access).
+        ProptestConfig { cases: 8, failure_persistence: None, ..ProptestConfig::default() }
+    } else {
+        ProptestConfig { cases: 512, ..ProptestConfig::default() }
     })]
 
     #[test]

@@ -1,0 +1,34 @@
+//! Criterion: bytes per second from a producer thread to a consumer thread,
+//! falconet-pipe against its lock-based twin and the peers, at each write
+//! size, in the same run. (`pipe_interleaved` gives the medians to quote.)
+
+use std::time::Duration;
+
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use falconet_benches::pipe::Transport;
+use falconet_pool::Pool;
+
+/// Bytes moved per measured transfer.
+const TOTAL: u64 = 16 << 20;
+
+fn transfer(c: &mut Criterion) {
+    let pool = Pool::new();
+    for size in [64usize, 128, 512, 4096, 65536] {
+        let mut group = c.benchmark_group(format!("pipe/{size}B"));
+        group.throughput(Throughput::Bytes(TOTAL));
+        group.sample_size(10);
+        group.warm_up_time(Duration::from_millis(500));
+        group.measurement_time(Duration::from_secs(2));
+        for transport in Transport::ALL {
+            group.bench_function(BenchmarkId::from_parameter(transport.name()), |b| {
+                b.iter_custom(|iters| {
+                    (0..iters).map(|_| transport.transfer(&pool, size, TOTAL)).sum()
+                });
+            });
+        }
+        group.finish();
+    }
+}
+
+criterion_group!(benches, transfer);
+criterion_main!(benches);
