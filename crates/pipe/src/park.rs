@@ -67,8 +67,21 @@ mod imp {
 }
 
 /// Polls `future` to completion on this thread.
+#[inline]
 pub(crate) fn block_on<F: Future>(future: F) -> F::Output {
     let mut future = pin!(future);
+    // Fast path: most blocking calls do not wait, and a no-op waker costs no
+    // reference-count traffic. A pipe future that returns Pending has
+    // registered it, so poll again below with the real waker before parking:
+    // that poll re-registers and re-checks the state word.
+    if let Poll::Ready(output) = future.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+        return output;
+    }
+    park_on(future)
+}
+
+#[cold]
+fn park_on<F: Future>(mut future: core::pin::Pin<&mut F>) -> F::Output {
     let waker: Waker = imp::waker();
     let mut cx = Context::from_waker(&waker);
     loop {

@@ -119,6 +119,9 @@ impl Reader {
     /// # Errors
     /// As [`read`](Self::read).
     pub fn try_read(&self) -> Result<Option<ReadGuard<'_>>, ReadError> {
+        if let Some(snapshot) = self.read_now() {
+            return Ok(Some(ReadGuard::new(self, snapshot)));
+        }
         self.begin()?;
         match self.poll_read(None, None) {
             Poll::Ready(Ok(Some(snapshot))) => Ok(Some(ReadGuard::new(self, snapshot))),
@@ -137,6 +140,31 @@ impl Reader {
 
     pub(crate) fn shared(&self) -> &Shared {
         &self.shared
+    }
+
+    /// The fast path of `read` and `try_read`: when no read is outstanding
+    /// and there are unexamined bytes (or the stream ended), idle ->
+    /// `HOLDING` in one CAS, skipping `PENDING`.
+    #[inline]
+    pub(crate) fn read_now(&self) -> Option<Snapshot> {
+        let state = &self.shared.state;
+        // Acquire (both): commits and the close error happen before.
+        let current = state.load(Ordering::Acquire);
+        let ready = unexamined(current) > 0 || has(current, WRITER_CLOSED);
+        if !ready || has(current, PENDING | HOLDING) {
+            return None;
+        }
+        state
+            .compare_exchange(current, current | HOLDING, Ordering::AcqRel, Ordering::Relaxed)
+            .ok()?;
+        // SAFETY: the CAS made this read the owner of `local`.
+        let at = self.local.with(|local| unsafe { *local });
+        Some(Snapshot {
+            node: at.head,
+            off: at.head_off,
+            len: (at.examined - at.consumed + unexamined(current)) as usize,
+            completed: has(current, WRITER_CLOSED),
+        })
     }
 
     /// Starts a read: idle -> `PENDING`, or the concurrent-read rule.
@@ -387,6 +415,11 @@ impl<'a> Future for ReadFuture<'a> {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
         if !this.began {
+            if this.min.is_none()
+                && let Some(snapshot) = this.reader.read_now()
+            {
+                return Poll::Ready(Ok(ReadGuard::new(this.reader, snapshot)));
+            }
             this.reader.begin()?;
             this.began = true;
         }

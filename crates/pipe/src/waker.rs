@@ -86,7 +86,15 @@ impl WakerSlot {
             }
             // A wake is in progress: it may have missed our waker, so wake
             // it now; the task polls again and re-checks the pipe's state.
-            Err(_) => waker.wake_by_ref(),
+            Err(_) => {
+                // Until the waking thread finishes, every re-poll lands here
+                // again: a spin. On real threads the waker runs on its own
+                // core; loom must be told to schedule it. (Yield before the
+                // wake: loom's yield drops a pending unpark.)
+                #[cfg(falconet_pipe_loom)]
+                loom::thread::yield_now();
+                waker.wake_by_ref();
+            }
         }
     }
 

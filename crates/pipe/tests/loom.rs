@@ -22,6 +22,8 @@ use loom::thread;
 
 fn model(f: impl Fn() + Sync + Send + 'static) {
     let mut builder = loom::model::Builder::new();
+    // A blocking wait polls twice (no-op waker first), so paths are long.
+    builder.max_branches = 10_000;
     if builder.preemption_bound.is_none() {
         builder.preemption_bound = Some(3);
     }
