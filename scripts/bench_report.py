@@ -21,10 +21,11 @@ for bench in sorted(root.glob("**/new/benchmark.json")):
 
 for group, rows in sorted(groups.items()):
     params = sorted({p for _, p in rows}, key=lambda p: (len(p), p))
+    ours_name = next((f for f, _ in rows if f.startswith("falconet")), "falconet")
     functions = sorted({f for f, _ in rows}, key=lambda f: (not f.startswith("falconet"), f))
     print(f"\n### {group}\n")
     header = "| | " + " | ".join(
-        (f"{p} threads" if p else "median") for p in params) + " |"
+        (p if p.endswith("B") else f"{p} threads" if p else "median") for p in params) + " |"
     print(header)
     print("|" + "---|" * (len(params) + 1))
     for function in functions:
@@ -34,12 +35,12 @@ for group, rows in sorted(groups.items()):
                 cells.append("")
                 continue
             ns, unit = rows[(function, p)]
-            ours = rows.get(("falconet", p))
+            ours = rows.get((ours_name, p))
             if unit == "B":
                 cell = f"{1 / ns:.1f} GB/s"  # bytes per ns
             else:
                 cell = f"{ns:.1f} ns ({1e3 / ns:.1f} M/s)"
-            if ours and function != "falconet" and "alone" not in function:
+            if ours and function != ours_name and "alone" not in function:
                 cell += f", falconet {ns / ours[0]:.1f}x faster"
             cells.append(cell)
         print(f"| {function} | " + " | ".join(cells) + " |")

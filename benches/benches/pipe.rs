@@ -13,21 +13,19 @@ const TOTAL: u64 = 16 << 20;
 
 fn transfer(c: &mut Criterion) {
     let pool = Pool::new();
+    let mut group = c.benchmark_group("pipe transfer");
+    group.throughput(Throughput::Bytes(TOTAL));
+    group.sample_size(10);
+    group.warm_up_time(Duration::from_millis(500));
+    group.measurement_time(Duration::from_secs(2));
     for size in [64usize, 128, 512, 4096, 65536] {
-        let mut group = c.benchmark_group(format!("pipe/{size}B"));
-        group.throughput(Throughput::Bytes(TOTAL));
-        group.sample_size(10);
-        group.warm_up_time(Duration::from_millis(500));
-        group.measurement_time(Duration::from_secs(2));
         for transport in Transport::ALL {
-            group.bench_function(BenchmarkId::from_parameter(transport.name()), |b| {
-                b.iter_custom(|iters| {
-                    (0..iters).map(|_| transport.transfer(&pool, size, TOTAL)).sum()
-                });
+            group.bench_function(BenchmarkId::new(transport.name(), format!("{size}B")), |b| {
+                b.iter_custom(|iters| (0..iters).map(|_| transport.transfer(&pool, size, TOTAL)).sum());
             });
         }
-        group.finish();
     }
+    group.finish();
 }
 
 criterion_group!(benches, transfer);

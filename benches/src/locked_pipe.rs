@@ -106,7 +106,9 @@ impl LockedPipe {
         drop(inner);
         self.writable.notify_one();
         for (block, from, to) in scratch.full.drain(..) {
-            sink(&block[from..to]);
+            if from < to {
+                sink(&block[from..to]);
+            }
         }
         if !scratch.tail.is_empty() {
             sink(&scratch.tail);

@@ -2,7 +2,10 @@
 //! between polls.
 //!
 //! Each thread builds its unpark waker once (a thread-local), so a blocking
-//! read or flush that has to wait allocates nothing after the first time.
+//! read or flush that has to wait allocates nothing after the first time. A
+//! waiting thread spins briefly before it parks: between two busy threads
+//! the wake usually arrives within that window, and neither side makes a
+//! system call.
 
 use core::future::Future;
 use core::pin::pin;
@@ -11,34 +14,65 @@ use core::task::{Context, Poll, Waker};
 #[cfg(not(falconet_pipe_loom))]
 mod imp {
     use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
     use std::task::{Wake, Waker};
     use std::thread::{self, Thread};
 
-    struct Unparker(Thread);
+    /// How many times a waiting thread checks for a wake before it parks.
+    /// A wake across cores arrives in well under a microsecond when the
+    /// other side is busy; catching it spinning saves the futex wait here
+    /// and the futex wake there (std's `unpark` of a thread that is not
+    /// parked is one atomic swap). About 2 microseconds on the build machine.
+    const SPINS: u32 = 64;
+
+    pub(super) struct Unparker {
+        thread: Thread,
+        /// Set by a wake, cleared by the waiting thread.
+        woken: AtomicBool,
+    }
 
     impl Wake for Unparker {
         fn wake(self: Arc<Self>) {
-            self.0.unpark();
+            self.wake_by_ref();
         }
 
         fn wake_by_ref(self: &Arc<Self>) {
-            self.0.unpark();
+            // Release: what the waker did before waking is visible to the
+            // spinning thread that sees the flag.
+            self.woken.store(true, Ordering::Release);
+            self.thread.unpark();
         }
     }
 
+    fn new_unparker() -> Arc<Unparker> {
+        Arc::new(Unparker { thread: thread::current(), woken: AtomicBool::new(false) })
+    }
+
     thread_local! {
-        static WAKER: Waker = Waker::from(Arc::new(Unparker(thread::current())));
+        static UNPARKER: Arc<Unparker> = new_unparker();
     }
 
-    pub(super) fn waker() -> Waker {
-        // A wait inside a thread-local destructor builds a waker of its own.
-        WAKER
-            .try_with(Waker::clone)
-            .unwrap_or_else(|_| Waker::from(Arc::new(Unparker(thread::current()))))
+    /// This thread's waker and its flag (built once per thread; a wait
+    /// inside a thread-local destructor builds its own).
+    pub(super) fn waker() -> (Waker, Arc<Unparker>) {
+        let unparker = UNPARKER.try_with(Arc::clone).unwrap_or_else(|_| new_unparker());
+        (Waker::from(unparker.clone()), unparker)
     }
 
-    pub(super) fn park() {
+    pub(super) type Parker = Arc<Unparker>;
+
+    /// Waits for a wake: spins briefly, then parks.
+    pub(super) fn park(unparker: &Parker) {
+        for _ in 0..SPINS {
+            // Acquire pairs with the waker's Release.
+            if unparker.woken.swap(false, Ordering::Acquire) {
+                return;
+            }
+            std::hint::spin_loop();
+        }
+        // A wake after the last check leaves an unpark token: no lost wake.
         thread::park();
+        unparker.woken.store(false, Ordering::Relaxed);
     }
 }
 
@@ -57,11 +91,13 @@ mod imp {
         }
     }
 
-    pub(super) fn waker() -> Waker {
-        Waker::from(Arc::new(Unparker(thread::current())))
+    pub(super) type Parker = ();
+
+    pub(super) fn waker() -> (Waker, Parker) {
+        (Waker::from(Arc::new(Unparker(thread::current()))), ())
     }
 
-    pub(super) fn park() {
+    pub(super) fn park(_: &Parker) {
         thread::park();
     }
 }
@@ -82,13 +118,13 @@ pub(crate) fn block_on<F: Future>(future: F) -> F::Output {
 
 #[cold]
 fn park_on<F: Future>(mut future: core::pin::Pin<&mut F>) -> F::Output {
-    let waker: Waker = imp::waker();
+    let (waker, parker) = imp::waker();
     let mut cx = Context::from_waker(&waker);
     loop {
         if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
             return output;
         }
         // A spurious unpark just polls again: the future re-checks.
-        imp::park();
+        imp::park(&parker);
     }
 }
