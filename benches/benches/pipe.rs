@@ -21,7 +21,9 @@ fn transfer(c: &mut Criterion) {
     for size in [64usize, 128, 512, 4096, 65536] {
         for transport in Transport::ALL {
             group.bench_function(BenchmarkId::new(transport.name(), format!("{size}B")), |b| {
-                b.iter_custom(|iters| (0..iters).map(|_| transport.transfer(&pool, size, TOTAL)).sum());
+                b.iter_custom(|iters| {
+                    (0..iters).map(|_| transport.transfer(&pool, size, TOTAL)).sum()
+                });
             });
         }
     }
