@@ -41,6 +41,6 @@ for group, rows in sorted(groups.items()):
             else:
                 cell = f"{ns:.1f} ns ({1e3 / ns:.1f} M/s)"
             if ours and function != ours_name and "alone" not in function:
-                cell += f", falconet {ns / ours[0]:.1f}x faster"
+                cell += f" (falconet {ns / ours[0]:.1f}x)"
             cells.append(cell)
         print(f"| {function} | " + " | ".join(cells) + " |")

@@ -19,12 +19,22 @@ fn main() {
     let mut args = std::env::args().skip(1).map(|a| a.parse::<u64>().expect("a number"));
     let rounds = args.next().unwrap_or(9) as usize;
     let total = args.next().unwrap_or(64) << 20;
+    // FALCONET_PIPE_ONLY=falconet-pipe,... and FALCONET_PIPE_SIZES=64,128
+    // narrow the run (for profiling).
+    let only = std::env::var("FALCONET_PIPE_ONLY").ok();
+    let sizes: Vec<usize> = std::env::var("FALCONET_PIPE_SIZES")
+        .map(|v| v.split(',').map(|s| s.parse().expect("a size")).collect())
+        .unwrap_or_else(|_| SIZES.to_vec());
     let pool = Pool::new();
     // gigabytes per second, per (size, transport)
     let mut samples = vec![vec![Vec::new(); Transport::ALL.len()]; SIZES.len()];
     for _ in 0..rounds {
-        for (s, &size) in SIZES.iter().enumerate() {
+        for (s, &size) in sizes.iter().enumerate() {
             for (t, transport) in Transport::ALL.iter().enumerate() {
+                if only.as_deref().is_some_and(|only| !only.contains(transport.name())) {
+                    samples[s][t].push(f64::NAN);
+                    continue;
+                }
                 let elapsed = transport.transfer(&pool, size, total);
                 samples[s][t].push(total as f64 / elapsed.as_secs_f64() / 1e9);
             }
@@ -40,7 +50,7 @@ fn main() {
     }
     println!(" vs twin | vs simplex |");
     println!("|---|{}---|---|", "---|".repeat(Transport::ALL.len()));
-    for (s, &size) in SIZES.iter().enumerate() {
+    for (s, &size) in sizes.iter().enumerate() {
         let medians: Vec<f64> = samples[s].iter().map(|v| median(v.clone())).collect();
         print!("| {size} B |");
         for gbs in &medians {

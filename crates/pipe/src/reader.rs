@@ -301,28 +301,17 @@ impl Reader {
         let newly_examined =
             self.local.with_mut(|local| unsafe { self.consume(&mut *local, consumed, examined) });
         let shared = &*self.shared;
-        let resume_at = shared.config.resume_at;
-        let mut state = shared.state.load(Ordering::Relaxed);
-        loop {
-            debug_assert!(has(state, HOLDING) && unexamined(state) >= newly_examined);
-            let mut new = (state - newly_examined) & !HOLDING;
-            if unexamined(new) < resume_at {
-                new &= !WRITER_WAITING;
-            }
-            // Release hands `local` to the next read; Acquire orders a
-            // sleeping writer's registration before our wake.
-            match shared.state.compare_exchange_weak(
-                state,
-                new,
-                Ordering::AcqRel,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => {
-                    shared.wake_writer_if(state, new);
-                    return;
-                }
-                Err(actual) => state = actual,
-            }
+        // One unconditional RMW (no load-then-CAS: the writer's commits
+        // keep changing the word, and every extra access moves its line):
+        // subtracting HOLDING clears it, since it is set. Release hands
+        // `local` to the next read; Acquire orders a sleeping writer's
+        // registration before our wake.
+        let old = shared.state.fetch_sub(newly_examined + HOLDING, Ordering::AcqRel);
+        debug_assert!(has(old, HOLDING) && unexamined(old) >= newly_examined);
+        if has(old, WRITER_WAITING) && unexamined(old) - newly_examined < shared.config.resume_at {
+            // The writer sleeps (it set the bit with a CAS against a word
+            // at or over resume_at) and may go on now.
+            shared.wake(WRITER_WAITING, &shared.writer_waker);
         }
     }
 
