@@ -394,3 +394,14 @@ fn blocks_go_back_to_the_pool_and_the_pipe_frees_everything() {
     drop(writer);
     assert_eq!(pool.stats().leased, 0);
 }
+
+#[test]
+fn the_default_read_space_is_a_quarter_block() {
+    let pool = small_pool(); // 64-byte blocks: 16 bytes of read space
+    let (mut writer, reader) = new_pipe(&pool, Options::new());
+    writer.read_from(&mut &[1u8; 48][..]).unwrap();
+    writer.read_from(&mut &[2u8; 4][..]).unwrap(); // 16 free: same block
+    writer.read_from(&mut &[3u8; 4][..]).unwrap(); // 12 free: a fresh block
+    let read = reader.try_read().unwrap().unwrap();
+    assert_eq!(read.chunks().map(<[u8]>::len).collect::<Vec<_>>(), [52, 4]);
+}
