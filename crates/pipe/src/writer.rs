@@ -107,9 +107,14 @@ impl Writer {
     /// # Errors
     /// [`WriteError::CommitPastBuffer`] when `n` is more than the buffer
     /// held (nothing is committed), [`WriteError::ReaderClosed`] when the
-    /// reader is gone (the bytes are dropped with the pipe).
+    /// reader is gone (the bytes are dropped with the pipe),
+    /// [`WriteError::Closed`] after `poll_shutdown`.
     #[inline]
     pub fn commit(&mut self, n: usize) -> Result<(), WriteError> {
+        if self.closed {
+            // Bytes after "completed" would break the reader's contract.
+            return Err(WriteError::Closed);
+        }
         let available = self.tail_cap - self.tail_len;
         if n > available {
             return Err(WriteError::CommitPastBuffer { committed: n, available });

@@ -24,7 +24,11 @@ fn async_write_and_buf_read_under_back_pressure() {
             for line in 0..2000 {
                 writer.write_all(format!("line {line}\n").as_bytes()).await.unwrap();
             }
+            let space = writer.buffer(1).unwrap().len();
             writer.shutdown().await.unwrap();
+            // After shutdown nothing more reaches the reader.
+            assert_eq!(writer.commit(space.min(1)), Err(falconet_pipe::WriteError::Closed));
+            assert_eq!(writer.buffer(1).unwrap_err(), falconet_pipe::WriteError::Closed);
             assert_eq!(
                 writer.write_all(b"late").await.unwrap_err().kind(),
                 io::ErrorKind::BrokenPipe
