@@ -28,7 +28,7 @@ impl Bursts {
         self.rng ^= self.rng << 13;
         self.rng ^= self.rng >> 7;
         self.rng ^= self.rng << 17;
-        if self.rng % 10 == 0 {
+        if self.rng.is_multiple_of(10) {
             2048 + (self.rng >> 8) as usize % 14_336
         } else {
             100 + (self.rng >> 8) as usize % 800

@@ -56,7 +56,7 @@ impl Block {
     }
 
     /// A raw pointer to the block's first byte, valid for reads of
-    /// [`len`](<[u8]>::len) bytes while the block is alive, like
+    /// [`Pool::block_size`](crate::Pool::block_size) bytes while the block is alive, like
     /// [`Vec::as_ptr`]. Unlike `&**self`, it creates no reference to the
     /// bytes, so code that shares a block between a writer and a reader (each
     /// touching its own range) can take slices of just its part.
@@ -66,7 +66,7 @@ impl Block {
     }
 
     /// A raw pointer to the block's first byte, valid for reads and writes of
-    /// [`len`](<[u8]>::len) bytes while the block is alive, like
+    /// [`Pool::block_size`](crate::Pool::block_size) bytes while the block is alive, like
     /// [`Vec::as_mut_ptr`]; see [`as_ptr`](Self::as_ptr).
     #[inline]
     pub fn as_mut_ptr(&mut self) -> *mut u8 {
