@@ -58,6 +58,19 @@ struct Position {
     examined: u64,
 }
 
+impl Position {
+    /// The read's view at state word `state`: everything buffered from here.
+    fn snapshot(&self, state: u64) -> Snapshot {
+        Snapshot {
+            node: self.head,
+            off: self.head_off,
+            // Buffered bytes sit in pool blocks: they fit in the address space.
+            len: (self.examined - self.consumed + unexamined(state)) as usize,
+            completed: has(state, WRITER_CLOSED),
+        }
+    }
+}
+
 /// What a successful read returned: the buffered bytes from the reader's
 /// position, and whether the writer had finished.
 #[derive(Clone, Copy, Debug)]
@@ -147,30 +160,22 @@ impl Reader {
     /// `HOLDING` in one CAS, skipping `PENDING`.
     #[inline]
     pub(crate) fn read_now(&self) -> Option<Snapshot> {
-        let state = &self.shared.state;
-        // Acquire (both): commits and the close error happen before.
-        let current = state.load(Ordering::Acquire);
+        // Acquire: commits and the close error happen before.
+        let current = self.shared.state.load(Ordering::Acquire);
         let ready = unexamined(current) > 0 || has(current, WRITER_CLOSED);
         if !ready || has(current, PENDING | HOLDING) {
             return None;
         }
-        state
-            .compare_exchange(current, current | HOLDING, Ordering::AcqRel, Ordering::Relaxed)
-            .ok()?;
+        // A failed CAS (a commit landed) takes the general path.
+        self.shared.transition(current, current | HOLDING).ok()?;
         // SAFETY: the CAS made this read the owner of `local`.
         let at = self.local.with(|local| unsafe { *local });
-        Some(Snapshot {
-            node: at.head,
-            off: at.head_off,
-            len: (at.examined - at.consumed + unexamined(current)) as usize,
-            completed: has(current, WRITER_CLOSED),
-        })
+        Some(at.snapshot(current))
     }
 
     /// Starts a read: idle -> `PENDING`, or the concurrent-read rule.
     pub(crate) fn begin(&self) -> Result<(), ReadError> {
-        let state = &self.shared.state;
-        let mut current = state.load(Ordering::Relaxed);
+        let mut current = self.shared.state.load(Ordering::Relaxed);
         loop {
             let (new, result) = if !has(current, PENDING | HOLDING) {
                 (current | PENDING, Ok(()))
@@ -184,7 +189,7 @@ impl Reader {
             // its updates of `local` happen before ours. AcqRel when flagging
             // a conflict: Acquire orders the pending read's registration
             // before our wake.
-            match state.compare_exchange_weak(current, new, Ordering::AcqRel, Ordering::Relaxed) {
+            match self.shared.transition(current, new) {
                 Ok(_) => {
                     if has(current, READER_WAITING) && result.is_err() {
                         self.shared.reader_waker.wake();
@@ -225,31 +230,15 @@ impl Reader {
             let at = self.local.with(|local| unsafe { *local });
             let fresh = unexamined(state);
             let buffered = at.examined - at.consumed + fresh;
-            let completed = has(state, WRITER_CLOSED);
-            let ready = completed
+            let ready = has(state, WRITER_CLOSED)
                 || match min {
                     None => fresh > 0,
                     Some(n) => buffered >= n as u64,
                 };
             if ready {
                 let new = (state & !(PENDING | READER_WAITING)) | HOLDING;
-                // AcqRel: Acquire sees the bytes counted in `state`.
-                match shared.state.compare_exchange_weak(
-                    state,
-                    new,
-                    Ordering::AcqRel,
-                    Ordering::Acquire,
-                ) {
-                    Ok(_) => {
-                        return Poll::Ready(Ok(Some(Snapshot {
-                            node: at.head,
-                            off: at.head_off,
-                            // Buffered bytes sit in pool blocks: they fit in
-                            // the address space.
-                            len: buffered as usize,
-                            completed,
-                        })));
-                    }
+                match shared.transition(state, new) {
+                    Ok(_) => return Poll::Ready(Ok(Some(at.snapshot(state)))),
                     Err(actual) => {
                         state = actual;
                         continue;
@@ -271,12 +260,7 @@ impl Reader {
             // Sleep only if nothing changed since we judged "not ready": a
             // commit, close or conflict in between fails the CAS. Release
             // orders the registration before the bit for whoever clears it.
-            match shared.state.compare_exchange_weak(
-                state,
-                new,
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            ) {
+            match shared.transition(state, new) {
                 Ok(_) => {
                     if examine_all {
                         // SAFETY: this read owns PENDING, hence `local`.

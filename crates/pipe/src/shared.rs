@@ -54,6 +54,18 @@ impl Shared {
         self.first.with(|first| unsafe { *first })
     }
 
+    /// Moves the state word from `current` to `new`, or returns the word
+    /// that is there instead. Every transition the two ends decide from a
+    /// word they read goes through here. AcqRel on success: Release
+    /// publishes what the caller did before (bytes, `local`, a waker
+    /// registration) to whoever reads the word next; Acquire orders what the
+    /// previous writers of the word did before the caller's next steps.
+    /// Acquire on failure: the caller judges again from the word returned.
+    #[inline]
+    pub(crate) fn transition(&self, current: u64, new: u64) -> Result<u64, u64> {
+        self.state.compare_exchange_weak(current, new, Ordering::AcqRel, Ordering::Acquire)
+    }
+
     /// Clears `bit` (a waiting flag another RMW saw set) and wakes `slot`.
     #[cold]
     pub(crate) fn wake(&self, bit: u64, slot: &WakerSlot) {

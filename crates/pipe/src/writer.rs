@@ -327,12 +327,7 @@ impl Writer {
             // advance or reader drop in between fails the CAS and is seen.
             // Release orders the registration before the bit; Acquire (both
             // ways) sees the reader's latest advance.
-            match self.shared.state.compare_exchange(
-                state,
-                state | WRITER_WAITING,
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            ) {
+            match self.shared.transition(state, state | WRITER_WAITING) {
                 Ok(_) => return Poll::Pending,
                 Err(actual) => state = actual,
             }

@@ -4,79 +4,14 @@
 #![cfg(not(falconet_pipe_loom))]
 #![cfg(not(miri))] // Miri's own allocator bookkeeping is not what we count.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::thread;
 
 use falconet_pipe::{Options, Reader, Writer, pipe};
 use falconet_pool::Pool;
-
-struct Counting;
-
-static COUNTING: AtomicBool = AtomicBool::new(false);
-
-thread_local! {
-    /// Only the threads under test count: the test harness allocates on its
-    /// own threads (spawning the next test, printing) at any time.
-    static UNDER_TEST: Cell<bool> = const { Cell::new(false) };
-}
-
-fn counted() -> bool {
-    COUNTING.load(Ordering::Relaxed) && UNDER_TEST.with(Cell::get)
-}
-static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: forwards to the system allocator unchanged; only counts.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if counted() {
-            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        }
-        // SAFETY: same contract as ours.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        if counted() {
-            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        }
-        // SAFETY: same contract as ours.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as ours.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if counted() {
-            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        }
-        // SAFETY: same contract as ours.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
+use falconet_testkit::{count_allocations, serial, set_under_test, start_counting, stop_counting};
 
 #[global_allocator]
-static GLOBAL: Counting = Counting;
-
-/// The tests share the global counters, so they run one at a time.
-static SERIAL: Mutex<()> = Mutex::new(());
-
-/// Counts allocations made by this thread (and any other thread that set
-/// `UNDER_TEST`) while `f` runs.
-fn count_allocations(f: impl FnOnce()) -> usize {
-    UNDER_TEST.with(|flag| flag.set(true));
-    ALLOCATIONS.store(0, Ordering::SeqCst);
-    COUNTING.store(true, Ordering::SeqCst);
-    f();
-    COUNTING.store(false, Ordering::SeqCst);
-    UNDER_TEST.with(|flag| flag.set(false));
-    ALLOCATIONS.load(Ordering::SeqCst)
-}
+static GLOBAL: falconet_testkit::Counting = falconet_testkit::Counting;
 
 /// One write-read-advance round on one thread: a copied write, an in-place
 /// commit, a read over all chunks, a partial then a full advance.
@@ -97,7 +32,7 @@ fn round(writer: &mut Writer, reader: &Reader, size: usize, scratch: &[u8]) -> u
 
 #[test]
 fn steady_state_on_one_thread_allocates_nothing() {
-    let _serial = SERIAL.lock().unwrap_or_else(|poison| poison.into_inner());
+    let _serial = serial();
     let pool = Pool::new();
     let (mut writer, reader) = pipe(&pool, Options::new()).unwrap();
     let scratch = vec![3u8; 20_000];
@@ -117,19 +52,19 @@ fn steady_state_on_one_thread_allocates_nothing() {
 
 #[test]
 fn steady_state_across_threads_allocates_nothing() {
-    let _serial = SERIAL.lock().unwrap_or_else(|poison| poison.into_inner());
+    let _serial = serial();
     let pool = Pool::new();
     let (mut writer, reader) = pipe(&pool, Options::new()).unwrap();
     const PHASE: u64 = 256 << 20;
-    ALLOCATIONS.store(0, Ordering::SeqCst);
     let producer = thread::spawn(move || {
-        UNDER_TEST.with(|flag| flag.set(true));
+        set_under_test(true);
         let scratch = vec![1u8; 1500];
         // Phase 1 warms up (thread wakers, nodes, slabs, caches); phase 2
         // is counted. The reader keeps reading across both.
+        let mut allocations = 0;
         for phase in 0..2 {
             if phase == 1 {
-                COUNTING.store(true, Ordering::SeqCst);
+                start_counting();
             }
             let mut sent = 0;
             while sent < PHASE {
@@ -137,12 +72,15 @@ fn steady_state_across_threads_allocates_nothing() {
                 writer.flush_blocking().unwrap();
                 sent += scratch.len() as u64;
             }
+            if phase == 1 {
+                allocations = stop_counting();
+            }
         }
-        COUNTING.store(false, Ordering::SeqCst);
-        UNDER_TEST.with(|flag| flag.set(false));
+        set_under_test(false);
         writer.close();
+        allocations
     });
-    UNDER_TEST.with(|flag| flag.set(true));
+    set_under_test(true);
     let mut received = 0u64;
     loop {
         let read = reader.read_blocking().unwrap();
@@ -153,8 +91,8 @@ fn steady_state_across_threads_allocates_nothing() {
             break;
         }
     }
-    UNDER_TEST.with(|flag| flag.set(false));
-    producer.join().unwrap();
+    set_under_test(false);
+    let allocations = producer.join().unwrap();
     assert_eq!(received, 2 * PHASE.div_ceil(1500) * 1500);
-    assert_eq!(ALLOCATIONS.load(Ordering::SeqCst), 0);
+    assert_eq!(allocations, 0, "on the writer's thread or the reader's");
 }
