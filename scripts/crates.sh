@@ -5,4 +5,4 @@
 UNSAFE_CRATES=(falconet-pool falconet-pipe)
 
 # "crate:cfg" pairs: each crate's loom models build under its own cfg.
-LOOM_CRATES=(falconet-pool:falconet_pool_loom falconet-pipe:falconet_pipe_loom)
+LOOM_CRATES=(falconet-pool:falconet_pool_loom falconet-pipe:falconet_pipe_loom falconet-flow:falconet_flow_loom)

@@ -7,6 +7,7 @@
 //! |---|---|---|
 //! | [`pool`] | `falconet-pool` | fixed-size memory blocks carved from slabs, per-thread fast path |
 //! | [`pipe`] | `falconet-pipe` | SPSC socket-input pipe: pooled blocks from socket reader to parser |
+//! | [`flow`] | `falconet-flow` | HTTP/2 flow-control windows in one CAS-updated `u64` |
 //!
 //! ```
 //! let pool = falconet::pool::Pool::new();
@@ -17,6 +18,8 @@
 //! ```
 #![forbid(unsafe_code)]
 
+#[doc(inline)]
+pub use falconet_flow as flow;
 #[doc(inline)]
 pub use falconet_pipe as pipe;
 #[doc(inline)]

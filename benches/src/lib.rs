@@ -5,6 +5,7 @@
 //! process. Workloads count completed leases (blocks handed out, written and
 //! returned), not loop iterations.
 
+pub mod flow;
 pub mod locked_pipe;
 pub mod pipe;
 

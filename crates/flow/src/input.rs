@@ -1,0 +1,206 @@
+//! The receive window in one `AtomicU64`, changed by a single CAS.
+//!
+//! ```text
+//!   63        62      61 ............... 31 30 ............... 0
+//! +---------+-------+----------------------+--------------------+
+//! |DISABLED |ABORTED| pending credit (31)  |    window (31)     |
+//! +---------+-------+----------------------+--------------------+
+//! ```
+//!
+//! Every operation reads the word, applies the sequential rules of
+//! [`InputState`] to the unpacked copy, and installs the result with one
+//! compare-and-swap; a CAS that fails retries on the word it found. So each
+//! operation is atomic as a whole: an abort can never land between "add the
+//! credit" and "reset the pending count" (the gap in the unmerged Kestrel
+//! attempt, which used two CASes), and "updates disabled" and "aborted" are
+//! bits of the same word, not separate flags.
+//!
+//! Every decision, refusals and no-ops included, is confirmed by a CAS
+//! that succeeds on the very word it was made from (a refusal installs the
+//! word unchanged), so the operations are linearizable: no error is ever
+//! reported from a stale load.
+//!
+//! Ordering: AcqRel on each successful CAS, Acquire on each load. The word
+//! publishes nothing but itself, but windows are composed: a stream counts a
+//! frame against its connection first, then against itself, and an abort
+//! that sees the stream's count must see the connection's too (loom's
+//! `stream_and_connection_under_abort` failed with Relaxed loads and CASes:
+//! the abort's release to the connection was refused as an over-release).
+
+use crate::error::FlowError;
+use crate::input_state::{Advance, InputState, Release};
+use crate::primitive::{AtomicU64, Ordering};
+
+/// Bits of the window field.
+const WINDOW_BITS: u32 = 31;
+/// The window field (bits 0..=30).
+const WINDOW_MASK: u64 = (1 << WINDOW_BITS) - 1;
+/// The pending-credit field (bits 31..=61).
+const PENDING_SHIFT: u32 = WINDOW_BITS;
+const PENDING_MASK: u64 = ((1 << 31) - 1) << PENDING_SHIFT;
+/// `abort` has happened.
+const ABORTED: u64 = 1 << 62;
+/// END_STREAM was seen: no more WINDOW_UPDATEs.
+const UPDATES_DISABLED: u64 = 1 << 63;
+
+fn unpack(word: u64) -> InputState {
+    InputState {
+        window: (word & WINDOW_MASK) as u32,
+        pending: ((word & PENDING_MASK) >> PENDING_SHIFT) as u32,
+        aborted: word & ABORTED != 0,
+        updates_disabled: word & UPDATES_DISABLED != 0,
+    }
+}
+
+fn pack(state: InputState) -> u64 {
+    debug_assert!(u64::from(state.window) <= WINDOW_MASK);
+    u64::from(state.window)
+        | (u64::from(state.pending) << PENDING_SHIFT)
+        | if state.aborted { ABORTED } else { 0 }
+        | if state.updates_disabled { UPDATES_DISABLED } else { 0 }
+}
+
+/// A receive window (what the peer may send us), lock-free: one packed
+/// `AtomicU64`, every transition one CAS. See [`InputFlow`](crate::InputFlow)
+/// for the operations; the methods here are the same, inherent.
+///
+/// ```
+/// use falconet_flow::{Advance, InputWindow, Release};
+///
+/// let window = InputWindow::new(65_535)?;
+/// assert_eq!(window.try_advance(40_000)?, Advance::Accepted); // a DATA frame
+/// assert_eq!(window.release(30_000)?, Release::Pending);     // not above half yet
+/// assert_eq!(window.release(10_000)?, Release::Update(40_000)); // send WINDOW_UPDATE
+/// assert!(window.try_advance(70_000).is_err()); // FLOW_CONTROL_ERROR
+/// # Ok::<(), falconet_flow::FlowError>(())
+/// ```
+#[derive(Debug)]
+pub struct InputWindow {
+    word: AtomicU64,
+    initial: u32,
+    threshold: u32,
+}
+
+impl InputWindow {
+    /// A window of `initial` bytes announcing credit once more than half of
+    /// it is pending.
+    ///
+    /// # Errors
+    /// [`FlowError::InitialTooLarge`] above 2^31-1.
+    pub fn new(initial: u32) -> Result<Self, FlowError> {
+        Self::with_threshold(initial, initial / 2)
+    }
+
+    /// A window announcing credit once strictly more than `threshold` bytes
+    /// are pending.
+    ///
+    /// # Errors
+    /// [`FlowError::InitialTooLarge`] above 2^31-1.
+    pub fn with_threshold(initial: u32, threshold: u32) -> Result<Self, FlowError> {
+        let state = InputState::new(initial)?;
+        Ok(Self { word: AtomicU64::new(pack(state)), initial, threshold })
+    }
+
+    /// Applies `rule` to the state in one CAS (retrying on contention).
+    /// A refusal changes nothing, but is still confirmed by a CAS.
+    #[inline]
+    fn update<R>(
+        &self,
+        rule: impl Fn(&mut InputState) -> Result<R, FlowError>,
+    ) -> Result<R, FlowError> {
+        let mut current = self.word.load(Ordering::Acquire);
+        loop {
+            let mut state = unpack(current);
+            let result = rule(&mut state);
+            let new = if result.is_ok() { pack(state) } else { current };
+            match self.word.compare_exchange_weak(current, new, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => return result,
+                Err(actual) => current = actual,
+            }
+        }
+    }
+
+    /// A DATA frame of `n` bytes arrived (RFC 9113 6.9.1).
+    ///
+    /// # Errors
+    /// [`FlowError::WindowExceeded`] (FLOW_CONTROL_ERROR) when `n` is more
+    /// than the window, even after an abort.
+    #[inline]
+    pub fn try_advance(&self, n: u32) -> Result<Advance, FlowError> {
+        self.update(|state| state.advance(n))
+    }
+
+    /// The application consumed `n` bytes: they return to the window, and a
+    /// [`Release::Update`] says when to send WINDOW_UPDATE.
+    ///
+    /// # Errors
+    /// [`FlowError::OverRelease`] when more is released than was consumed.
+    #[inline]
+    pub fn release(&self, n: u32) -> Result<Release, FlowError> {
+        let (initial, threshold) = (self.initial, self.threshold);
+        self.update(|state| state.release(n, initial, threshold))
+    }
+
+    /// Aborts the window: returns the bytes consumed and not released
+    /// (for the connection window), once; 0 on every later call. After it,
+    /// advances count nothing and releases give nothing back.
+    pub fn abort(&self) -> u32 {
+        let initial = self.initial;
+        self.update(|state| Ok(state.abort(initial))).unwrap_or(0)
+    }
+
+    /// END_STREAM seen: no more WINDOW_UPDATEs for this window.
+    pub fn disable_updates(&self) {
+        let _ = self.update(|state| {
+            state.disable_updates();
+            Ok(())
+        });
+    }
+
+    /// Reuses the window for a new stream of `initial` bytes.
+    ///
+    /// # Errors
+    /// [`FlowError::InitialTooLarge`] above 2^31-1 (the window is unchanged).
+    pub fn reset(&mut self, initial: u32) -> Result<(), FlowError> {
+        *self = Self::with_threshold(initial, initial / 2)?;
+        Ok(())
+    }
+
+    /// The whole state, as one snapshot.
+    pub fn state(&self) -> InputState {
+        unpack(self.word.load(Ordering::Acquire))
+    }
+
+    /// The bytes the peer may still send.
+    pub fn available(&self) -> u32 {
+        self.state().window
+    }
+
+    /// The window's initial size.
+    pub fn initial(&self) -> u32 {
+        self.initial
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn packing_round_trips_every_field_at_its_extremes() {
+        for window in [0, 1, crate::MAX_WINDOW] {
+            for pending in [0, 1, crate::MAX_WINDOW] {
+                for aborted in [false, true] {
+                    for updates_disabled in [false, true] {
+                        let state = InputState { window, pending, aborted, updates_disabled };
+                        assert_eq!(unpack(pack(state)), state);
+                    }
+                }
+            }
+        }
+        assert_eq!(WINDOW_MASK & PENDING_MASK, 0);
+        assert_eq!((WINDOW_MASK | PENDING_MASK) & (ABORTED | UPDATES_DISABLED), 0);
+        assert_eq!(WINDOW_MASK | PENDING_MASK | ABORTED | UPDATES_DISABLED, u64::MAX);
+    }
+}

@@ -1,0 +1,176 @@
+//! A stream's receive side: its own window and its connection's, composed.
+//!
+//! Every DATA frame counts against both windows (RFC 9113 6.9). The rules
+//! that keep the connection's credit exact:
+//!
+//! - the connection is advanced first: a frame over the connection window
+//!   is a connection error, and nothing changes;
+//! - then the stream: if the stream refuses the frame (a stream error) or is
+//!   aborted (its reader is gone), the bytes will never be consumed, so
+//!   they go straight back to the connection (a release, which may ask for
+//!   a connection WINDOW_UPDATE). Either way the windows end as if both
+//!   counted the frame or neither did;
+//! - `abort` returns the stream's unread bytes to the connection exactly
+//!   once (the stream window's own abort returns them once), and a release
+//!   that comes after the abort gives nothing to the connection.
+
+use std::sync::Arc;
+
+use crate::error::FlowError;
+use crate::input::InputWindow;
+use crate::input_state::{Advance, Release};
+use crate::traits::InputFlow;
+
+/// Which window an error belongs to: it decides between GOAWAY
+/// (connection) and RST_STREAM (stream).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope {
+    /// The connection window: a connection error.
+    Connection,
+    /// The stream window: a stream error.
+    Stream,
+}
+
+/// A refused DATA frame, with the connection WINDOW_UPDATE to send if the
+/// refused bytes were given back to the connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StreamFlowError {
+    /// Which window refused the frame.
+    pub scope: Scope,
+    /// Why.
+    pub error: FlowError,
+    /// A connection WINDOW_UPDATE increment to send, if any.
+    pub connection_update: Option<u32>,
+}
+
+impl core::fmt::Display for StreamFlowError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "{:?} flow control: {}", self.scope, self.error)
+    }
+}
+
+impl std::error::Error for StreamFlowError {}
+
+/// What a stream's `try_advance` or `release` asks the caller to send.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Updates {
+    /// A stream WINDOW_UPDATE increment.
+    pub stream: Option<u32>,
+    /// A connection WINDOW_UPDATE increment.
+    pub connection: Option<u32>,
+}
+
+fn update(release: Release) -> Option<u32> {
+    match release {
+        Release::Update(n) => Some(n),
+        Release::Pending | Release::Aborted => None,
+    }
+}
+
+/// A stream's receive windows: its own plus a shared connection window.
+///
+/// ```
+/// use std::sync::Arc;
+/// use falconet_flow::{Advance, InputWindow, StreamInput};
+///
+/// let connection = Arc::new(InputWindow::new(1 << 20)?);
+/// let stream = StreamInput::new(connection.clone(), 65_535)?;
+/// assert_eq!(stream.try_advance(16_384).unwrap().0, Advance::Accepted);
+/// assert_eq!(connection.available(), (1 << 20) - 16_384);
+/// // The reader goes away: its unread bytes return to the connection.
+/// stream.abort()?;
+/// assert_eq!(connection.available(), 1 << 20);
+/// # Ok::<(), falconet_flow::FlowError>(())
+/// ```
+#[derive(Debug)]
+pub struct StreamInput<W: InputFlow = InputWindow> {
+    connection: Arc<W>,
+    stream: W,
+}
+
+impl<W: InputFlow> StreamInput<W> {
+    /// A stream of `initial` bytes on `connection`, announcing credit past
+    /// half its window.
+    ///
+    /// # Errors
+    /// [`FlowError::InitialTooLarge`] above 2^31-1.
+    pub fn new(connection: Arc<W>, initial: u32) -> Result<Self, FlowError> {
+        Ok(Self { connection, stream: W::with_threshold(initial, initial / 2)? })
+    }
+
+    /// A DATA frame of `n` bytes for this stream. Returns what the stream
+    /// did with it and a connection WINDOW_UPDATE to send, if any.
+    ///
+    /// # Errors
+    /// [`StreamFlowError`] with the scope of the window that refused it.
+    pub fn try_advance(&self, n: u32) -> Result<(Advance, Option<u32>), StreamFlowError> {
+        let counted = self.connection.try_advance(n).map_err(|error| StreamFlowError {
+            scope: Scope::Connection,
+            error,
+            connection_update: None,
+        })?;
+        if counted == Advance::Aborted {
+            // The connection is gone: nothing more to account.
+            return Ok((Advance::Aborted, None));
+        }
+        let give_back = |this: &Self| this.connection.release(n).map(update);
+        match self.stream.try_advance(n) {
+            Ok(Advance::Accepted) => Ok((Advance::Accepted, None)),
+            Ok(Advance::Aborted) => {
+                let connection_update = give_back(self).map_err(|error| StreamFlowError {
+                    scope: Scope::Connection,
+                    error,
+                    connection_update: None,
+                })?;
+                Ok((Advance::Aborted, connection_update))
+            }
+            Err(error) => {
+                let connection_update = give_back(self).ok().flatten();
+                Err(StreamFlowError { scope: Scope::Stream, error, connection_update })
+            }
+        }
+    }
+
+    /// The application consumed `n` bytes of this stream: both windows get
+    /// them back. After the stream's abort this gives nothing (the abort
+    /// already returned them).
+    ///
+    /// # Errors
+    /// [`FlowError::OverRelease`] when more is released than consumed.
+    pub fn release(&self, n: u32) -> Result<Updates, FlowError> {
+        let stream = self.stream.release(n)?;
+        if stream == Release::Aborted {
+            return Ok(Updates::default());
+        }
+        let connection = update(self.connection.release(n)?);
+        Ok(Updates { stream: update(stream), connection })
+    }
+
+    /// The stream's reader is gone: its unread bytes return to the
+    /// connection, exactly once. Returns a connection WINDOW_UPDATE to send,
+    /// if any.
+    ///
+    /// # Errors
+    /// [`FlowError::OverRelease`] if the connection's accounting disagrees.
+    pub fn abort(&self) -> Result<Option<u32>, FlowError> {
+        match self.stream.abort() {
+            0 => Ok(None),
+            unread => Ok(update(self.connection.release(unread)?)),
+        }
+    }
+
+    /// END_STREAM seen: no more stream WINDOW_UPDATEs.
+    pub fn disable_updates(&self) {
+        self.stream.disable_updates();
+    }
+
+    /// The stream's own window.
+    pub fn stream(&self) -> &W {
+        &self.stream
+    }
+
+    /// The connection window.
+    pub fn connection(&self) -> &Arc<W> {
+        &self.connection
+    }
+}

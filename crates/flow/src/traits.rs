@@ -1,0 +1,106 @@
+//! One interface over the CAS windows and their lock-based twins, so the
+//! tests and the benchmarks drive all three with the same code.
+
+use crate::error::FlowError;
+use crate::input_state::{Advance, InputState, Release};
+use crate::output_state::{Aborted, OutputState};
+
+/// A receive window: what the peer may send us (RFC 9113 6.9).
+pub trait InputFlow: Send + Sync + Sized {
+    /// A window of `initial` bytes that announces credit once strictly more
+    /// than `threshold` bytes are pending.
+    ///
+    /// # Errors
+    /// [`FlowError::InitialTooLarge`] above 2^31-1.
+    fn with_threshold(initial: u32, threshold: u32) -> Result<Self, FlowError>;
+    /// A DATA frame of `n` bytes arrived.
+    ///
+    /// # Errors
+    /// [`FlowError::WindowExceeded`] when `n` is more than the window.
+    fn try_advance(&self, n: u32) -> Result<Advance, FlowError>;
+    /// The application consumed `n` bytes.
+    ///
+    /// # Errors
+    /// [`FlowError::OverRelease`] when more is released than consumed.
+    fn release(&self, n: u32) -> Result<Release, FlowError>;
+    /// Aborts; returns the unreleased bytes once, then 0.
+    fn abort(&self) -> u32;
+    /// END_STREAM seen: no more updates.
+    fn disable_updates(&self);
+    /// A snapshot of the whole state.
+    fn state(&self) -> InputState;
+}
+
+/// A send window: what we may send the peer (RFC 9113 6.9).
+pub trait OutputFlow: Send + Sync + Sized {
+    /// A window of `initial` bytes.
+    ///
+    /// # Errors
+    /// [`FlowError::InitialTooLarge`] above 2^31-1.
+    fn with_initial(initial: u32) -> Result<Self, FlowError>;
+    /// Takes up to `max` bytes of credit (partial grants; 0 when none).
+    ///
+    /// # Errors
+    /// [`Aborted`] once aborted.
+    fn try_reserve(&self, max: u32) -> Result<u32, Aborted>;
+    /// A WINDOW_UPDATE of `n`.
+    ///
+    /// # Errors
+    /// [`FlowError::ZeroIncrement`], [`FlowError::WindowOverflow`].
+    fn increase(&self, n: u32) -> Result<(), FlowError>;
+    /// SETTINGS_INITIAL_WINDOW_SIZE moved by `delta`.
+    ///
+    /// # Errors
+    /// [`FlowError::WindowOverflow`], [`FlowError::WindowUnderflow`].
+    fn apply_initial_window_delta(&self, delta: i32) -> Result<(), FlowError>;
+    /// Aborts: reservations fail from now on.
+    fn abort(&self);
+    /// A snapshot of the whole state.
+    fn state(&self) -> OutputState;
+}
+
+impl InputFlow for crate::InputWindow {
+    fn with_threshold(initial: u32, threshold: u32) -> Result<Self, FlowError> {
+        crate::InputWindow::with_threshold(initial, threshold)
+    }
+    #[inline]
+    fn try_advance(&self, n: u32) -> Result<Advance, FlowError> {
+        crate::InputWindow::try_advance(self, n)
+    }
+    #[inline]
+    fn release(&self, n: u32) -> Result<Release, FlowError> {
+        crate::InputWindow::release(self, n)
+    }
+    fn abort(&self) -> u32 {
+        crate::InputWindow::abort(self)
+    }
+    fn disable_updates(&self) {
+        crate::InputWindow::disable_updates(self);
+    }
+    fn state(&self) -> InputState {
+        crate::InputWindow::state(self)
+    }
+}
+
+impl OutputFlow for crate::OutputWindow {
+    fn with_initial(initial: u32) -> Result<Self, FlowError> {
+        crate::OutputWindow::new(initial)
+    }
+    #[inline]
+    fn try_reserve(&self, max: u32) -> Result<u32, Aborted> {
+        crate::OutputWindow::try_reserve(self, max)
+    }
+    #[inline]
+    fn increase(&self, n: u32) -> Result<(), FlowError> {
+        crate::OutputWindow::increase(self, n)
+    }
+    fn apply_initial_window_delta(&self, delta: i32) -> Result<(), FlowError> {
+        crate::OutputWindow::apply_initial_window_delta(self, delta)
+    }
+    fn abort(&self) {
+        crate::OutputWindow::abort(self);
+    }
+    fn state(&self) -> OutputState {
+        crate::OutputWindow::state(self)
+    }
+}
