@@ -29,6 +29,10 @@ pub struct Run {
     pub advance_ns: Vec<u32>,
     /// Latency of every `release` call, in nanoseconds.
     pub release_ns: Vec<u32>,
+    /// `try_advance` calls refused because the window was full.
+    pub full: u64,
+    /// `try_advance` calls.
+    pub attempts: u64,
 }
 
 fn elapsed_ns(start: Instant) -> u32 {
@@ -53,7 +57,9 @@ pub fn run<W: InputFlow + 'static>(apps: usize, duration: Duration) -> Run {
                         .map(|left| left.min(CHUNK))
                         .unwrap_or(0);
                     if claimed == 0 {
-                        std::hint::spin_loop();
+                        // Nothing consumed yet: give the core away (a real
+                        // application would be blocked on its stream).
+                        thread::yield_now();
                         continue;
                     }
                     let start = Instant::now();
@@ -67,11 +73,12 @@ pub fn run<W: InputFlow + 'static>(apps: usize, duration: Duration) -> Run {
         })
         .collect();
     let mut advance_ns = Vec::with_capacity(1 << 21);
-    let mut accepted = 0u64;
+    let (mut accepted, mut full, mut attempts) = (0u64, 0u64, 0u64);
     let begin = Instant::now();
     while begin.elapsed() < duration {
         let start = Instant::now();
         let result = window.try_advance(FRAME);
+        attempts += 1;
         if advance_ns.len() < advance_ns.capacity() {
             advance_ns.push(elapsed_ns(start));
         }
@@ -81,14 +88,18 @@ pub fn run<W: InputFlow + 'static>(apps: usize, duration: Duration) -> Run {
                 unreleased.fetch_add(u64::from(FRAME), Ordering::AcqRel);
             }
             Ok(Advance::Aborted) => unreachable!("nobody aborts"),
-            // The window is full until the applications release.
-            Err(_) => std::hint::spin_loop(),
+            // The window is full until the applications release: a real
+            // connection stops reading the socket; let them run.
+            Err(_) => {
+                full += 1;
+                thread::yield_now();
+            }
         }
     }
     let seconds = begin.elapsed().as_secs_f64();
     stop.store(true, Ordering::Relaxed);
     let release_ns = releasers.into_iter().flat_map(|r| r.join().unwrap()).collect();
-    Run { bytes_per_second: accepted as f64 / seconds, advance_ns, release_ns }
+    Run { bytes_per_second: accepted as f64 / seconds, advance_ns, release_ns, full, attempts }
 }
 
 /// The `q`-quantile (0..=1) of `samples`, in nanoseconds.
@@ -98,4 +109,28 @@ pub fn percentile(samples: &mut [u32], q: f64) -> u32 {
     }
     samples.sort_unstable();
     samples[((samples.len() - 1) as f64 * q).round() as usize]
+}
+
+/// Pure contention: `threads` threads each count and release `pairs`
+/// one-KiB frames on one window, with no other work; returns nanoseconds
+/// per completed pair (wall time over all pairs).
+pub fn hammer<W: InputFlow + 'static>(threads: usize, pairs: u64) -> f64 {
+    let window = Arc::new(W::with_threshold(WINDOW, WINDOW / 2).unwrap());
+    let start = Instant::now();
+    let workers: Vec<_> = (0..threads)
+        .map(|_| {
+            let window = window.clone();
+            thread::spawn(move || {
+                let mut done = 0;
+                while done < pairs {
+                    if window.try_advance(FRAME) == Ok(Advance::Accepted) {
+                        window.release(FRAME).unwrap();
+                        done += 1;
+                    }
+                }
+            })
+        })
+        .collect();
+    workers.into_iter().for_each(|worker| worker.join().unwrap());
+    start.elapsed().as_nanos() as f64 / (threads as u64 * pairs) as f64
 }

@@ -8,10 +8,20 @@
 
 use std::time::Duration;
 
-use falconet_benches::flow::{Run, percentile, run};
+use falconet_benches::flow::{Run, hammer, percentile, run};
 use falconet_flow::{InputWindow, ParkingLotInputWindow, StdInputWindow};
 
 type Runner = fn(usize, Duration) -> Run;
+
+/// One implementation's results over all rounds.
+#[derive(Default)]
+struct Totals {
+    mbs: Vec<f64>,
+    advance: Vec<u32>,
+    release: Vec<u32>,
+    full: u64,
+    attempts: u64,
+}
 
 fn main() {
     let mut args = std::env::args().skip(1).map(|a| a.parse::<u64>().expect("a number"));
@@ -27,36 +37,59 @@ fn main() {
         duration.as_millis()
     );
     println!(
-        "| K apps | implementation | MB/s | advance p50 / p99 / p99.9 | release p50 / p99 / p99.9 |"
+        "| K | implementation | MB/s | window full | advance p50 / p99 / p99.9 / p99.99 / max | release p50 / p99 / p99.9 / p99.99 / max |"
     );
-    println!("|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|");
     for apps in [1, 3, 7] {
-        let mut results: Vec<(Vec<f64>, Vec<u32>, Vec<u32>)> =
-            impls.iter().map(|_| (Vec::new(), Vec::new(), Vec::new())).collect();
+        let mut results: Vec<Totals> = impls.iter().map(|_| Totals::default()).collect();
         for _ in 0..rounds {
             for (i, (_, runner)) in impls.iter().enumerate() {
                 let mut r = runner(apps, duration);
-                results[i].0.push(r.bytes_per_second / 1e6);
-                results[i].1.append(&mut r.advance_ns);
-                results[i].2.append(&mut r.release_ns);
+                let totals = &mut results[i];
+                totals.mbs.push(r.bytes_per_second / 1e6);
+                totals.advance.append(&mut r.advance_ns);
+                totals.release.append(&mut r.release_ns);
+                totals.full += r.full;
+                totals.attempts += r.attempts;
             }
         }
-        for ((name, _), (mut mbs, mut advance, mut release)) in impls.iter().zip(results) {
+        for ((name, _), totals) in impls.iter().zip(results) {
+            let Totals { mut mbs, mut advance, mut release, full, attempts } = totals;
             mbs.sort_by(f64::total_cmp);
             let median = mbs[mbs.len() / 2];
             let p = |v: &mut Vec<u32>| {
                 format!(
-                    "{} / {} / {}",
+                    "{} / {} / {} / {} / {}",
                     percentile(v, 0.5),
                     percentile(v, 0.99),
-                    percentile(v, 0.999)
+                    percentile(v, 0.999),
+                    percentile(v, 0.9999),
+                    percentile(v, 1.0)
                 )
             };
+            let full = 100.0 * full as f64 / attempts.max(1) as f64;
             println!(
-                "| {apps} | {name} | {median:.0} | {} | {} |",
+                "| {apps} | {name} | {median:.0} | {full:.0}% | {} | {} |",
                 p(&mut advance),
                 p(&mut release)
             );
         }
+    }
+
+    println!(
+        "\nPure contention: T threads each count and release 1 M frames on one window; ns per pair (median of the rounds)\n"
+    );
+    println!("| T threads | falconet CAS | parking_lot::Mutex | std::sync::Mutex |");
+    println!("|---|---|---|---|");
+    let hammers: [fn(usize, u64) -> f64; 3] =
+        [hammer::<InputWindow>, hammer::<ParkingLotInputWindow>, hammer::<StdInputWindow>];
+    for threads in [1, 2, 4, 8] {
+        let mut cells = Vec::new();
+        for run in hammers {
+            let mut samples: Vec<f64> = (0..rounds).map(|_| run(threads, 1_000_000)).collect();
+            samples.sort_by(f64::total_cmp);
+            cells.push(format!("{:.1}", samples[samples.len() / 2]));
+        }
+        println!("| {threads} | {} |", cells.join(" | "));
     }
 }

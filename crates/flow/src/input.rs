@@ -15,17 +15,21 @@
 //! attempt, which used two CASes), and "updates disabled" and "aborted" are
 //! bits of the same word, not separate flags.
 //!
-//! Every decision, refusals and no-ops included, is confirmed by a CAS
-//! that succeeds on the very word it was made from (a refusal installs the
-//! word unchanged), so the operations are linearizable: no error is ever
-//! reported from a stale load.
+//! Every decision is made from a value read by a read-modify-write (the
+//! loop starts with `fetch_add(0)` and retries from another after a failed
+//! CAS), which reads the latest value of the word: a refusal or a no-op
+//! takes effect at that RMW, a change at its CAS, so the operations are
+//! linearizable and no error is ever reported from a stale load. Starting
+//! with an RMW rather than a load also takes the cache line exclusive at
+//! once: a load followed by a CAS moves the line twice when another core
+//! wrote it last (measured below and in docs/benchmarks.md).
 //!
-//! Ordering: AcqRel on each successful CAS, Acquire on each load. The word
-//! publishes nothing but itself, but windows are composed: a stream counts a
-//! frame against its connection first, then against itself, and an abort
-//! that sees the stream's count must see the connection's too (loom's
-//! `stream_and_connection_under_abort` failed with Relaxed loads and CASes:
-//! the abort's release to the connection was refused as an over-release).
+//! Ordering: AcqRel on every RMW. The word publishes nothing but itself,
+//! but windows are composed: a stream counts a frame against its connection
+//! first, then against itself, and an abort that sees the stream's count
+//! must see the connection's too (loom's `stream_and_connection_under_abort`
+//! failed with Relaxed loads and CASes: the abort's release to the
+//! connection was refused as an over-release).
 
 use crate::error::FlowError;
 use crate::input_state::{Advance, InputState, Release};
@@ -101,22 +105,25 @@ impl InputWindow {
         Ok(Self { word: AtomicU64::new(pack(state)), initial, threshold })
     }
 
-    /// Applies `rule` to the state in one CAS (retrying on contention).
-    /// A refusal changes nothing, but is still confirmed by a CAS.
+    /// Applies `rule` to the state in one CAS (retrying on contention);
+    /// a refusal changes nothing.
     #[inline]
     fn update<R>(
         &self,
         rule: impl Fn(&mut InputState) -> Result<R, FlowError>,
     ) -> Result<R, FlowError> {
-        let mut current = self.word.load(Ordering::Acquire);
         loop {
+            // An RMW, not a load: the latest value, and the line exclusive.
+            let current = self.word.fetch_add(0, Ordering::AcqRel);
             let mut state = unpack(current);
             let result = rule(&mut state);
-            let new = if result.is_ok() { pack(state) } else { current };
-            match self.word.compare_exchange_weak(current, new, Ordering::AcqRel, Ordering::Acquire)
+            let new = pack(state);
+            if result.is_err() || new == current {
+                return result;
+            }
+            if self.word.compare_exchange(current, new, Ordering::AcqRel, Ordering::Relaxed).is_ok()
             {
-                Ok(_) => return result,
-                Err(actual) => current = actual,
+                return result;
             }
         }
     }

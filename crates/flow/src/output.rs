@@ -26,9 +26,9 @@
 //! One task may wait at a time (a stream's writer); a second waiter
 //! replaces the first's waker.
 //!
-//! As in `input.rs`: every decision is confirmed by a CAS on the word it
-//! was made from (linearizable, no error from a stale load), with AcqRel on
-//! success and Acquire on loads; the waker itself is published by the lock.
+//! As in `input.rs`: every decision is made from a value read by an RMW
+//! (linearizable, no error from a stale load, the line taken exclusive at
+//! once), with AcqRel throughout; the waker itself is published by the lock.
 
 use core::future::Future;
 use core::pin::Pin;
@@ -93,30 +93,26 @@ impl OutputWindow {
     }
 
     /// Applies `rule` in one CAS, keeping `WAITING` unless the result makes
-    /// the window usable; wakes the waiter then. A refusal changes nothing,
-    /// but is still confirmed by a CAS.
+    /// the window usable; wakes the waiter then. A refusal changes nothing.
     #[inline]
     fn update<R, E>(&self, rule: impl Fn(&mut OutputState) -> Result<R, E>) -> Result<R, E> {
-        let mut current = self.word.load(Ordering::Acquire);
         loop {
+            // An RMW, not a load: the latest value, and the line exclusive.
+            let current = self.word.fetch_add(0, Ordering::AcqRel);
             let mut state = unpack(current);
             let result = rule(&mut state);
             let waiting = current & WAITING != 0;
             let wake = result.is_ok() && waiting && usable(state);
-            let new = if result.is_ok() {
-                pack(state) | if waiting && !wake { WAITING } else { 0 }
-            } else {
-                current
-            };
-            match self.word.compare_exchange_weak(current, new, Ordering::AcqRel, Ordering::Acquire)
+            let new = pack(state) | if waiting && !wake { WAITING } else { 0 };
+            if result.is_err() || new == current {
+                return result;
+            }
+            if self.word.compare_exchange(current, new, Ordering::AcqRel, Ordering::Relaxed).is_ok()
             {
-                Ok(_) => {
-                    if wake {
-                        self.wake();
-                    }
-                    return result;
+                if wake {
+                    self.wake();
                 }
-                Err(actual) => current = actual,
+                return result;
             }
         }
     }
@@ -189,25 +185,23 @@ impl OutputWindow {
 
     /// One poll of a waiting reservation.
     fn poll_reserve(&self, cx: &mut Context<'_>, max: u32) -> Poll<Result<u32, Aborted>> {
-        let mut current = self.word.load(Ordering::Acquire);
         loop {
+            // An RMW, not a load: see `update`.
+            let current = self.word.fetch_add(0, Ordering::AcqRel);
             let mut state = unpack(current);
             if max == 0 || usable(state) {
                 let result = state.reserve(max);
                 // The only waiter is this task: done waiting.
                 let new = if result.is_ok() { pack(state) } else { current & !WAITING };
-                match self.word.compare_exchange_weak(
-                    current,
-                    new,
-                    Ordering::AcqRel,
-                    Ordering::Acquire,
-                ) {
-                    Ok(_) => return Poll::Ready(result),
-                    Err(actual) => {
-                        current = actual;
-                        continue;
-                    }
+                if new == current
+                    || self
+                        .word
+                        .compare_exchange(current, new, Ordering::AcqRel, Ordering::Relaxed)
+                        .is_ok()
+                {
+                    return Poll::Ready(result);
                 }
+                continue;
             }
             // Nothing to take: leave the waker, then sleep only if the word
             // is still the one we judged empty. The lock is held across the
@@ -216,14 +210,12 @@ impl OutputWindow {
             if !waiter.as_ref().is_some_and(|old| old.will_wake(cx.waker())) {
                 *waiter = Some(cx.waker().clone());
             }
-            match self.word.compare_exchange(
-                current,
-                current | WAITING,
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            ) {
-                Ok(_) => return Poll::Pending,
-                Err(actual) => current = actual,
+            if self
+                .word
+                .compare_exchange(current, current | WAITING, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+            {
+                return Poll::Pending;
             }
         }
     }

@@ -118,3 +118,22 @@ fn stream_and_connection_under_abort() {
         assert_eq!(connection.available(), 1000);
     });
 }
+
+/// A SETTINGS change that leaves the window negative must not drop the
+/// waiter: the update after it still wakes the reservation.
+#[test]
+fn reserve_waiting_vs_shrink_then_increase() {
+    model(|| {
+        let window = Arc::new(OutputWindow::new(0).unwrap());
+        let peer = {
+            let window = window.clone();
+            thread::spawn(move || {
+                window.apply_initial_window_delta(-5).unwrap();
+                window.increase(10).unwrap();
+            })
+        };
+        let granted = loom::future::block_on(window.reserve(8)).unwrap();
+        peer.join().unwrap();
+        assert_eq!(granted, 5);
+    });
+}
