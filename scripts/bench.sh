@@ -2,14 +2,16 @@
 # The benchmark report: runs the criterion comparisons (falconet, its
 # lock-based twins and published peers, in one run) and prints the tables.
 #   scripts/bench.sh            all benches
-#   scripts/bench.sh pool       one bench target (pool, block_layout, pipe)
+#   scripts/bench.sh pool       one bench target (pool, block_layout, pipe, flow)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[ $# -gt 0 ] || set -- pool block_layout pipe
+[ $# -gt 0 ] || set -- pool block_layout pipe flow
 for target in "$@"; do
   cargo bench -p falconet-benches --bench "$target"
 done
 cargo run --release -q -p falconet-benches --bin pool_rss
 cargo run --release -q -p falconet-benches --bin pool_interleaved
 cargo run --release -q -p falconet-benches --bin pipe_interleaved
+cargo run --release -q -p falconet-benches --bin pipe_read_space
+cargo run --release -q -p falconet-benches --bin flow_harness
 python3 scripts/bench_report.py target/criterion

@@ -1,7 +1,8 @@
 # Sourced by the long-run scripts: the library crates and their loom cfgs.
 # Adding a crate: append it here (and its cfg to [workspace.lints] in Cargo.toml).
 
-# Crates whose tests run under Miri and ThreadSanitizer (they use unsafe or atomics).
+# Crates whose tests run under Miri and ThreadSanitizer (they use unsafe;
+# falconet-flow has none: #![forbid(unsafe_code)]).
 UNSAFE_CRATES=(falconet-pool falconet-pipe)
 
 # "crate:cfg" pairs: each crate's loom models build under its own cfg.
