@@ -47,8 +47,9 @@ pub(crate) struct Node {
 }
 
 impl Node {
-    /// A node without a block: the list's first sentinel.
-    pub(crate) fn sentinel() -> *mut Node {
+    /// A new boxed node without a block: the list's first sentinel, or a
+    /// node for the writer to fill when no spare one is left.
+    pub(crate) fn empty() -> *mut Node {
         Box::into_raw(Box::new(Node {
             block: UnsafeCell::new(None),
             base: UnsafeCell::new((ptr::null_mut(), 0)),
@@ -101,15 +102,10 @@ impl Node {
     /// Frees a node and its block.
     ///
     /// # Safety
-    /// The node was made by `sentinel` (boxed), nothing else refers to it,
+    /// The node was made by `empty` (boxed), nothing else refers to it,
     /// and it is not freed twice.
     pub(crate) unsafe fn free(node: *mut Node) {
         // SAFETY: the caller owns the box (above).
         drop(unsafe { Box::from_raw(node) });
-    }
-
-    /// A new boxed node for the writer, empty and unlinked.
-    pub(crate) fn boxed() -> *mut Node {
-        Self::sentinel()
     }
 }

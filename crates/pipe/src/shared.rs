@@ -36,7 +36,7 @@ unsafe impl Sync for Shared {}
 
 impl Shared {
     pub(crate) fn new(config: Config) -> Self {
-        let sentinel = Node::sentinel();
+        let sentinel = Node::empty();
         Self {
             state: CachePadded::new(AtomicU64::new(0)),
             head: CachePadded::new(AtomicPtr::new(sentinel)),
@@ -101,7 +101,7 @@ impl Drop for Shared {
         while !node.is_null() {
             // SAFETY: the list is exclusively ours; each node is visited once.
             let next = unsafe { (*node).next.load(Ordering::Relaxed) };
-            // SAFETY: every node was boxed by `Node::sentinel`, and nothing
+            // SAFETY: every node was boxed by `Node::empty`, and nothing
             // refers to it any more.
             unsafe { Node::free(node) };
             node = next;

@@ -275,7 +275,7 @@ impl Writer {
             // reader's last uses of the nodes before it happen before ours.
             self.head_seen = self.shared.head.load(Ordering::Acquire);
             if self.first == self.head_seen {
-                return Node::boxed();
+                return Node::empty();
             }
         }
         let node = self.first;
