@@ -55,43 +55,28 @@ impl IoReader {
         reader
     }
 
-    /// A read's bytes, or `None` at the end of the stream. `cx: None` blocks.
-    fn poll_snapshot(
-        &mut self,
-        cx: Option<&mut Context<'_>>,
-    ) -> Poll<io::Result<Option<Snapshot>>> {
-        if self.held.is_none() {
-            let snapshot = match cx {
-                None => self.reader.read_blocking().map_err(io::Error::from)?.into_snapshot(),
-                Some(cx) => {
-                    if !self.began {
-                        self.reader.begin()?;
-                        self.began = true;
-                    }
-                    match self.reader.poll_read(Some(cx), None) {
-                        Poll::Pending => return Poll::Pending,
-                        Poll::Ready(result) => {
-                            self.began = false;
-                            match result? {
-                                Some(snapshot) => snapshot,
-                                None => return Poll::Pending,
-                            }
-                        }
-                    }
-                }
-            };
-            self.held = Some(snapshot);
-        }
-        let snapshot = self.held.expect("held above");
+    /// Holds a read's bytes, or ends the stream: `None` after a clean
+    /// close, the writer's error (kind and message) after `close_with`.
+    fn hold(&mut self, snapshot: Snapshot) -> io::Result<Option<Snapshot>> {
         if snapshot.len > 0 {
-            return Poll::Ready(Ok(Some(snapshot)));
+            self.held = Some(snapshot);
+            return Ok(Some(snapshot));
         }
         // End of stream: nothing to hold.
-        self.release(0);
-        Poll::Ready(match self.reader.shared().error() {
+        self.reader.release(&snapshot, 0, 0);
+        match self.reader.shared().error() {
             Some(error) => Err(io::Error::new(error.kind(), error.to_string())),
             None => Ok(None),
-        })
+        }
+    }
+
+    /// The held read, or a new one, waiting for it on this thread.
+    fn fill_blocking(&mut self) -> io::Result<Option<Snapshot>> {
+        if let Some(snapshot) = self.held {
+            return Ok(Some(snapshot));
+        }
+        let snapshot = self.reader.read_blocking()?.into_snapshot();
+        self.hold(snapshot)
     }
 
     /// Releases the held read, consuming (and examining) `n` bytes.
@@ -138,23 +123,19 @@ impl io::Read for IoReader {
         if out.is_empty() {
             return Ok(0);
         }
-        match self.poll_snapshot(None) {
-            Poll::Ready(Ok(Some(_))) => Ok(self.copy_out(out)),
-            Poll::Ready(Ok(None)) => Ok(0),
-            Poll::Ready(Err(error)) => Err(error),
-            Poll::Pending => unreachable!("a blocking read does not return Pending"),
-        }
+        Ok(match self.fill_blocking()? {
+            Some(_) => self.copy_out(out),
+            None => 0,
+        })
     }
 }
 
 impl io::BufRead for IoReader {
     fn fill_buf(&mut self) -> io::Result<&[u8]> {
-        match self.poll_snapshot(None) {
-            Poll::Ready(Ok(Some(_))) => Ok(self.first_chunk()),
-            Poll::Ready(Ok(None)) => Ok(&[]),
-            Poll::Ready(Err(error)) => Err(error),
-            Poll::Pending => unreachable!("a blocking read does not return Pending"),
-        }
+        Ok(match self.fill_blocking()? {
+            Some(_) => self.first_chunk(),
+            None => &[],
+        })
     }
 
     fn consume(&mut self, amt: usize) {
@@ -188,7 +169,24 @@ mod tokio_io {
     use tokio::io::{AsyncBufRead, AsyncRead, AsyncWrite, ReadBuf};
 
     use super::IoReader;
+    use crate::reader::Snapshot;
     use crate::writer::Writer;
+
+    impl IoReader {
+        /// The held read, or a new one, polling for it.
+        fn poll_fill(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<Option<Snapshot>>> {
+            if let Some(snapshot) = self.held {
+                return Poll::Ready(Ok(Some(snapshot)));
+            }
+            if !self.began {
+                self.reader.begin()?;
+                self.began = true;
+            }
+            let snapshot = ready!(self.reader.poll_read(Some(cx), None));
+            self.began = false;
+            Poll::Ready(self.hold(snapshot?))
+        }
+    }
 
     impl AsyncRead for IoReader {
         fn poll_read(
@@ -200,7 +198,7 @@ mod tokio_io {
             if buf.remaining() == 0 {
                 return Poll::Ready(Ok(()));
             }
-            if ready!(this.poll_snapshot(Some(cx)))?.is_some() {
+            if ready!(this.poll_fill(cx))?.is_some() {
                 let out = buf.initialize_unfilled();
                 let n = this.copy_out(out);
                 buf.advance(n);
@@ -212,7 +210,7 @@ mod tokio_io {
     impl AsyncBufRead for IoReader {
         fn poll_fill_buf(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<&[u8]>> {
             let this = self.get_mut();
-            match ready!(this.poll_snapshot(Some(cx)))? {
+            match ready!(this.poll_fill(cx))? {
                 Some(_) => Poll::Ready(Ok(this.first_chunk())),
                 None => Poll::Ready(Ok(&[])),
             }

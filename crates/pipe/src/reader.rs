@@ -137,10 +137,9 @@ impl Reader {
         }
         self.begin()?;
         match self.poll_read(None, None) {
-            Poll::Ready(Ok(Some(snapshot))) => Ok(Some(ReadGuard::new(self, snapshot))),
-            Poll::Ready(Ok(None)) => Ok(None),
-            Poll::Ready(Err(error)) => Err(error),
-            Poll::Pending => unreachable!("a read without a context does not wait"),
+            Poll::Ready(result) => result.map(|snapshot| Some(ReadGuard::new(self, snapshot))),
+            // It would wait: the read was given up.
+            Poll::Pending => Ok(None),
         }
     }
 
@@ -209,14 +208,15 @@ impl Reader {
         self.shared.state.fetch_and(!(PENDING | CONFLICT | READER_WAITING), Ordering::AcqRel);
     }
 
-    /// Polls a begun read. `cx: None` never waits (`Ok(None)` instead, with
-    /// the read given up); a snapshot moves the read to `HOLDING`; an error
-    /// gives it up.
+    /// Polls a begun read. A snapshot moves the read to `HOLDING`; an
+    /// error gives it up. `Pending` with a context means the waker is
+    /// registered; without one (`try_read`), that the read would wait and
+    /// was given up.
     pub(crate) fn poll_read(
         &self,
         cx: Option<&mut Context<'_>>,
         min: Option<usize>,
-    ) -> Poll<Result<Option<Snapshot>, ReadError>> {
+    ) -> Poll<Result<Snapshot, ReadError>> {
         let shared = &*self.shared;
         // Acquire: commits (bytes, links) and the close error happen before.
         let mut state = shared.state.load(Ordering::Acquire);
@@ -238,7 +238,7 @@ impl Reader {
             if ready {
                 let new = (state & !(PENDING | READER_WAITING)) | HOLDING;
                 match shared.transition(state, new) {
-                    Ok(_) => return Poll::Ready(Ok(Some(at.snapshot(state)))),
+                    Ok(_) => return Poll::Ready(Ok(at.snapshot(state))),
                     Err(actual) => {
                         state = actual;
                         continue;
@@ -247,7 +247,7 @@ impl Reader {
             }
             let Some(cx) = cx.as_deref_mut() else {
                 self.cancel();
-                return Poll::Ready(Ok(None));
+                return Poll::Pending;
             };
             shared.reader_waker.register(cx.waker());
             // read_at_least examines everything while it waits, so the
@@ -401,9 +401,7 @@ impl<'a> Future for ReadFuture<'a> {
             Poll::Ready(result) => result,
         };
         this.began = false;
-        Poll::Ready(result.map(|snapshot| {
-            ReadGuard::new(this.reader, snapshot.expect("a read with a context waits"))
-        }))
+        Poll::Ready(result.map(|snapshot| ReadGuard::new(this.reader, snapshot)))
     }
 }
 
