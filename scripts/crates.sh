@@ -3,7 +3,7 @@
 
 # Crates whose tests run under Miri and ThreadSanitizer (they use unsafe;
 # falconet-flow has none: #![forbid(unsafe_code)]).
-UNSAFE_CRATES=(falconet-pool falconet-pipe)
+UNSAFE_CRATES=(falconet-pool falconet-pipe falconet-registry)
 
 # "crate:cfg" pairs: each crate's loom models build under its own cfg.
-LOOM_CRATES=(falconet-pool:falconet_pool_loom falconet-pipe:falconet_pipe_loom falconet-flow:falconet_flow_loom)
+LOOM_CRATES=(falconet-pool:falconet_pool_loom falconet-pipe:falconet_pipe_loom falconet-flow:falconet_flow_loom falconet-registry:falconet_registry_loom)

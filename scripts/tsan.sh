@@ -10,5 +10,6 @@ for crate in "${UNSAFE_CRATES[@]}"; do packages+=(-p "$crate"); done
 target="$(rustc -vV | sed -n 's/^host: //p')"
 # TSan runs ~10x slower: the pipe's transfer moves 256 MiB instead of 10 GiB.
 export FALCONET_PIPE_STRESS_BYTES="${FALCONET_PIPE_STRESS_BYTES:-268435456}"
+export FALCONET_REGISTRY_STRESS_OPS="${FALCONET_REGISTRY_STRESS_OPS:-500000}"
 RUSTFLAGS="-Zsanitizer=thread" RUSTDOCFLAGS="-Zsanitizer=thread" CARGO_TARGET_DIR=target/tsan \
   cargo +nightly test -Zbuild-std --target "$target" "${packages[@]}" --tests

@@ -8,6 +8,7 @@
 //! | [`pool`] | `falconet-pool` | fixed-size memory blocks carved from slabs, per-thread fast path |
 //! | [`pipe`] | `falconet-pipe` | SPSC socket-input pipe: pooled blocks from socket reader to parser |
 //! | [`flow`] | `falconet-flow` | HTTP/2 flow-control windows in one CAS-updated `u64` |
+//! | [`registry`] | `falconet-registry` | sharded connection registry: id -> connection, lock-free lookup, idle sweep |
 //!
 //! ```
 //! let pool = falconet::pool::Pool::new();
@@ -24,3 +25,5 @@ pub use falconet_flow as flow;
 pub use falconet_pipe as pipe;
 #[doc(inline)]
 pub use falconet_pool as pool;
+#[doc(inline)]
+pub use falconet_registry as registry;

@@ -1,0 +1,83 @@
+//! A sharded connection registry: the map from connection id to connection
+//! state that a server touches on every readiness event, changes on every
+//! accept and close, and sweeps for idle connections.
+//!
+//! ```
+//! use falconet_registry::{ConnectionId, Registry};
+//! use std::sync::atomic::{AtomicU64, Ordering};
+//!
+//! struct Connection { last_active: AtomicU64 }
+//!
+//! let registry = Registry::new();
+//! let id = registry.insert(Connection { last_active: AtomicU64::new(0) })?;
+//! let token = id.as_u64(); // the poll token: lookups need no hashing
+//!
+//! // On every event, from any thread: no lock, nothing allocated.
+//! if let Some(connection) = registry.get(ConnectionId::from_u64(token)) {
+//!     connection.last_active.store(5, Ordering::Relaxed);
+//! }
+//!
+//! // The idle sweep, shard by shard; no lock is held while the closure runs.
+//! let closed = registry.sweep(|_id, connection| connection.last_active.load(Ordering::Relaxed) >= 3);
+//! assert_eq!(closed, 0);
+//!
+//! let connection = registry.remove(id).expect("still registered");
+//! assert!(registry.get(id).is_none(), "a removed id finds nothing, even after its slot is reused");
+//! # drop(connection);
+//! # Ok::<(), falconet_registry::Full<Connection>>(())
+//! ```
+//!
+//! # Design
+//!
+//! - **Ids** (`id.rs`): a `u64` packing a shard, a slot and the slot's
+//!   generation. A lookup is a bounds check, a pointer load and a
+//!   compare-and-swap on the slot's own state word; an id whose slot has
+//!   been reused has an older generation and finds nothing (the fd-reuse
+//!   bug). Every id is at least 2^32, so smaller poll tokens are free for
+//!   the caller's listeners and wakers.
+//! - **Slots** (`slot.rs`): one `AtomicU64` per slot packs its generation, a
+//!   reference count and three state bits; the states and who moves between
+//!   them are drawn there. A [`Ref`] is a counted reference: the value stays
+//!   valid while it lives, even if the entry is removed meanwhile.
+//! - **Shards** (`shard.rs`): each holds pages of slots whose sizes double,
+//!   and a lock taken only to hand out or return a slot. Each thread inserts
+//!   into a shard of its own; shards are padded to their own cache lines.
+//! - **Reclamation**: by reference counts, not epochs. A value is dropped
+//!   (its socket closed) the moment the last holder lets go, never "some
+//!   collections later". Pages whose slots are all vacant give their value
+//!   memory back ([`Registry::trim`], run by every sweep); the 8-byte state
+//!   words stay, because a lookup with a stale id may read them at any
+//!   time. `docs/benchmarks.md` has the measurements behind the choice.
+//!
+//! # What waits for what
+//!
+//! Lookups, inserts, `discard`, `sweep`, `len` and `trim` never wait for
+//! another thread's `Ref` (inserts and the end of a removal take a shard
+//! lock for a few instructions). [`Registry::remove`] and [`Registry::drain`]
+//! wait for the `Ref`s to the entries they remove, so a thread must not call
+//! them for an entry it holds a `Ref` to (it would wait for itself);
+//! [`Registry::discard`] is the removal for that case. No user code, not
+//! even a value's `Drop`, runs under a lock.
+//!
+//! # Errors
+//!
+//! - [`Full`]: `insert` at `max_connections`; it hands the value back.
+//! - [`OptionsError`]: a shard count or bound the registry cannot have.
+//! - Any `u64` is accepted as an id: one that is not live finds nothing.
+
+mod error;
+mod id;
+mod options;
+mod primitive;
+mod registry;
+mod shard;
+mod slot;
+
+pub use error::{Full, OptionsError};
+pub use id::ConnectionId;
+pub use options::{DEFAULT_MAX_CONNECTIONS, Options};
+pub use registry::{Drain, Ref, Registry};
+
+#[cfg(all(doctest, not(miri)))] // real sockets: Miri has no TCP
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

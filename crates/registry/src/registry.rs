@@ -1,0 +1,393 @@
+//! The registry: shards of slots, a bound, and the operations.
+
+use std::fmt;
+use std::mem::{ManuallyDrop, MaybeUninit};
+
+use crossbeam_utils::CachePadded;
+
+use crate::id::{ConnectionId, PAGES, SLOTS_PER_SHARD, slot_of};
+use crate::primitive::{AtomicU64, AtomicUsize, ConstPtr, Ordering};
+use crate::shard::Shard;
+use crate::slot::{self, Marked};
+use crate::{Full, Options, OptionsError};
+
+/// A map from [`ConnectionId`] to a connection's state, shared by the
+/// threads of a server.
+///
+/// - [`insert`](Self::insert) returns a fresh id (or [`Full`] at
+///   `max_connections`), [`get`](Self::get) looks it up without a lock,
+///   [`remove`](Self::remove) and [`discard`](Self::discard) take it out,
+///   [`sweep`](Self::sweep) visits every entry shard by shard (idle
+///   timeouts), [`drain`](Self::drain) empties it at shutdown.
+/// - A [`Ref`] from `get` keeps its entry's value alive, and only that:
+///   while it lives, [`remove`](Self::remove) of that id (and `drain`
+///   reaching it) waits for it. Nothing else ever waits for a `Ref`, so a
+///   thread holding one may call anything except `remove` (or `drain`) of
+///   that same entry; use [`discard`](Self::discard) there, which never
+///   waits.
+/// - No user code runs under a lock: the shard lock (taken by `insert` and
+///   at the end of a removal) covers a free-list push or pop; values are
+///   moved in, dropped and handed to `sweep`'s closure with no lock held.
+pub struct Registry<T> {
+    shards: Box<[CachePadded<Shard<T>>]>,
+    /// Live entries: inserted and not yet marked removed.
+    len: CachePadded<AtomicUsize>,
+    max_connections: usize,
+}
+
+// SAFETY: values are moved in and out and dropped on whichever thread
+// inserts, removes or drops the last `Ref` (T: Send), and shared between the
+// threads holding `Ref`s (T: Sync). All shared state is atomic or locked.
+unsafe impl<T: Send + Sync> Send for Registry<T> {}
+// SAFETY: as above.
+unsafe impl<T: Send + Sync> Sync for Registry<T> {}
+
+/// A looked-up entry. Dereferences to the value, which stays valid while the
+/// `Ref` lives, even if the entry is removed meanwhile (the removal then
+/// ends when the `Ref` drops).
+///
+/// Holding a `Ref` makes [`Registry::remove`] of the same id wait; see
+/// [`Registry`].
+pub struct Ref<'a, T> {
+    shard: &'a Shard<T>,
+    state: &'a AtomicU64,
+    id: ConnectionId,
+    value: ManuallyDrop<ConstPtr<MaybeUninit<T>>>,
+}
+
+// SAFETY: a `Ref` gives `&T` (T: Sync) and its drop may drop the value on
+// the thread it was sent to (T: Send).
+unsafe impl<T: Send + Sync> Send for Ref<'_, T> {}
+// SAFETY: shared, it only gives `&T`.
+unsafe impl<T: Sync> Sync for Ref<'_, T> {}
+
+impl<T> Registry<T> {
+    /// An empty registry with [`Options::new`].
+    pub fn new() -> Self {
+        Self::with_options(Options::new()).expect("the default options are valid")
+    }
+
+    /// An empty registry. Allocates nothing until the first insert.
+    ///
+    /// # Errors
+    ///
+    /// [`OptionsError`] if the shard count is not a power of two from 1 to
+    /// 256, or `max_connections` is 0 or more than the shards can address.
+    pub fn with_options(options: Options) -> Result<Self, OptionsError> {
+        let (shards, max_connections) = options.validate()?;
+        Ok(Self {
+            shards: (0..shards).map(|_| CachePadded::new(Shard::new())).collect(),
+            len: CachePadded::new(AtomicUsize::new(0)),
+            max_connections,
+        })
+    }
+
+    /// Registers `value` and returns its id.
+    ///
+    /// # Errors
+    ///
+    /// [`Full`], holding `value`, when the registry already holds
+    /// `max_connections` entries.
+    pub fn insert(&self, value: T) -> Result<ConnectionId, Full<T>> {
+        // The bound, exact under concurrency: count first, then place.
+        let mut len = self.len.load(Ordering::Relaxed);
+        loop {
+            if len >= self.max_connections {
+                return Err(Full(value));
+            }
+            match self.len.compare_exchange_weak(len, len + 1, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => break,
+                Err(actual) => len = actual,
+            }
+        }
+        let home = home_shard() & (self.shards.len() - 1);
+        for step in 0..self.shards.len() {
+            let index = (home + step) & (self.shards.len() - 1);
+            let shard = &self.shards[index];
+            if let Some((slot, generation)) = shard.reserve() {
+                // SAFETY: we reserved the slot; its values stay allocated.
+                let cell = unsafe { shard.value(slot) };
+                // SAFETY: reserved by us and not yet published.
+                unsafe { cell.write(value) };
+                let state = shard.state(slot).expect("reserved slots have state words");
+                // Release: pairs with a lookup's Acquire CAS (slot.rs).
+                state.store(slot::occupied(generation), Ordering::Release);
+                return Ok(ConnectionId::new(index, slot, generation));
+            }
+        }
+        // Every slot is held, by entries and by removed entries that lookups
+        // still reference.
+        self.len.fetch_sub(1, Ordering::Relaxed);
+        Err(Full(value))
+    }
+
+    /// Looks `id` up: no lock, no allocation, one compare-and-swap on the
+    /// entry's own state word. `None` if `id` is not live: removed, never
+    /// issued, or a stale id of a reused slot.
+    #[inline]
+    pub fn get(&self, id: ConnectionId) -> Option<Ref<'_, T>> {
+        let (shard, state) = self.locate(id)?;
+        if !slot::acquire(state, id.generation()) {
+            return None;
+        }
+        // SAFETY: the CAS above added our reference.
+        Some(unsafe { Ref::acquired(shard, state, id) })
+    }
+
+    /// Whether `id` is live right now.
+    pub fn contains(&self, id: ConnectionId) -> bool {
+        self.locate(id)
+            .is_some_and(|(_, state)| slot::is_live(state.load(Ordering::Acquire), id.generation()))
+    }
+
+    /// Removes `id` and returns its value. From the moment it starts, `get`
+    /// of `id` finds nothing; if lookups still hold [`Ref`]s to the entry,
+    /// it waits for them to drop (spinning, then yielding), so never call it
+    /// while this thread holds a `Ref` to the same entry: use
+    /// [`discard`](Self::discard) there.
+    ///
+    /// `None` if `id` is not live, or another removal of it won.
+    pub fn remove(&self, id: ConnectionId) -> Option<T> {
+        let (shard, state) = self.locate(id)?;
+        let marked = slot::mark_removed(state, id.generation(), true)?;
+        self.len.fetch_sub(1, Ordering::Relaxed);
+        if marked == Marked::Referenced {
+            slot::wait_unreferenced(state);
+        }
+        // SAFETY: we won the removal and no reference remains.
+        Some(unsafe { Self::finish_take(shard, id.slot(), state) })
+    }
+
+    /// Removes `id` without waiting: its value is dropped now, or by the
+    /// last [`Ref`] to it. Returns whether `id` was live (and this call
+    /// removed it). Safe to call while holding a `Ref` to the entry.
+    pub fn discard(&self, id: ConnectionId) -> bool {
+        let Some((shard, state)) = self.locate(id) else { return false };
+        let Some(marked) = slot::mark_removed(state, id.generation(), false) else {
+            return false;
+        };
+        self.len.fetch_sub(1, Ordering::Relaxed);
+        if marked == Marked::Unreferenced {
+            // SAFETY: we won the removal and no reference remains.
+            drop(unsafe { Self::finish_take(shard, id.slot(), state) });
+        }
+        true
+    }
+
+    /// The number of live entries.
+    pub fn len(&self) -> usize {
+        self.len.load(Ordering::Relaxed)
+    }
+
+    /// Whether there are no live entries.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The bound on live entries.
+    pub fn max_connections(&self) -> usize {
+        self.max_connections
+    }
+
+    /// Slots whose value memory is allocated, across all shards: grows with
+    /// the entries, and comes back down by [`trim`](Self::trim) (which
+    /// [`sweep`](Self::sweep) runs) after they leave.
+    pub fn capacity(&self) -> usize {
+        self.shards.iter().map(|shard| shard.allocated_slots()).sum()
+    }
+
+    /// Frees the value memory of every page (beyond each shard's first)
+    /// whose slots are all vacant. Returns the number of pages freed.
+    /// [`sweep`](Self::sweep) does this shard by shard.
+    pub fn trim(&self) -> usize {
+        self.shards.iter().map(|shard| shard.trim()).sum()
+    }
+
+    /// Visits every live entry, shard by shard, and removes (as
+    /// [`discard`](Self::discard) does) those for which `keep` returns
+    /// `false`. Returns how many it removed, then trims each shard.
+    ///
+    /// No lock is held while `keep` runs: the visited entry is held as a
+    /// [`Ref`] is, so a concurrent [`remove`](Self::remove) of it waits for
+    /// `keep` to return, and nothing else waits at all. Entries inserted or
+    /// removed during the sweep may or may not be visited.
+    pub fn sweep(&self, mut keep: impl FnMut(ConnectionId, &T) -> bool) -> usize {
+        let mut removed = 0;
+        for (index, shard) in self.shards.iter().enumerate() {
+            for page in 0..PAGES {
+                // State pages are allocated in order and never freed.
+                let Some(states) = shard.states(page) else { break };
+                for (offset, state) in states.iter().enumerate() {
+                    let generation = slot::generation(state.load(Ordering::Relaxed));
+                    if !slot::acquire(state, generation) {
+                        continue;
+                    }
+                    let id = ConnectionId::new(index, slot_of(page, offset), generation);
+                    // SAFETY: the CAS above added our reference.
+                    let entry = unsafe { Ref::acquired(shard, state, id) };
+                    if !keep(id, &entry) && slot::mark_removed(state, generation, false).is_some() {
+                        self.len.fetch_sub(1, Ordering::Relaxed);
+                        removed += 1;
+                    }
+                    // If we marked it and held the last reference, this
+                    // drop ends the removal.
+                    drop(entry);
+                }
+            }
+            shard.trim();
+        }
+        removed
+    }
+
+    /// Removes every entry, shard by shard, handing out each id and value.
+    /// Each entry is removed as [`remove`](Self::remove) does (it waits for
+    /// the `Ref`s to that entry). Meant for shutdown, after inserts stop:
+    /// entries inserted meanwhile may be missed.
+    pub fn drain(&self) -> Drain<'_, T> {
+        Drain { registry: self, shard: 0, slot: 0 }
+    }
+
+    /// The shard and state word `id` points at, if its page exists.
+    #[inline]
+    fn locate(&self, id: ConnectionId) -> Option<(&Shard<T>, &AtomicU64)> {
+        let shard = self.shards.get(id.shard())?;
+        if id.slot() >= SLOTS_PER_SHARD {
+            return None;
+        }
+        Some((shard, shard.state(id.slot())?))
+    }
+
+    /// Moves the value out of a slot whose removal we won, and vacates it.
+    ///
+    /// # Safety
+    ///
+    /// The caller won the removal (or holds the last reference of a
+    /// discarded entry) and no reference to the slot remains.
+    unsafe fn finish_take(shard: &Shard<T>, slot: usize, state: &AtomicU64) -> T {
+        // SAFETY: the caller's contract; the slot is still reserved.
+        let value = unsafe { shard.value(slot).take() };
+        shard.vacate(slot, state);
+        value
+    }
+}
+
+impl<T> Default for Registry<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T> fmt::Debug for Registry<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Registry")
+            .field("len", &self.len())
+            .field("max_connections", &self.max_connections)
+            .field("shards", &self.shards.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a, T> Ref<'a, T> {
+    /// Wraps a reference the caller added to `id`'s slot.
+    ///
+    /// # Safety
+    ///
+    /// The caller's `slot::acquire` of `state` with `id`'s generation
+    /// succeeded; the `Ref` now owns that reference.
+    unsafe fn acquired(shard: &'a Shard<T>, state: &'a AtomicU64, id: ConnectionId) -> Self {
+        // SAFETY: a referenced slot is reserved, so its values are allocated.
+        let value = unsafe { shard.value(id.slot()) }.get();
+        Ref { shard, state, id, value: ManuallyDrop::new(value) }
+    }
+
+    /// The entry's id.
+    pub fn id(&self) -> ConnectionId {
+        self.id
+    }
+}
+
+impl<T> std::ops::Deref for Ref<'_, T> {
+    type Target = T;
+
+    #[inline]
+    fn deref(&self) -> &T {
+        // SAFETY: we hold a reference, so the value is initialised and
+        // nobody moves or drops it until the last reference goes.
+        unsafe { ConstPtr::deref(&self.value).assume_init_ref() }
+    }
+}
+
+impl<T: fmt::Debug> fmt::Debug for Ref<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Ref").field("id", &self.id).field("value", &**self).finish()
+    }
+}
+
+impl<T> Drop for Ref<'_, T> {
+    #[inline]
+    fn drop(&mut self) {
+        // SAFETY: dropped once, here; we no longer read the value.
+        unsafe { ManuallyDrop::drop(&mut self.value) };
+        if slot::release(self.state) {
+            // SAFETY: we dropped the last reference of a discarded entry.
+            drop(unsafe { Registry::finish_take(self.shard, self.id.slot(), self.state) });
+        }
+    }
+}
+
+/// The iterator of [`Registry::drain`]: every entry's id and value.
+pub struct Drain<'a, T> {
+    registry: &'a Registry<T>,
+    shard: usize,
+    /// The next slot to look at, shard-wide.
+    slot: usize,
+}
+
+impl<T> Iterator for Drain<'_, T> {
+    type Item = (ConnectionId, T);
+
+    fn next(&mut self) -> Option<(ConnectionId, T)> {
+        while let Some(shard) = self.registry.shards.get(self.shard) {
+            while self.slot < SLOTS_PER_SHARD {
+                let slot = self.slot;
+                // State pages are allocated in order: a missing one ends the shard.
+                let Some(state) = shard.state(slot) else { break };
+                self.slot += 1;
+                let generation = slot::generation(state.load(Ordering::Relaxed));
+                let id = ConnectionId::new(self.shard, slot, generation);
+                if let Some(value) = self.registry.remove(id) {
+                    return Some((id, value));
+                }
+            }
+            shard.trim();
+            self.shard += 1;
+            self.slot = 0;
+        }
+        None
+    }
+}
+
+impl<T> fmt::Debug for Drain<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Drain").field("shard", &self.shard).field("slot", &self.slot).finish()
+    }
+}
+
+/// The shard this thread inserts into: threads are numbered in the order
+/// they first insert, so up to `shards` threads each get a lock of their own.
+#[cfg(not(falconet_registry_loom))]
+fn home_shard() -> usize {
+    use std::sync::atomic::AtomicUsize as StdAtomicUsize;
+    static NEXT: StdAtomicUsize = StdAtomicUsize::new(0);
+    thread_local! {
+        static HOME: usize = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+    HOME.with(|home| *home)
+}
+
+/// Under loom every thread starts at shard 0 (the models choose the shards).
+#[cfg(falconet_registry_loom)]
+fn home_shard() -> usize {
+    0
+}

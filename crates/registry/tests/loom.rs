@@ -1,0 +1,244 @@
+//! loom models of the registry's races, one per race, each named for it.
+//!
+//! ```text
+//! RUSTFLAGS="--cfg falconet_registry_loom" LOOM_MAX_PREEMPTIONS=3 \
+//!     cargo test -p falconet-registry --test loom --release
+//! ```
+//! (`scripts/loom.sh` runs them.) Values are `loom::sync::Arc`s: loom fails
+//! a model that leaks one (a value never dropped), and every read of a
+//! value through a `Ref` is checked against the removal that moves it out
+//! (a use after free is a causality violation).
+//!
+//! Under loom the first page has 2 slots (then 4, 8) and inserts start at
+//! shard 0, so the models reach page growth, reuse and trimming quickly.
+#![cfg(falconet_registry_loom)]
+
+use falconet_registry::{ConnectionId, Options, Registry};
+use loom::sync::Arc;
+use loom::sync::atomic::{AtomicU64, Ordering};
+use loom::thread;
+
+fn model(f: impl Fn() + Sync + Send + 'static) {
+    let mut builder = loom::model::Builder::new();
+    if builder.preemption_bound.is_none() {
+        builder.preemption_bound = Some(3);
+    }
+    builder.check(f);
+}
+
+type Value = Arc<u64>;
+
+fn registry(shards: usize) -> Arc<Registry<Value>> {
+    Arc::new(Registry::with_options(Options::new().shards(shards).max_connections(8)).unwrap())
+}
+
+/// A lookup racing `remove`: the lookup sees the whole value or nothing,
+/// and `remove` always gets the value back (it waits for the `Ref`).
+#[test]
+fn get_racing_remove() {
+    model(|| {
+        let registry = registry(1);
+        let value = Arc::new(7);
+        let id = registry.insert(Arc::clone(&value)).unwrap();
+        let reader = {
+            let registry = Arc::clone(&registry);
+            thread::spawn(move || registry.get(id).map(|v| **v))
+        };
+        let removed = registry.remove(id).expect("remove always wins its own id");
+        assert_eq!(*removed, 7);
+        assert!(matches!(reader.join().unwrap(), None | Some(7)));
+        drop(removed);
+        assert_eq!(Arc::strong_count(&value), 1, "the registry kept a copy");
+        assert!(registry.is_empty());
+    });
+}
+
+/// A `Ref` held across a `discard`: the value stays valid for the holder
+/// and is dropped exactly once, by whichever of the two goes last.
+#[test]
+fn get_racing_discard() {
+    model(|| {
+        let registry = registry(1);
+        let value = Arc::new(9);
+        let id = registry.insert(Arc::clone(&value)).unwrap();
+        let reader = {
+            let registry = Arc::clone(&registry);
+            thread::spawn(move || {
+                let held = registry.get(id)?;
+                thread::yield_now();
+                Some(**held)
+            })
+        };
+        assert!(registry.discard(id));
+        assert!(matches!(reader.join().unwrap(), None | Some(9)));
+        assert_eq!(Arc::strong_count(&value), 1, "dropped once the last holder left");
+        assert!(registry.get(id).is_none());
+        // The slot is vacant again: the next insert reuses it.
+        let again = registry.insert(Arc::new(1)).unwrap();
+        assert_eq!(again.as_u64() & 0xffff_ffff, id.as_u64() & 0xffff_ffff);
+        assert_ne!(again, id);
+    });
+}
+
+/// Insert, remove and lookup on one shard from three threads: every lookup
+/// sees a value that belongs to the id it asked for.
+#[test]
+fn insert_remove_get() {
+    model(|| {
+        let registry = registry(1);
+        let old = registry.insert(Arc::new(1)).unwrap();
+        let inserter = {
+            let registry = Arc::clone(&registry);
+            thread::spawn(move || registry.insert(Arc::new(2)).unwrap())
+        };
+        let looker = {
+            let registry = Arc::clone(&registry);
+            thread::spawn(move || registry.get(old).map(|v| **v))
+        };
+        assert_eq!(registry.remove(old).map(|v| *v), Some(1));
+        let new = inserter.join().unwrap();
+        assert!(matches!(looker.join().unwrap(), None | Some(1)));
+        assert_eq!(registry.get(new).map(|v| **v), Some(2));
+        assert_eq!(registry.len(), 1);
+    });
+}
+
+/// A lookup of an id handed over by a relaxed store, racing its insert:
+/// with no hand-off ordering the insert may not be visible yet (`None`),
+/// but a lookup that finds the entry sees the whole value, by the
+/// registry's own publication.
+#[test]
+fn get_of_a_concurrent_insert() {
+    model(|| {
+        let registry = registry(1);
+        let token = Arc::new(AtomicU64::new(0));
+        let inserter = {
+            let (registry, token) = (Arc::clone(&registry), Arc::clone(&token));
+            thread::spawn(move || {
+                let id = registry.insert(Arc::new(2)).unwrap();
+                token.store(id.as_u64(), Ordering::Relaxed);
+            })
+        };
+        let raw = token.load(Ordering::Relaxed);
+        if raw != 0 {
+            let seen = registry.get(ConnectionId::from_u64(raw)).map(|v| **v);
+            assert!(matches!(seen, None | Some(2)), "{seen:?}");
+        }
+        inserter.join().unwrap();
+    });
+}
+
+/// A stale id while its slot is vacated and reused by a newer connection:
+/// it finds the old value or nothing, never the new one.
+#[test]
+fn stale_id_after_its_slot_is_reused() {
+    model(|| {
+        let registry = registry(1);
+        let old = registry.insert(Arc::new(1)).unwrap();
+        let churn = {
+            let registry = Arc::clone(&registry);
+            thread::spawn(move || {
+                registry.remove(old).unwrap();
+                registry.insert(Arc::new(2)).unwrap()
+            })
+        };
+        let stale = registry.get(old).map(|v| **v);
+        let still = registry.contains(old);
+        let new = churn.join().unwrap();
+        assert_eq!(new.as_u64() & 0xffff_ffff, old.as_u64() & 0xffff_ffff, "the slot was reused");
+        assert!(matches!(stale, None | Some(1)), "{stale:?}");
+        let _ = still;
+        assert!(registry.get(old).is_none());
+        assert!(!registry.discard(old));
+        assert_eq!(registry.get(new).map(|v| **v), Some(2));
+    });
+}
+
+/// A sweep racing an insert and a remove on the same shard: it removes
+/// exactly what it rejects, visits nothing twice, and every value is
+/// dropped once.
+#[test]
+fn sweep_racing_insert_and_remove() {
+    model(|| {
+        let registry = registry(1);
+        let doomed = Arc::new(1);
+        let removed = Arc::new(2);
+        let a = registry.insert(Arc::clone(&doomed)).unwrap();
+        let b = registry.insert(Arc::clone(&removed)).unwrap();
+        let sweeper = {
+            let registry = Arc::clone(&registry);
+            thread::spawn(move || {
+                let mut seen = Vec::new();
+                let n = registry.sweep(|id, value| {
+                    assert!(!seen.contains(&id));
+                    seen.push(id);
+                    **value != 1
+                });
+                (n, seen)
+            })
+        };
+        let inserter = {
+            let registry = Arc::clone(&registry);
+            thread::spawn(move || registry.insert(Arc::new(3)).unwrap())
+        };
+        assert_eq!(registry.remove(b).map(|v| *v), Some(2));
+        let (n, seen) = sweeper.join().unwrap();
+        let c = inserter.join().unwrap();
+        assert_eq!(n, 1, "the sweep removed the rejected entry, only");
+        assert!(seen.contains(&a));
+        assert!(!registry.contains(a));
+        assert_eq!(registry.get(c).map(|v| **v), Some(3));
+        assert_eq!(registry.len(), 1);
+        assert_eq!(Arc::strong_count(&doomed), 1);
+        assert_eq!(Arc::strong_count(&removed), 1);
+    });
+}
+
+/// `remove` and `discard` of one id: exactly one wins.
+#[test]
+fn two_removals_of_one_id() {
+    model(|| {
+        let registry = registry(1);
+        let value = Arc::new(5);
+        let id = registry.insert(Arc::clone(&value)).unwrap();
+        let other = {
+            let registry = Arc::clone(&registry);
+            thread::spawn(move || registry.discard(id))
+        };
+        let took = registry.remove(id).is_some();
+        let discarded = other.join().unwrap();
+        assert!(took ^ discarded, "took {took}, discarded {discarded}");
+        assert_eq!(Arc::strong_count(&value), 1);
+        assert!(registry.is_empty());
+    });
+}
+
+/// A trim freeing an emptied page while an insert needs that page and a
+/// stale id into it is looked up.
+#[test]
+fn trim_racing_insert_and_stale_lookup() {
+    model(|| {
+        let registry = registry(1);
+        // Page 0 holds 2 slots under loom: the next two go to page 1.
+        let _keep = [registry.insert(Arc::new(0)).unwrap(), registry.insert(Arc::new(0)).unwrap()];
+        let stale: Vec<ConnectionId> =
+            (0..2).map(|_| registry.insert(Arc::new(1)).unwrap()).collect();
+        for id in &stale {
+            registry.remove(*id).unwrap();
+        }
+        let trimmer = {
+            let registry = Arc::clone(&registry);
+            thread::spawn(move || registry.trim())
+        };
+        let looker = {
+            let registry = Arc::clone(&registry);
+            let id = stale[0];
+            thread::spawn(move || registry.get(id).is_none())
+        };
+        let new = registry.insert(Arc::new(2)).unwrap();
+        assert!(trimmer.join().unwrap() <= 1);
+        assert!(looker.join().unwrap());
+        assert_eq!(registry.get(new).map(|v| **v), Some(2));
+        assert!(stale.iter().all(|id| registry.get(*id).is_none()));
+    });
+}
