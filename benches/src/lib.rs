@@ -8,6 +8,7 @@
 pub mod flow;
 pub mod locked_pipe;
 pub mod pipe;
+pub mod registry;
 
 use std::mem::MaybeUninit;
 use std::sync::{Barrier, Mutex};

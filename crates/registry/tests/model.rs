@@ -50,7 +50,7 @@ fn op() -> impl Strategy<Value = Op> {
 
 fn config() -> ProptestConfig {
     if cfg!(miri) {
-        ProptestConfig { cases: 6, failure_persistence: None, ..ProptestConfig::default() }
+        ProptestConfig { cases: 4, failure_persistence: None, ..ProptestConfig::default() }
     } else {
         ProptestConfig { cases: 256, ..ProptestConfig::default() }
     }
@@ -58,7 +58,7 @@ fn config() -> ProptestConfig {
 
 /// Sequence lengths: shorter under Miri, which runs each op ~1000x slower.
 fn max_ops(n: usize) -> usize {
-    if cfg!(miri) { n / 5 } else { n }
+    if cfg!(miri) { n / 20 } else { n }
 }
 
 fn run(ops: Vec<Op>, shards: usize, max: usize) {

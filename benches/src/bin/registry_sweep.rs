@@ -1,0 +1,202 @@
+//! Lookup latency while an idle sweep runs: 100,000 connections, one thread
+//! looking up resident connections (batches of 8, each batch timed), and a
+//! second thread either idle or sweeping the whole table over and over,
+//! keeping everything (the cost of the visit itself). Each table sweeps the
+//! way its users would: falconet-registry `sweep` (shard by shard, no lock
+//! while the closure runs), dashmap `retain` (one shard's write lock at a
+//! time), papaya `retain`, and `RwLock<HashMap>` `write().retain()` (the
+//! global barrier Kitura used). sharded-slab cannot iterate a shared slab.
+//!
+//! `cargo run --release -p falconet-benches --bin registry_sweep [rounds] [ms per phase]`
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use falconet_benches::flow::percentile;
+use falconet_registry::{ConnectionId, Options, Registry};
+
+const ENTRIES: usize = 100_000;
+const BATCH: u32 = 8;
+
+trait Sweepable: Sync {
+    const NAME: &'static str;
+    type Key: Copy + Send + Sync;
+    fn build() -> (Self, Vec<Self::Key>)
+    where
+        Self: Sized;
+    fn lookup(&self, key: Self::Key) -> u64;
+    /// Visits every entry, keeping all; returns how many it visited.
+    fn sweep(&self) -> usize;
+}
+
+impl Sweepable for Registry<AtomicU64> {
+    const NAME: &'static str = "falconet-registry sweep";
+    type Key = ConnectionId;
+    fn build() -> (Self, Vec<ConnectionId>) {
+        let registry = Registry::with_options(Options::new().max_connections(1 << 20)).unwrap();
+        let keys =
+            (0..ENTRIES as u64).map(|i| registry.insert(AtomicU64::new(i)).unwrap()).collect();
+        (registry, keys)
+    }
+    fn lookup(&self, key: ConnectionId) -> u64 {
+        self.get(key).unwrap().load(Ordering::Relaxed)
+    }
+    fn sweep(&self) -> usize {
+        let mut visited = 0;
+        Registry::sweep(self, |_, last_active| {
+            visited += 1;
+            last_active.load(Ordering::Relaxed) != u64::MAX
+        });
+        visited
+    }
+}
+
+impl Sweepable for dashmap::DashMap<u64, AtomicU64> {
+    const NAME: &'static str = "dashmap retain";
+    type Key = u64;
+    fn build() -> (Self, Vec<u64>) {
+        let map = dashmap::DashMap::new();
+        (0..ENTRIES as u64).for_each(|i| {
+            map.insert(i, AtomicU64::new(i));
+        });
+        (map, (0..ENTRIES as u64).collect())
+    }
+    fn lookup(&self, key: u64) -> u64 {
+        self.get(&key).unwrap().load(Ordering::Relaxed)
+    }
+    fn sweep(&self) -> usize {
+        let mut visited = 0;
+        self.retain(|_, last_active| {
+            visited += 1;
+            last_active.load(Ordering::Relaxed) != u64::MAX
+        });
+        visited
+    }
+}
+
+impl Sweepable for papaya::HashMap<u64, AtomicU64> {
+    const NAME: &'static str = "papaya retain";
+    type Key = u64;
+    fn build() -> (Self, Vec<u64>) {
+        let map = papaya::HashMap::new();
+        (0..ENTRIES as u64).for_each(|i| {
+            map.pin().insert(i, AtomicU64::new(i));
+        });
+        (map, (0..ENTRIES as u64).collect())
+    }
+    fn lookup(&self, key: u64) -> u64 {
+        self.pin().get(&key).unwrap().load(Ordering::Relaxed)
+    }
+    fn sweep(&self) -> usize {
+        let mut visited = 0;
+        self.pin().retain(|_, last_active| {
+            visited += 1;
+            last_active.load(Ordering::Relaxed) != u64::MAX
+        });
+        visited
+    }
+}
+
+impl Sweepable for parking_lot::RwLock<HashMap<u64, AtomicU64>> {
+    const NAME: &'static str = "parking_lot RwLock<HashMap> write().retain()";
+    type Key = u64;
+    fn build() -> (Self, Vec<u64>) {
+        let map = (0..ENTRIES as u64).map(|i| (i, AtomicU64::new(i))).collect();
+        (parking_lot::RwLock::new(map), (0..ENTRIES as u64).collect())
+    }
+    fn lookup(&self, key: u64) -> u64 {
+        self.read().get(&key).unwrap().load(Ordering::Relaxed)
+    }
+    fn sweep(&self) -> usize {
+        let mut visited = 0;
+        self.write().retain(|_, last_active| {
+            visited += 1;
+            last_active.load(Ordering::Relaxed) != u64::MAX
+        });
+        visited
+    }
+}
+
+/// Batch latencies (ns per lookup) over `phase`, with or without a sweeper;
+/// and the sweeps completed.
+fn phase<T: Sweepable>(
+    table: &T,
+    keys: &[T::Key],
+    sweeping: bool,
+    phase: Duration,
+) -> (Vec<u32>, usize) {
+    let stop = AtomicBool::new(false);
+    thread::scope(|s| {
+        let sweeper = s.spawn(|| {
+            let mut sweeps = 0;
+            while sweeping && !stop.load(Ordering::Relaxed) {
+                assert_eq!(table.sweep(), ENTRIES);
+                sweeps += 1;
+            }
+            sweeps
+        });
+        let mut latencies = Vec::with_capacity(1 << 22);
+        let mut rng = 0x2545_f491_4f6c_dd1d_u64;
+        let begin = Instant::now();
+        let mut sum = 0;
+        while begin.elapsed() < phase {
+            let start = Instant::now();
+            for _ in 0..BATCH {
+                rng ^= rng << 13;
+                rng ^= rng >> 7;
+                rng ^= rng << 17;
+                sum += table.lookup(keys[rng as usize % keys.len()]);
+            }
+            latencies
+                .push((start.elapsed().as_nanos() / u128::from(BATCH)).min(u128::from(u32::MAX))
+                    as u32);
+        }
+        std::hint::black_box(sum);
+        stop.store(true, Ordering::Relaxed);
+        (latencies, sweeper.join().unwrap())
+    })
+}
+
+fn measure<T: Sweepable>(rounds: usize, length: Duration) {
+    let (table, keys) = T::build();
+    let (mut quiet, mut busy, mut sweeps) = (Vec::new(), Vec::new(), 0);
+    for _ in 0..rounds {
+        quiet.append(&mut phase(&table, &keys, false, length).0);
+        let (mut latencies, n) = phase(&table, &keys, true, length);
+        busy.append(&mut latencies);
+        sweeps += n;
+    }
+    let (q99, b99) = (percentile(&mut quiet, 0.99), percentile(&mut busy, 0.99));
+    println!(
+        "| {} | {} / {} / {} | {} / {} / {} | {:.2}x | {:.1} |",
+        T::NAME,
+        percentile(&mut quiet, 0.5),
+        q99,
+        percentile(&mut quiet, 0.999),
+        percentile(&mut busy, 0.5),
+        b99,
+        percentile(&mut busy, 0.999),
+        f64::from(b99) / f64::from(q99.max(1)),
+        sweeps as f64 / (rounds as f64 * length.as_secs_f64()),
+    );
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1).map(|a| a.parse::<u64>().expect("a number"));
+    let rounds = args.next().unwrap_or(5) as usize;
+    let length = Duration::from_millis(args.next().unwrap_or(400));
+    println!(
+        "{ENTRIES} entries; {rounds} rounds of {} ms per phase; ns per lookup (batches of {BATCH}), over every batch\n",
+        length.as_millis()
+    );
+    println!(
+        "| table, sweep | no sweep p50 / p99 / p99.9 | sweeping p50 / p99 / p99.9 | p99 ratio | sweeps/s |"
+    );
+    println!("|---|---|---|---|---|");
+    measure::<Registry<AtomicU64>>(rounds, length);
+    measure::<dashmap::DashMap<u64, AtomicU64>>(rounds, length);
+    measure::<papaya::HashMap<u64, AtomicU64>>(rounds, length);
+    measure::<parking_lot::RwLock<HashMap<u64, AtomicU64>>>(rounds, length);
+}
