@@ -5,13 +5,16 @@
 //! A Kitura-shaped workload: each operation is a lookup of a live
 //! connection (a readiness event), an accept (insert) or a close (remove).
 //! Lookups go to a shared set of long-lived connections inserted before the
-//! clock starts; inserts and removes churn each thread's own connections.
+//! clock starts; inserts and removes churn each thread's own connections;
+//! an idle sweep visits every entry every 5 ms (sharded-slab cannot iterate
+//! while shared, so it runs without one).
 //! Completed work is counted: lookups that found their entry, inserts that
 //! succeeded, removes that returned a value.
 
 use std::collections::HashMap;
 use std::hash::RandomState;
 use std::sync::Barrier;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -36,6 +39,9 @@ pub trait Table: Sync {
     fn get(&self, key: Self::Key) -> Option<u64>;
     /// Removes `key`; whether it was there.
     fn remove(&self, key: Self::Key) -> bool;
+    /// The idle sweep, the way the table's users would write it, keeping
+    /// every entry; `false` if the table cannot iterate while shared.
+    fn sweep(&self) -> bool;
 }
 
 impl Table for Registry<u64> {
@@ -55,6 +61,10 @@ impl Table for Registry<u64> {
     #[inline]
     fn remove(&self, key: ConnectionId) -> bool {
         Registry::remove(self, key).is_some()
+    }
+    fn sweep(&self) -> bool {
+        Registry::sweep(self, |_, value| *value != u64::MAX);
+        true
     }
 }
 
@@ -78,6 +88,11 @@ macro_rules! locked_map {
             #[inline]
             fn remove(&self, key: u64) -> bool {
                 self.$write()$(.$unwrap())?.remove(&key).is_some()
+            }
+            fn sweep(&self) -> bool {
+                // Kitura's way: the whole map, under the write lock.
+                self.$write()$(.$unwrap())?.retain(|_, value| *value != u64::MAX);
+                true
             }
         }
     };
@@ -107,6 +122,10 @@ impl Table for dashmap::DashMap<u64, u64> {
     fn remove(&self, key: u64) -> bool {
         dashmap::DashMap::remove(self, &key).is_some()
     }
+    fn sweep(&self) -> bool {
+        self.retain(|_, value| *value != u64::MAX);
+        true
+    }
 }
 
 impl Table for papaya::HashMap<u64, u64> {
@@ -127,6 +146,10 @@ impl Table for papaya::HashMap<u64, u64> {
     #[inline]
     fn remove(&self, key: u64) -> bool {
         self.pin().remove(&key).is_some()
+    }
+    fn sweep(&self) -> bool {
+        self.pin().retain(|_, value| *value != u64::MAX);
+        true
     }
 }
 
@@ -149,6 +172,10 @@ impl Table for sharded_slab::Slab<u64> {
         // `take` returns the value, as `Registry::remove` does (`remove`
         // only marks it).
         sharded_slab::Slab::take(self, key).is_some()
+    }
+    fn sweep(&self) -> bool {
+        // `unique_iter` needs `&mut Slab`: no sweep while shared.
+        false
     }
 }
 
@@ -183,8 +210,12 @@ pub fn populated<T: Table>() -> (T, Vec<T::Key>) {
     (table, keys)
 }
 
-/// Runs `ops` operations of `mix` on each of `threads` threads; returns
-/// the completed operations and the wall time.
+/// How often the idle sweep runs during a mix.
+pub const SWEEP_EVERY: Duration = Duration::from_millis(5);
+
+/// Runs `ops` operations of `mix` on each of `threads` threads, with the
+/// idle sweep running every [`SWEEP_EVERY`] on one more thread (a Kitura
+/// server's timer); returns the completed operations and the wall time.
 pub fn run_mix<T: Table>(
     table: &T,
     resident: &[T::Key],
@@ -194,7 +225,16 @@ pub fn run_mix<T: Table>(
 ) -> (u64, Duration) {
     let start = Barrier::new(threads + 1);
     let done = Barrier::new(threads + 1);
+    let finished = AtomicBool::new(false);
     thread::scope(|s| {
+        s.spawn(|| {
+            while !finished.load(Ordering::Relaxed) {
+                thread::sleep(SWEEP_EVERY);
+                if !table.sweep() {
+                    break;
+                }
+            }
+        });
         let workers: Vec<_> = (0..threads)
             .map(|t| {
                 let (start, done) = (&start, &done);
@@ -239,6 +279,7 @@ pub fn run_mix<T: Table>(
         let begin = Instant::now();
         done.wait();
         let elapsed = begin.elapsed();
+        finished.store(true, Ordering::Relaxed);
         (workers.into_iter().map(|w| w.join().unwrap()).sum(), elapsed)
     })
 }
