@@ -210,8 +210,11 @@ impl<T> Registry<T> {
     ///
     /// No lock is held while `keep` runs: the visited entry is held as a
     /// [`Ref`] is, so a concurrent [`remove`](Self::remove) of it waits for
-    /// `keep` to return, and nothing else waits at all. Entries inserted or
-    /// removed during the sweep may or may not be visited.
+    /// `keep` to return, and nothing else waits at all. `keep` may call any
+    /// method, on any entry, except `remove` (or `drain`) of the entry it is
+    /// visiting, which would wait for itself: return `false` or call
+    /// [`discard`](Self::discard) instead. Entries inserted or removed
+    /// during the sweep may or may not be visited.
     pub fn sweep(&self, mut keep: impl FnMut(ConnectionId, &T) -> bool) -> usize {
         let mut removed = 0;
         for (index, shard) in self.shards.iter().enumerate() {
