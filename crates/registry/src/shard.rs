@@ -241,10 +241,10 @@ impl<T> Shard<T> {
         let mut count = 0;
         for (page, first) in freed.into_iter().enumerate() {
             if !first.is_null() {
-                // SAFETY: no slot of the page is reserved, so no lookup holds
-                // or can gain a reference into it (a reference needs
-                // OCCUPIED, set only after a reservation), and we unpublished
-                // it under the lock.
+                // No slot of the page is reserved, so no lookup holds or can
+                // gain a reference into it (a reference needs OCCUPIED, set
+                // only after a reservation); we unpublished it under the lock.
+                // SAFETY: as above; allocated by `allocate` with this length.
                 unsafe { free_slice(first, page_len(page)) };
                 count += 1;
             }
