@@ -40,8 +40,9 @@ pub trait Table: Sync {
     /// Removes `key`; whether it was there.
     fn remove(&self, key: Self::Key) -> bool;
     /// The idle sweep, the way the table's users would write it, keeping
-    /// every entry; `false` if the table cannot iterate while shared.
-    fn sweep(&self) -> bool;
+    /// every entry: how many entries it visited, or `None` if the table
+    /// cannot iterate while shared.
+    fn sweep(&self) -> Option<usize>;
 }
 
 impl Table for Registry<u64> {
@@ -62,9 +63,10 @@ impl Table for Registry<u64> {
     fn remove(&self, key: ConnectionId) -> bool {
         Registry::remove(self, key).is_some()
     }
-    fn sweep(&self) -> bool {
-        Registry::sweep(self, |_, value| *value != u64::MAX);
-        true
+    fn sweep(&self) -> Option<usize> {
+        let mut visited = 0;
+        Registry::sweep(self, |_, value| keep(&mut visited, *value));
+        Some(visited)
     }
 }
 
@@ -89,10 +91,11 @@ macro_rules! locked_map {
             fn remove(&self, key: u64) -> bool {
                 self.$write()$(.$unwrap())?.remove(&key).is_some()
             }
-            fn sweep(&self) -> bool {
+            fn sweep(&self) -> Option<usize> {
                 // Kitura's way: the whole map, under the write lock.
-                self.$write()$(.$unwrap())?.retain(|_, value| *value != u64::MAX);
-                true
+                let mut visited = 0;
+                self.$write()$(.$unwrap())?.retain(|_, value| keep(&mut visited, *value));
+                Some(visited)
             }
         }
     };
@@ -122,9 +125,10 @@ impl Table for dashmap::DashMap<u64, u64> {
     fn remove(&self, key: u64) -> bool {
         dashmap::DashMap::remove(self, &key).is_some()
     }
-    fn sweep(&self) -> bool {
-        self.retain(|_, value| *value != u64::MAX);
-        true
+    fn sweep(&self) -> Option<usize> {
+        let mut visited = 0;
+        self.retain(|_, value| keep(&mut visited, *value));
+        Some(visited)
     }
 }
 
@@ -147,9 +151,10 @@ impl Table for papaya::HashMap<u64, u64> {
     fn remove(&self, key: u64) -> bool {
         self.pin().remove(&key).is_some()
     }
-    fn sweep(&self) -> bool {
-        self.pin().retain(|_, value| *value != u64::MAX);
-        true
+    fn sweep(&self) -> Option<usize> {
+        let mut visited = 0;
+        self.pin().retain(|_, value| keep(&mut visited, *value));
+        Some(visited)
     }
 }
 
@@ -173,9 +178,9 @@ impl Table for sharded_slab::Slab<u64> {
         // only marks it).
         sharded_slab::Slab::take(self, key).is_some()
     }
-    fn sweep(&self) -> bool {
+    fn sweep(&self) -> Option<usize> {
         // `unique_iter` needs `&mut Slab`: no sweep while shared.
-        false
+        None
     }
 }
 
@@ -203,10 +208,23 @@ pub const READ_HEAVY_OWNED: Mix =
 /// 50% lookups, 25% inserts, 25% removes.
 pub const CHURN: Mix = Mix { name: "churn 50/25/25", get: 50, insert: 25, owned: false };
 
+/// Every sweep's closure: counts the visit and keeps the entry (no value
+/// is `u64::MAX`, but the table cannot know that).
+#[inline]
+fn keep(visited: &mut usize, value: u64) -> bool {
+    *visited += 1;
+    value != u64::MAX
+}
+
 /// A table with [`RESIDENT`] long-lived entries, and their keys.
 pub fn populated<T: Table>() -> (T, Vec<T::Key>) {
+    populated_with(RESIDENT)
+}
+
+/// A table with `entries` long-lived entries, and their keys.
+pub fn populated_with<T: Table>(entries: usize) -> (T, Vec<T::Key>) {
     let table = T::new();
-    let keys = (0..RESIDENT as u64).map(|i| table.insert(i, i).unwrap()).collect();
+    let keys = (0..entries as u64).map(|i| table.insert(i, i).unwrap()).collect();
     (table, keys)
 }
 
@@ -230,7 +248,7 @@ pub fn run_mix<T: Table>(
         s.spawn(|| {
             while !finished.load(Ordering::Relaxed) {
                 thread::sleep(SWEEP_EVERY);
-                if !table.sweep() {
+                if table.sweep().is_none() {
                     break;
                 }
             }

@@ -1,127 +1,30 @@
 //! Lookup latency while an idle sweep runs: 100,000 connections, one thread
 //! looking up resident connections (batches of 8, each batch timed), and a
 //! second thread either idle or sweeping the whole table over and over,
-//! keeping everything (the cost of the visit itself). Each table sweeps the
-//! way its users would: falconet-registry `sweep` (shard by shard, no lock
-//! while the closure runs), dashmap `retain` (one shard's write lock at a
-//! time), papaya `retain`, and `RwLock<HashMap>` `write().retain()` (the
-//! global barrier Kitura used). sharded-slab cannot iterate a shared slab.
+//! keeping everything (the cost of the visit itself). The tables are the
+//! mix benchmark's (`Table`), each sweeping the way its users would:
+//! falconet-registry `sweep` (shard by shard, no lock while the closure
+//! runs), dashmap `retain` (one shard's write lock at a time), papaya
+//! `retain`, and `RwLock<HashMap>` `write().retain()` (the global barrier
+//! Kitura used). sharded-slab cannot iterate a shared slab.
 //!
 //! `cargo run --release -p falconet-benches --bin registry_sweep [rounds] [ms per phase]`
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use falconet_benches::flow::percentile;
-use falconet_registry::{ConnectionId, Options, Registry};
+use falconet_benches::registry::{Table, populated_with};
+use falconet_registry::Registry;
 
 const ENTRIES: usize = 100_000;
 const BATCH: u32 = 8;
 
-trait Sweepable: Sync {
-    const NAME: &'static str;
-    type Key: Copy + Send + Sync;
-    fn build() -> (Self, Vec<Self::Key>)
-    where
-        Self: Sized;
-    fn lookup(&self, key: Self::Key) -> u64;
-    /// Visits every entry, keeping all; returns how many it visited.
-    fn sweep(&self) -> usize;
-}
-
-impl Sweepable for Registry<AtomicU64> {
-    const NAME: &'static str = "falconet-registry sweep";
-    type Key = ConnectionId;
-    fn build() -> (Self, Vec<ConnectionId>) {
-        let registry = Registry::with_options(Options::new().max_connections(1 << 20)).unwrap();
-        let keys =
-            (0..ENTRIES as u64).map(|i| registry.insert(AtomicU64::new(i)).unwrap()).collect();
-        (registry, keys)
-    }
-    fn lookup(&self, key: ConnectionId) -> u64 {
-        self.get(key).unwrap().load(Ordering::Relaxed)
-    }
-    fn sweep(&self) -> usize {
-        let mut visited = 0;
-        Registry::sweep(self, |_, last_active| {
-            visited += 1;
-            last_active.load(Ordering::Relaxed) != u64::MAX
-        });
-        visited
-    }
-}
-
-impl Sweepable for dashmap::DashMap<u64, AtomicU64> {
-    const NAME: &'static str = "dashmap retain";
-    type Key = u64;
-    fn build() -> (Self, Vec<u64>) {
-        let map = dashmap::DashMap::new();
-        (0..ENTRIES as u64).for_each(|i| {
-            map.insert(i, AtomicU64::new(i));
-        });
-        (map, (0..ENTRIES as u64).collect())
-    }
-    fn lookup(&self, key: u64) -> u64 {
-        self.get(&key).unwrap().load(Ordering::Relaxed)
-    }
-    fn sweep(&self) -> usize {
-        let mut visited = 0;
-        self.retain(|_, last_active| {
-            visited += 1;
-            last_active.load(Ordering::Relaxed) != u64::MAX
-        });
-        visited
-    }
-}
-
-impl Sweepable for papaya::HashMap<u64, AtomicU64> {
-    const NAME: &'static str = "papaya retain";
-    type Key = u64;
-    fn build() -> (Self, Vec<u64>) {
-        let map = papaya::HashMap::new();
-        (0..ENTRIES as u64).for_each(|i| {
-            map.pin().insert(i, AtomicU64::new(i));
-        });
-        (map, (0..ENTRIES as u64).collect())
-    }
-    fn lookup(&self, key: u64) -> u64 {
-        self.pin().get(&key).unwrap().load(Ordering::Relaxed)
-    }
-    fn sweep(&self) -> usize {
-        let mut visited = 0;
-        self.pin().retain(|_, last_active| {
-            visited += 1;
-            last_active.load(Ordering::Relaxed) != u64::MAX
-        });
-        visited
-    }
-}
-
-impl Sweepable for parking_lot::RwLock<HashMap<u64, AtomicU64>> {
-    const NAME: &'static str = "parking_lot RwLock<HashMap> write().retain()";
-    type Key = u64;
-    fn build() -> (Self, Vec<u64>) {
-        let map = (0..ENTRIES as u64).map(|i| (i, AtomicU64::new(i))).collect();
-        (parking_lot::RwLock::new(map), (0..ENTRIES as u64).collect())
-    }
-    fn lookup(&self, key: u64) -> u64 {
-        self.read().get(&key).unwrap().load(Ordering::Relaxed)
-    }
-    fn sweep(&self) -> usize {
-        let mut visited = 0;
-        self.write().retain(|_, last_active| {
-            visited += 1;
-            last_active.load(Ordering::Relaxed) != u64::MAX
-        });
-        visited
-    }
-}
-
 /// Batch latencies (ns per lookup) over `phase`, with or without a sweeper;
 /// and the sweeps completed.
-fn phase<T: Sweepable>(
+fn phase<T: Table>(
     table: &T,
     keys: &[T::Key],
     sweeping: bool,
@@ -132,7 +35,7 @@ fn phase<T: Sweepable>(
         let sweeper = s.spawn(|| {
             let mut sweeps = 0;
             while sweeping && !stop.load(Ordering::Relaxed) {
-                assert_eq!(table.sweep(), ENTRIES);
+                assert_eq!(table.sweep(), Some(ENTRIES));
                 sweeps += 1;
             }
             sweeps
@@ -147,7 +50,7 @@ fn phase<T: Sweepable>(
                 rng ^= rng << 13;
                 rng ^= rng >> 7;
                 rng ^= rng << 17;
-                sum += table.lookup(keys[rng as usize % keys.len()]);
+                sum += table.get(keys[rng as usize % keys.len()]).unwrap();
             }
             latencies
                 .push((start.elapsed().as_nanos() / u128::from(BATCH)).min(u128::from(u32::MAX))
@@ -159,8 +62,8 @@ fn phase<T: Sweepable>(
     })
 }
 
-fn measure<T: Sweepable>(rounds: usize, length: Duration) {
-    let (table, keys) = T::build();
+fn measure<T: Table>(name: &str, rounds: usize, length: Duration) {
+    let (table, keys) = populated_with::<T>(ENTRIES);
     let (mut quiet, mut busy, mut sweeps) = (Vec::new(), Vec::new(), 0);
     for _ in 0..rounds {
         quiet.append(&mut phase(&table, &keys, false, length).0);
@@ -171,7 +74,7 @@ fn measure<T: Sweepable>(rounds: usize, length: Duration) {
     let (q99, b99) = (percentile(&mut quiet, 0.99), percentile(&mut busy, 0.99));
     println!(
         "| {} | {} / {} / {} | {} / {} / {} | {:.2}x | {:.1} |",
-        T::NAME,
+        name,
         percentile(&mut quiet, 0.5),
         q99,
         percentile(&mut quiet, 0.999),
@@ -195,8 +98,12 @@ fn main() {
         "| table, sweep | no sweep p50 / p99 / p99.9 | sweeping p50 / p99 / p99.9 | p99 ratio | sweeps/s |"
     );
     println!("|---|---|---|---|---|");
-    measure::<Registry<AtomicU64>>(rounds, length);
-    measure::<dashmap::DashMap<u64, AtomicU64>>(rounds, length);
-    measure::<papaya::HashMap<u64, AtomicU64>>(rounds, length);
-    measure::<parking_lot::RwLock<HashMap<u64, AtomicU64>>>(rounds, length);
+    measure::<Registry<u64>>("falconet-registry sweep", rounds, length);
+    measure::<dashmap::DashMap<u64, u64>>("dashmap retain", rounds, length);
+    measure::<papaya::HashMap<u64, u64>>("papaya retain", rounds, length);
+    measure::<parking_lot::RwLock<HashMap<u64, u64>>>(
+        "parking_lot RwLock<HashMap> write().retain()",
+        rounds,
+        length,
+    );
 }
