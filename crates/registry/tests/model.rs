@@ -61,6 +61,18 @@ fn max_ops(n: usize) -> usize {
     if cfg!(miri) { n / 20 } else { n }
 }
 
+/// The model of a `Ref` to `id` dropping: if `id` was removed while
+/// referenced and this was its last `Ref`, its value is dropped now (1).
+fn let_go(lingering: &mut HashMap<ConnectionId, usize>, id: ConnectionId) -> usize {
+    let Some(refs) = lingering.get_mut(&id) else { return 0 };
+    *refs -= 1;
+    if *refs > 0 {
+        return 0;
+    }
+    lingering.remove(&id);
+    1
+}
+
 fn run(ops: Vec<Op>, shards: usize, max: usize) {
     let drops = drops();
     let registry: Registry<Tracked> =
@@ -120,13 +132,7 @@ fn run(ops: Vec<Op>, shards: usize, max: usize) {
             Op::Release(i) => {
                 if !held.is_empty() {
                     let id = held.swap_remove(i % held.len()).id();
-                    if let Some(refs) = lingering.get_mut(&id) {
-                        *refs -= 1;
-                        if *refs == 0 {
-                            lingering.remove(&id);
-                            dropped += 1;
-                        }
-                    }
+                    dropped += let_go(&mut lingering, id);
                 }
             }
             Op::Remove(i) | Op::Discard(i) => {
@@ -182,13 +188,7 @@ fn run(ops: Vec<Op>, shards: usize, max: usize) {
                 for r in held.drain(..) {
                     let id = r.id();
                     drop(r);
-                    if let Some(refs) = lingering.get_mut(&id) {
-                        *refs -= 1;
-                        if *refs == 0 {
-                            lingering.remove(&id);
-                            dropped += 1;
-                        }
-                    }
+                    dropped += let_go(&mut lingering, id);
                 }
                 let mut drained: Vec<_> = registry.drain().map(|(id, v)| (id, v.tag)).collect();
                 let mut expected: Vec<_> = live.drain().collect();
