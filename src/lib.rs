@@ -9,6 +9,7 @@
 //! | [`pipe`] | `falconet-pipe` | SPSC socket-input pipe: pooled blocks from socket reader to parser |
 //! | [`flow`] | `falconet-flow` | HTTP/2 flow-control windows in one CAS-updated `u64` |
 //! | [`registry`] | `falconet-registry` | sharded connection registry: id -> connection, lock-free lookup, idle sweep |
+//! | [`server`] | `falconet-server` | thin HTTP/1.1 server built from the four (without its binary's `cli` feature) |
 //!
 //! ```
 //! let pool = falconet::pool::Pool::new();
@@ -27,3 +28,5 @@ pub use falconet_pipe as pipe;
 pub use falconet_pool as pool;
 #[doc(inline)]
 pub use falconet_registry as registry;
+#[doc(inline)]
+pub use falconet_server as server;

@@ -1,0 +1,248 @@
+//! A registered connection: its socket, its session, and the
+//! read -> process -> one write cycle that drives them.
+//!
+//! Readiness is edge-triggered, so the connection remembers it: `readable`
+//! stays set until a read comes back short or `WouldBlock` (a short read
+//! drains the socket, so no read is spent learning that it would block),
+//! `writable` until a write comes back short.
+//!
+//! Closing is ordered so that the client sees the last response:
+//!
+//! ```text
+//! Open --Close/timeout--> Flushing --output sent--> Lingering --client EOF or linger timeout--> closed
+//!                         (client already gone: closed once the output is sent, or at once)
+//! ```
+//!
+//! A lingering connection has shut its write side and reads (discarding)
+//! until the client's end of stream, so unread input does not make the
+//! kernel reset the connection and drop the response.
+
+use std::io::{self, Read, Write};
+use std::net::Shutdown;
+
+use mio::net::TcpStream;
+use parking_lot::Mutex;
+
+use crate::handler::{Handler, Status};
+use crate::http1::Progress;
+use crate::session::{Context, Session};
+
+/// What the registry holds for each connection. Only the worker that
+/// accepted it drives it (its socket is in that worker's poll); the timer
+/// (worker 0) takes the lock briefly to judge timeouts.
+pub(crate) struct Connection<H: Handler> {
+    pub(crate) inner: Mutex<Conn<H>>,
+}
+
+/// Whether a connection stays registered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    Open,
+    Close,
+}
+
+/// What the poll reported for a connection.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Readiness {
+    pub(crate) readable: bool,
+    pub(crate) writable: bool,
+    /// End of stream or an error: reading will tell which.
+    pub(crate) read_closed: bool,
+}
+
+/// The timeouts a connection is judged by, in milliseconds.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Timeouts {
+    pub(crate) header: u64,
+    pub(crate) io: u64,
+    pub(crate) keep_alive: u64,
+    pub(crate) linger: u64,
+}
+
+pub(crate) struct Conn<H: Handler> {
+    pub(crate) socket: TcpStream,
+    session: Session<H>,
+    readable: bool,
+    writable: bool,
+    /// The poll reported the client's end of stream: read until it.
+    hup: bool,
+    /// The client ended its side.
+    eof: bool,
+    /// Our write side is shut; reading until the client's end of stream.
+    lingering: bool,
+    /// Last time bytes moved (or the state changed), ms since server start.
+    last_progress: u64,
+    /// When the current request head's first byte arrived.
+    head_started: Option<u64>,
+}
+
+impl<H: Handler> Conn<H> {
+    pub(crate) fn new(socket: TcpStream, session: Session<H>, now: u64) -> Self {
+        Self {
+            socket,
+            session,
+            readable: false,
+            writable: true,
+            hup: false,
+            eof: false,
+            lingering: false,
+            last_progress: now,
+            head_started: None,
+        }
+    }
+
+    /// Handles readiness: reads what there is, answers it, writes once.
+    pub(crate) fn ready(
+        &mut self,
+        readiness: Readiness,
+        handler: &H,
+        cx: &mut Context,
+        now: u64,
+    ) -> Verdict {
+        self.readable |= readiness.readable || readiness.read_closed;
+        self.hup |= readiness.read_closed;
+        let writable = readiness.writable;
+        self.writable |= writable;
+        match self.drive(handler, cx, now) {
+            Ok(verdict) => verdict,
+            Err(error) => {
+                tracing::debug!(%error, "connection failed");
+                Verdict::Close
+            }
+        }
+    }
+
+    fn drive(&mut self, handler: &H, cx: &mut Context, now: u64) -> io::Result<Verdict> {
+        loop {
+            if self.lingering {
+                return self.linger();
+            }
+            while self.readable && !self.eof && self.session.wants_input(cx) {
+                match self.session.read_from(&mut self.socket) {
+                    Ok((0, _)) => {
+                        self.eof = true;
+                        self.session.end_input();
+                    }
+                    Ok((_, filled)) => {
+                        self.last_progress = now;
+                        // A short read drained the socket, unless its end
+                        // of stream is already known to follow the data.
+                        self.readable = filled || self.hup;
+                    }
+                    Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
+                        self.readable = false
+                    }
+                    Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+                    Err(error) => return Err(error),
+                }
+            }
+            let progress = self.session.process(handler, cx);
+            self.head_started =
+                match (self.session.is_idle() || self.session.in_body(), self.head_started) {
+                    (true, _) => None,
+                    (false, None) => Some(now),
+                    (false, started) => started,
+                };
+            self.write(now)?;
+            let flushed = self.session.output().is_empty();
+            match progress {
+                Progress::Close => return self.settle(flushed, now),
+                Progress::OutputFull if self.writable => {}
+                Progress::OutputFull => return Ok(Verdict::Open),
+                Progress::NeedInput if self.eof => return self.settle(flushed, now),
+                Progress::NeedInput if self.readable && self.session.wants_input(cx) => {}
+                Progress::NeedInput => return Ok(Verdict::Open),
+            }
+        }
+    }
+
+    /// One write of everything pending.
+    fn write(&mut self, now: u64) -> io::Result<()> {
+        let pending = self.session.output();
+        if pending.is_empty() || !self.writable {
+            return Ok(());
+        }
+        let len = pending.len();
+        match self.socket.write(pending) {
+            Ok(n) => {
+                self.session.consume_output(n);
+                self.last_progress = now;
+                self.writable = n == len;
+                Ok(())
+            }
+            Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
+                self.writable = false;
+                Ok(())
+            }
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => Ok(()),
+            Err(error) => Err(error),
+        }
+    }
+
+    /// The session is over: once its output is sent, close, or linger if
+    /// the client may still be sending.
+    fn settle(&mut self, flushed: bool, now: u64) -> io::Result<Verdict> {
+        if !flushed {
+            return Ok(Verdict::Open);
+        }
+        if self.eof {
+            return Ok(Verdict::Close);
+        }
+        self.socket.shutdown(Shutdown::Write)?;
+        self.lingering = true;
+        self.last_progress = now;
+        self.linger()
+    }
+
+    /// Reads and discards until the client's end of stream.
+    fn linger(&mut self) -> io::Result<Verdict> {
+        let mut sink = [0u8; 1024];
+        loop {
+            match self.socket.read(&mut sink) {
+                Ok(0) => return Ok(Verdict::Close),
+                Ok(_) => {}
+                Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
+                    return Ok(Verdict::Open);
+                }
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+                Err(error) => return Err(error),
+            }
+        }
+    }
+
+    /// The timer's judgement at `now`. A request that timed out gets `408`
+    /// and the connection goes on to close as after any final response.
+    pub(crate) fn check(&mut self, now: u64, timeouts: &Timeouts, cx: &mut Context) -> Verdict {
+        let waited = now.saturating_sub(self.last_progress);
+        if self.lingering {
+            return if waited >= timeouts.linger { Verdict::Close } else { Verdict::Open };
+        }
+        if !self.session.output().is_empty() {
+            // The client does not read its responses.
+            return if waited >= timeouts.io { Verdict::Close } else { Verdict::Open };
+        }
+        if self.session.is_idle() {
+            return if cx.draining || waited >= timeouts.keep_alive {
+                Verdict::Close
+            } else {
+                Verdict::Open
+            };
+        }
+        let late = if self.session.in_body() {
+            waited >= timeouts.io
+        } else {
+            self.head_started.is_some_and(|started| now.saturating_sub(started) >= timeouts.header)
+        };
+        if !late {
+            return Verdict::Open;
+        }
+        self.session.refuse(Status::REQUEST_TIMEOUT, cx);
+        self.writable = true;
+        let written =
+            self.write(now).and_then(|()| self.settle(self.session.output().is_empty(), now));
+        match written {
+            Ok(verdict) => verdict,
+            Err(_) => Verdict::Close,
+        }
+    }
+}

@@ -1,0 +1,542 @@
+//! HTTP/1.x over a pipe: request heads, bodies and responses, in order.
+//!
+//! A connection is in one of three phases:
+//!
+//! ```text
+//!            head complete, no body: respond
+//!          +-------------------------------+
+//!          v                               |
+//!   +-------------+  head with a body  +---------+
+//!   |    Head     | -----------------> |  Body   | -- last byte: respond --> Head
+//!   +-------------+                    +---------+
+//!          | bad input, Connection: close, end of stream mid-request
+//!          v
+//!   +-------------+
+//!   |   Closed    |  (the last response is flushed, then the socket closes)
+//!   +-------------+
+//! ```
+//!
+//! Each call to [`Http1::process`] takes everything the pipe holds and
+//! answers every complete request in it, appending responses to one
+//! output buffer that the connection writes once. It stops early when that
+//! buffer passes its bound: the unparsed bytes then stay unexamined in the
+//! pipe, which pauses the socket reader at its threshold, so a client that
+//! pipelines without reading is pushed back by TCP, not buffered.
+//!
+//! Heads are parsed in place when they sit in one pool block (nearly
+//! always) and from a copy in the worker's scratch buffer when they span
+//! blocks. A partial head is re-parsed only when a new line end arrives,
+//! so a head sent a byte at a time costs one parse per line, not per byte.
+
+use std::mem::MaybeUninit;
+
+use falconet_pipe::{ReadGuard, Reader};
+
+use crate::chunked::{ChunkedDecoder, ChunkedError};
+use crate::handler::{BodyLength, Handler, Request, Response, Status, Version};
+use crate::session::Context;
+
+/// Header fields a head may have at most, whatever the options say (the
+/// parser's array lives on the stack).
+pub const MAX_HEADERS_LIMIT: usize = 256;
+
+/// What the connection should do after [`Session::process`](crate::Session::process).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Progress {
+    /// Every buffered byte was handled: write the output, read more.
+    NeedInput,
+    /// The output buffer is full: write it before parsing more.
+    OutputFull,
+    /// Write the output, then close.
+    Close,
+}
+
+/// Where a connection's HTTP/1 exchange stands.
+#[derive(Debug)]
+pub(crate) struct Http1<S> {
+    phase: Phase<S>,
+    /// Bytes of the current partial head already parsed without success.
+    scanned: usize,
+}
+
+#[derive(Debug)]
+enum Phase<S> {
+    Head,
+    Body(Exchange<S>),
+    Closed,
+}
+
+/// A request whose body is arriving.
+#[derive(Debug)]
+struct Exchange<S> {
+    state: S,
+    framing: Framing,
+    received: u64,
+    version: Version,
+    head_only: bool,
+    keep_alive: bool,
+}
+
+#[derive(Debug)]
+enum Framing {
+    /// Bytes left of a `Content-Length` body.
+    Length(u64),
+    Chunked(ChunkedDecoder),
+}
+
+/// What a head came to.
+enum Head<S> {
+    /// Not complete yet.
+    Partial,
+    /// Parsed (and answered, when it has no body); `usize` bytes used.
+    Done(usize),
+    /// Parsed with a body to come.
+    Body(usize, Exchange<S>),
+    /// Answered with an error; the connection closes.
+    Refused,
+}
+
+/// One step within one read.
+enum Step {
+    /// Everything buffered was examined.
+    Wait,
+    /// Stop: output is full.
+    Pause,
+    /// Stop: closing.
+    Close,
+}
+
+impl<S> Http1<S> {
+    pub(crate) fn new() -> Self {
+        Self { phase: Phase::Head, scanned: 0 }
+    }
+
+    /// Whether no request is under way (between requests, nothing parsed of
+    /// the next).
+    pub(crate) fn is_between_requests(&self) -> bool {
+        matches!(self.phase, Phase::Head) && self.scanned == 0
+    }
+
+    /// Whether a request body is arriving.
+    pub(crate) fn in_body(&self) -> bool {
+        matches!(self.phase, Phase::Body(_))
+    }
+
+    /// Whether the exchange is over (the connection closes after its output).
+    pub(crate) fn is_closed(&self) -> bool {
+        matches!(self.phase, Phase::Closed)
+    }
+
+    /// Ends the exchange: nothing more is parsed.
+    pub(crate) fn close(&mut self) {
+        self.phase = Phase::Closed;
+    }
+
+    /// Handles everything `input` holds; see [`Progress`].
+    pub(crate) fn process<H>(
+        &mut self,
+        input: &Reader,
+        out: &mut Vec<u8>,
+        handler: &H,
+        cx: &mut Context,
+    ) -> Progress
+    where
+        H: Handler<State = S>,
+    {
+        loop {
+            if self.is_closed() {
+                return Progress::Close;
+            }
+            if out.len() >= cx.limits.max_pending_output {
+                return Progress::OutputFull;
+            }
+            let guard = match input.try_read() {
+                Ok(Some(guard)) => guard,
+                Ok(None) => return Progress::NeedInput,
+                // One reader, used by one thread: cannot happen; close.
+                Err(_) => return Progress::Close,
+            };
+            let len = guard.len();
+            let completed = guard.is_completed();
+            let mut pos = 0;
+            let step = loop {
+                if out.len() >= cx.limits.max_pending_output {
+                    break Step::Pause;
+                }
+                match &mut self.phase {
+                    Phase::Closed => break Step::Close,
+                    Phase::Head if pos == len => {
+                        break if completed { Step::Close } else { Step::Wait };
+                    }
+                    Phase::Head => match self.head(&guard, pos, out, handler, cx) {
+                        Head::Partial if completed => break Step::Close,
+                        Head::Partial => break Step::Wait,
+                        Head::Done(used) => pos += used,
+                        Head::Body(used, exchange) => {
+                            pos += used;
+                            self.phase = Phase::Body(exchange);
+                        }
+                        Head::Refused => break Step::Close,
+                    },
+                    Phase::Body(_) if pos == len => {
+                        break if completed { Step::Close } else { Step::Wait };
+                    }
+                    Phase::Body(exchange) => {
+                        let piece = contiguous(&guard, pos);
+                        match body(exchange, piece, handler, cx.limits.max_body) {
+                            Ok((used, false)) => pos += used,
+                            Ok((used, true)) => {
+                                pos += used;
+                                let more = pos < len;
+                                self.respond(out, handler, cx, more);
+                            }
+                            Err(status) => {
+                                refuse(out, cx, status);
+                                break Step::Close;
+                            }
+                        }
+                    }
+                }
+            };
+            let examined = match step {
+                Step::Pause => pos,
+                Step::Wait | Step::Close => len,
+            };
+            // Cannot fail: both positions are within the read.
+            let _ = guard.advance_to(pos, examined);
+            match step {
+                Step::Wait => {}
+                Step::Pause => return Progress::OutputFull,
+                Step::Close => {
+                    self.phase = Phase::Closed;
+                    return Progress::Close;
+                }
+            }
+        }
+    }
+
+    /// Parses the head at `pos`; answers it when it has no body.
+    fn head<H>(
+        &mut self,
+        guard: &ReadGuard<'_>,
+        pos: usize,
+        out: &mut Vec<u8>,
+        handler: &H,
+        cx: &mut Context,
+    ) -> Head<S>
+    where
+        H: Handler<State = S>,
+    {
+        let limits = cx.limits;
+        let available = guard.len() - pos;
+        let first = contiguous(guard, pos);
+        let bytes: &[u8] = if first.len() == available || first.len() > limits.max_head {
+            first
+        } else {
+            // The head spans blocks: parse a copy (at most one byte past the
+            // limit, enough to tell that it is over).
+            cx.scratch.clear();
+            let want = available.min(limits.max_head + 1);
+            let mut start = 0;
+            for chunk in guard.chunks() {
+                let end = start + chunk.len();
+                if end > pos {
+                    let from = pos.saturating_sub(start);
+                    let take = (want - cx.scratch.len()).min(chunk.len() - from);
+                    cx.scratch.extend_from_slice(&chunk[from..from + take]);
+                    if cx.scratch.len() == want {
+                        break;
+                    }
+                }
+                start = end;
+            }
+            &cx.scratch
+        };
+        // Nothing new since the last attempt but bytes without a line end:
+        // the parse would fail the same way.
+        if self.scanned > 0
+            && self.scanned <= bytes.len()
+            && !bytes[self.scanned..].contains(&b'\n')
+        {
+            return self.partial(bytes, out, cx);
+        }
+        let mut headers =
+            [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_HEADERS_LIMIT];
+        let mut parsed = httparse::Request::new(&mut []);
+        let result = parsed.parse_with_uninit_headers(bytes, &mut headers[..limits.max_headers]);
+        let used = match result {
+            Ok(httparse::Status::Complete(used)) => used,
+            Ok(httparse::Status::Partial) => return self.partial(bytes, out, cx),
+            Err(httparse::Error::TooManyHeaders) => {
+                return refused(out, cx, Status::HEADER_FIELDS_TOO_LARGE);
+            }
+            Err(httparse::Error::Version) => {
+                return refused(out, cx, Status::VERSION_NOT_SUPPORTED);
+            }
+            Err(_) => return refused(out, cx, Status::BAD_REQUEST),
+        };
+        self.scanned = 0;
+        let (Some(method), Some(target), Some(minor)) =
+            (parsed.method, parsed.path, parsed.version)
+        else {
+            return refused(out, cx, Status::BAD_REQUEST);
+        };
+        let line = method.len() + target.len() + " HTTP/1.1".len() + 1;
+        if line > limits.max_request_line {
+            return refused(out, cx, Status::URI_TOO_LONG);
+        }
+        if used > limits.max_head {
+            return refused(out, cx, Status::HEADER_FIELDS_TOO_LARGE);
+        }
+        let version = if minor == 0 { Version::Http10 } else { Version::Http11 };
+        let fields = match Fields::read(parsed.headers, version) {
+            Ok(fields) => fields,
+            Err(status) => return refused(out, cx, status),
+        };
+        if let BodyLength::Known(length) = fields.body
+            && length > limits.max_body
+        {
+            return refused(out, cx, Status::CONTENT_TOO_LARGE);
+        }
+        let head_only = method == "HEAD";
+        let request =
+            Request { method, target, version, headers: parsed.headers, body: fields.body };
+        let state = handler.head(&request);
+        let framing = match fields.body {
+            BodyLength::Empty => {
+                let keep_alive = keep_open(fields.keep_alive, used < available, cx);
+                if !respond_with(state, out, handler, cx, version, head_only, keep_alive) {
+                    self.phase = Phase::Closed;
+                }
+                return Head::Done(used);
+            }
+            BodyLength::Known(length) => Framing::Length(length),
+            BodyLength::Chunked => Framing::Chunked(ChunkedDecoder::new()),
+        };
+        if fields.expect_continue && version == Version::Http11 {
+            out.extend_from_slice(b"HTTP/1.1 100 Continue\r\n\r\n");
+        }
+        Head::Body(
+            used,
+            Exchange {
+                state,
+                framing,
+                received: 0,
+                version,
+                head_only,
+                keep_alive: fields.keep_alive,
+            },
+        )
+    }
+
+    /// The head is incomplete: wait, or refuse it if it is already too long.
+    fn partial(&mut self, bytes: &[u8], out: &mut Vec<u8>, cx: &Context) -> Head<S> {
+        let limits = cx.limits;
+        let line_seen = bytes[..bytes.len().min(limits.max_request_line)].contains(&b'\n');
+        if !line_seen && bytes.len() >= limits.max_request_line {
+            return refused(out, cx, Status::URI_TOO_LONG);
+        }
+        if bytes.len() > limits.max_head {
+            return refused(out, cx, Status::HEADER_FIELDS_TOO_LARGE);
+        }
+        self.scanned = bytes.len().max(1);
+        Head::Partial
+    }
+
+    /// The body is complete: answer it.
+    fn respond<H>(&mut self, out: &mut Vec<u8>, handler: &H, cx: &mut Context, more: bool)
+    where
+        H: Handler<State = S>,
+    {
+        let Phase::Body(exchange) = std::mem::replace(&mut self.phase, Phase::Head) else {
+            return;
+        };
+        let keep_alive = keep_open(exchange.keep_alive, more, cx);
+        let keep = respond_with(
+            exchange.state,
+            out,
+            handler,
+            cx,
+            exchange.version,
+            exchange.head_only,
+            keep_alive,
+        );
+        if !keep {
+            self.phase = Phase::Closed;
+        }
+    }
+}
+
+/// Whether the connection stays open after this response: as the client
+/// asked, unless the server is shutting down and nothing else is buffered
+/// (requests already received are still answered).
+fn keep_open(keep_alive: bool, more: bool, cx: &Context) -> bool {
+    keep_alive && (more || !cx.draining)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn respond_with<H: Handler>(
+    state: H::State,
+    out: &mut Vec<u8>,
+    handler: &H,
+    cx: &mut Context,
+    version: Version,
+    head_only: bool,
+    keep_alive: bool,
+) -> bool {
+    let mut response = Response::new(out, cx.date.as_bytes(), version, head_only, keep_alive);
+    handler.respond(state, &mut response);
+    cx.requests += 1;
+    response.finish()
+}
+
+/// Feeds body bytes from `piece` to the handler. Returns the bytes used and
+/// whether the body is complete, or the status that refuses it.
+fn body<H: Handler>(
+    exchange: &mut Exchange<H::State>,
+    piece: &[u8],
+    handler: &H,
+    max_body: u64,
+) -> Result<(usize, bool), Status> {
+    match &mut exchange.framing {
+        Framing::Length(left) => {
+            let n = usize::try_from(*left).unwrap_or(usize::MAX).min(piece.len());
+            if n > 0 {
+                handler.body(&mut exchange.state, &piece[..n]);
+            }
+            *left -= n as u64;
+            exchange.received += n as u64;
+            Ok((n, *left == 0))
+        }
+        Framing::Chunked(decoder) => {
+            let budget = max_body - exchange.received;
+            let (used, data) = decoder.decode(piece, budget).map_err(|error| match error {
+                ChunkedError::Malformed => Status::BAD_REQUEST,
+                ChunkedError::TooLarge => Status::CONTENT_TOO_LARGE,
+            })?;
+            if let Some(data) = data.filter(|d| !d.is_empty()) {
+                exchange.received += data.len() as u64;
+                handler.body(&mut exchange.state, data);
+            }
+            Ok((used, decoder.is_done()))
+        }
+    }
+}
+
+/// Writes an error response that closes the connection.
+pub(crate) fn refuse(out: &mut Vec<u8>, cx: &Context, status: Status) {
+    let mut response = Response::new(out, cx.date.as_bytes(), Version::Http11, false, false);
+    // Cannot fail: a fresh response accepts a status and a body.
+    let _ = response.status(status);
+    let _ = response.body(b"");
+    response.finish();
+}
+
+fn refused<S>(out: &mut Vec<u8>, cx: &Context, status: Status) -> Head<S> {
+    refuse(out, cx, status);
+    Head::Refused
+}
+
+/// The buffered bytes from `pos` to the end of the block that holds it.
+fn contiguous<'g>(guard: &'g ReadGuard<'_>, pos: usize) -> &'g [u8] {
+    let mut start = 0;
+    for chunk in guard.chunks() {
+        if pos < start + chunk.len() {
+            return &chunk[pos - start..];
+        }
+        start += chunk.len();
+    }
+    &[]
+}
+
+/// What the header fields say about framing and the connection.
+struct Fields {
+    body: BodyLength,
+    keep_alive: bool,
+    expect_continue: bool,
+}
+
+impl Fields {
+    /// Reads the fields that matter to the server, refusing a request whose
+    /// framing is ambiguous (RFC 9112 §6) or that it cannot serve.
+    fn read(headers: &[httparse::Header<'_>], version: Version) -> Result<Self, Status> {
+        let mut length: Option<u64> = None;
+        let mut transfer_encoding = false;
+        let mut chunked = false;
+        let mut unsupported_coding = false;
+        let mut hosts = 0;
+        let mut close = false;
+        let mut keep_alive_asked = false;
+        let mut expect_continue = false;
+        for header in headers {
+            let name = header.name;
+            let value = trim(header.value);
+            if name.eq_ignore_ascii_case("content-length") {
+                let parsed = parse_length(value).ok_or(Status::BAD_REQUEST)?;
+                if length.is_some_and(|seen| seen != parsed) {
+                    return Err(Status::BAD_REQUEST);
+                }
+                length = Some(parsed);
+            } else if name.eq_ignore_ascii_case("transfer-encoding") {
+                transfer_encoding = true;
+                for coding in value.split(|&b| b == b',').map(trim).filter(|c| !c.is_empty()) {
+                    if chunked {
+                        // Chunked must be the last coding, and only once.
+                        return Err(Status::BAD_REQUEST);
+                    }
+                    if coding.eq_ignore_ascii_case(b"chunked") {
+                        chunked = true;
+                    } else {
+                        unsupported_coding = true;
+                    }
+                }
+            } else if name.eq_ignore_ascii_case("host") {
+                hosts += 1;
+            } else if name.eq_ignore_ascii_case("connection") {
+                for token in value.split(|&b| b == b',').map(trim) {
+                    close |= token.eq_ignore_ascii_case(b"close");
+                    keep_alive_asked |= token.eq_ignore_ascii_case(b"keep-alive");
+                }
+            } else if name.eq_ignore_ascii_case("expect") {
+                if !value.eq_ignore_ascii_case(b"100-continue") {
+                    return Err(Status::EXPECTATION_FAILED);
+                }
+                expect_continue = true;
+            }
+        }
+        if transfer_encoding && length.is_some() {
+            return Err(Status::BAD_REQUEST);
+        }
+        if unsupported_coding {
+            return Err(Status::NOT_IMPLEMENTED);
+        }
+        if transfer_encoding && !chunked {
+            return Err(Status::BAD_REQUEST);
+        }
+        if version == Version::Http11 && hosts != 1 {
+            return Err(Status::BAD_REQUEST);
+        }
+        let body = match (chunked, length) {
+            (true, _) => BodyLength::Chunked,
+            (false, Some(0) | None) => BodyLength::Empty,
+            (false, Some(n)) => BodyLength::Known(n),
+        };
+        let keep_alive = match version {
+            Version::Http11 => !close,
+            Version::Http10 => keep_alive_asked && !close,
+        };
+        Ok(Self { body, keep_alive, expect_continue: expect_continue && body != BodyLength::Empty })
+    }
+}
+
+/// A `Content-Length` value: 1 to 19 digits, nothing else.
+fn parse_length(value: &[u8]) -> Option<u64> {
+    if value.is_empty() || value.len() > 19 || !value.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    Some(value.iter().fold(0, |n, &d| n * 10 + u64::from(d - b'0')))
+}
+
+fn trim(value: &[u8]) -> &[u8] {
+    value.trim_ascii()
+}

@@ -1,0 +1,88 @@
+//! A thin HTTP/1.1 server built from falconet's primitives: each
+//! connection lives in a [`falconet_registry::Registry`] (its id is the
+//! poll token), its socket reads land in [`falconet_pool`] blocks through a
+//! [`falconet_pipe`] writer, and the request parser reads through the
+//! pipe's reader.
+//!
+//! ```no_run
+//! use falconet_server::{Options, Server, hello::Hello};
+//!
+//! let server = Server::bind("127.0.0.1:8080", Options::new().workers(2), Hello)?;
+//! let running = server.start()?;
+//! // ... later, from any thread (the binary does it on SIGINT/SIGTERM):
+//! running.handle().shutdown();
+//! running.join()?;
+//! # Ok::<(), falconet_server::ServerError>(())
+//! ```
+//!
+//! # Shape
+//!
+//! - [`Server`] binds (one `SO_REUSEPORT` listener per worker by default,
+//!   see [`Accept`]) and [`start`](Server::start)s one mio event loop per
+//!   worker thread. [`Handle`] stops it gracefully and reads [`Stats`].
+//! - A [`Handler`] sees each request in three steps (head, body pieces,
+//!   respond) and writes a [`Response`]: no allocation per request, bodies
+//!   streamed in both directions.
+//! - [`Session`] is one connection without its socket (pipe, HTTP/1 state,
+//!   output): the server drives one per connection, tests and the fuzz
+//!   target drive it with bytes. A second protocol (HTTP/2, with
+//!   `falconet-flow` windows) would be a sibling of `http1` behind it.
+//!
+//! # The cycle
+//!
+//! A readable event reads the socket into the pipe until it is drained (or
+//! the pipe pauses), the parser answers every complete request in it, and
+//! all the responses go out in **one write**. Pipelined requests are
+//! answered in order. The `Date` header is rendered once a second per
+//! worker.
+//!
+//! # Answers to bad input
+//!
+//! Every refusal is a response and then a graceful close (the connection
+//! shuts its write side and reads until the client's end of stream, so the
+//! response is not lost to a reset):
+//!
+//! | input | answer |
+//! |---|---|
+//! | malformed request line or header, obs-fold, bad `Content-Length`, differing duplicate `Content-Length`, `Content-Length` with `Transfer-Encoding`, chunked not last, HTTP/1.1 without exactly one `Host`, malformed chunked body | `400` |
+//! | a transfer coding other than chunked | `501` |
+//! | request line over [`Options::max_request_line`] | `414` |
+//! | head over [`Options::max_head`] or more fields than [`Options::max_headers`] | `431` |
+//! | body over [`Options::max_body`] | `413` |
+//! | `Expect` other than `100-continue` | `417` |
+//! | a version other than 1.0 or 1.1 | `505` |
+//! | head not complete within [`Options::header_timeout`], body stalled for [`Options::io_timeout`] | `408` |
+//! | idle for [`Options::keep_alive_timeout`] | close |
+//! | past [`Options::max_connections`] | `503` and close |
+//!
+//! Typed errors: [`ServerError`] (bind, start, join), [`OptionsError`],
+//! [`ResponseError`] (a handler's misuse of [`Response`]).
+
+#![forbid(unsafe_code)]
+
+mod chunked;
+mod conn;
+mod date;
+mod handler;
+pub mod hello;
+mod http1;
+mod options;
+mod server;
+mod session;
+mod worker;
+
+pub use handler::{BodyLength, Handler, Request, Response, ResponseError, Status, Version};
+pub use http1::{MAX_HEADERS_LIMIT, Progress};
+pub use options::{
+    Accept, DEFAULT_HEADER_TIMEOUT, DEFAULT_IO_TIMEOUT, DEFAULT_KEEP_ALIVE_TIMEOUT,
+    DEFAULT_LINGER_TIMEOUT, DEFAULT_MAX_BODY, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_HEAD,
+    DEFAULT_MAX_HEADERS, DEFAULT_MAX_PENDING_OUTPUT, DEFAULT_MAX_POOL_BYTES,
+    DEFAULT_MAX_REQUEST_LINE, DEFAULT_SHUTDOWN_TIMEOUT, MAX_HEAD, MAX_WORKERS, MIN_REQUEST_LINE,
+    MIN_TIMEOUT, Options, OptionsError,
+};
+pub use server::{Handle, Running, Server, ServerError, Stats};
+pub use session::{Context, Session};
+
+#[cfg(all(doctest, not(miri)))]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

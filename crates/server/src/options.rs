@@ -1,0 +1,285 @@
+//! Limits, timeouts and threads: everything a server is built with.
+
+use std::fmt;
+use std::time::Duration;
+
+/// The default bound on open connections.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 100_000;
+/// The default limit on the request line (method, target, version), bytes.
+pub const DEFAULT_MAX_REQUEST_LINE: usize = 8 * 1024;
+/// The default limit on a request head (request line and header fields), bytes.
+pub const DEFAULT_MAX_HEAD: usize = 32 * 1024;
+/// The default limit on the number of header fields in one request.
+pub const DEFAULT_MAX_HEADERS: usize = 100;
+/// The default limit on a request body, bytes (after chunked decoding).
+pub const DEFAULT_MAX_BODY: u64 = 8 * 1024 * 1024;
+/// The default time from a request head's first byte to its end (slowloris).
+pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(30);
+/// The default time a request body, or a client that does not read its
+/// responses, may go without progress.
+pub const DEFAULT_IO_TIMEOUT: Duration = Duration::from_secs(30);
+/// The default time an idle keep-alive connection stays open.
+pub const DEFAULT_KEEP_ALIVE_TIMEOUT: Duration = Duration::from_secs(60);
+/// The default time a closing connection waits for the client's end of
+/// stream after the last response (so that unread input does not reset it).
+pub const DEFAULT_LINGER_TIMEOUT: Duration = Duration::from_secs(2);
+/// The default deadline of a graceful shutdown.
+pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(10);
+/// The default bound on response bytes waiting for the socket: past it a
+/// connection stops parsing (and so stops reading) until the client reads.
+pub const DEFAULT_MAX_PENDING_OUTPUT: usize = 64 * 1024;
+/// The default bound on the block pool shared by all connections, bytes.
+pub const DEFAULT_MAX_POOL_BYTES: usize = 1 << 30;
+
+/// How connections reach the workers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Accept {
+    /// A listening socket per worker on the same port (`SO_REUSEPORT`): the
+    /// kernel spreads connections and no worker wakes for another's. The
+    /// default (see `docs/benchmarks.md` for the measurement).
+    ReusePort,
+    /// One listening socket, polled by every worker: whichever worker wins
+    /// the `accept` owns the connection.
+    Shared,
+}
+
+/// The server's settings, checked by [`Server::bind`](crate::Server::bind).
+///
+/// ```
+/// use std::time::Duration;
+/// use falconet_server::Options;
+///
+/// let options = Options::new()
+///     .workers(2)
+///     .max_connections(10_000)
+///     .keep_alive_timeout(Duration::from_secs(5));
+/// assert_eq!(options.worker_count(), 2);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Options {
+    pub(crate) workers: usize,
+    pub(crate) accept: Accept,
+    pub(crate) max_connections: usize,
+    pub(crate) max_request_line: usize,
+    pub(crate) max_head: usize,
+    pub(crate) max_headers: usize,
+    pub(crate) max_body: u64,
+    pub(crate) header_timeout: Duration,
+    pub(crate) io_timeout: Duration,
+    pub(crate) keep_alive_timeout: Duration,
+    pub(crate) linger_timeout: Duration,
+    pub(crate) shutdown_timeout: Duration,
+    pub(crate) max_pending_output: usize,
+    pub(crate) max_pool_bytes: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Options {
+    /// The defaults: a worker per available CPU, [`Accept::ReusePort`] and
+    /// the `DEFAULT_*` constants of this module.
+    pub fn new() -> Self {
+        Self {
+            workers: std::thread::available_parallelism().map_or(1, usize::from),
+            accept: Accept::ReusePort,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_request_line: DEFAULT_MAX_REQUEST_LINE,
+            max_head: DEFAULT_MAX_HEAD,
+            max_headers: DEFAULT_MAX_HEADERS,
+            max_body: DEFAULT_MAX_BODY,
+            header_timeout: DEFAULT_HEADER_TIMEOUT,
+            io_timeout: DEFAULT_IO_TIMEOUT,
+            keep_alive_timeout: DEFAULT_KEEP_ALIVE_TIMEOUT,
+            linger_timeout: DEFAULT_LINGER_TIMEOUT,
+            shutdown_timeout: DEFAULT_SHUTDOWN_TIMEOUT,
+            max_pending_output: DEFAULT_MAX_PENDING_OUTPUT,
+            max_pool_bytes: DEFAULT_MAX_POOL_BYTES,
+        }
+    }
+
+    /// Event-loop threads (1 to 256).
+    pub fn workers(mut self, workers: usize) -> Self {
+        self.workers = workers;
+        self
+    }
+
+    /// The worker threads this server runs.
+    pub fn worker_count(&self) -> usize {
+        self.workers
+    }
+
+    /// How connections reach the workers.
+    pub fn accept(mut self, accept: Accept) -> Self {
+        self.accept = accept;
+        self
+    }
+
+    /// Open connections at most; past it a new connection gets `503` and is
+    /// closed.
+    pub fn max_connections(mut self, max: usize) -> Self {
+        self.max_connections = max;
+        self
+    }
+
+    /// Request-line bytes at most; past it, `414 URI Too Long`.
+    pub fn max_request_line(mut self, bytes: usize) -> Self {
+        self.max_request_line = bytes;
+        self
+    }
+
+    /// Request-head bytes at most; past it, `431 Request Header Fields Too Large`.
+    pub fn max_head(mut self, bytes: usize) -> Self {
+        self.max_head = bytes;
+        self
+    }
+
+    /// Header fields per request at most; past it, `431`.
+    pub fn max_headers(mut self, count: usize) -> Self {
+        self.max_headers = count;
+        self
+    }
+
+    /// Request-body bytes at most; past it, `413 Content Too Large`.
+    pub fn max_body(mut self, bytes: u64) -> Self {
+        self.max_body = bytes;
+        self
+    }
+
+    /// Time from a head's first byte to its end; past it, `408` and close.
+    pub fn header_timeout(mut self, timeout: Duration) -> Self {
+        self.header_timeout = timeout;
+        self
+    }
+
+    /// Time without progress while a body arrives (then `408`) or while
+    /// responses wait for a client that does not read (then close).
+    pub fn io_timeout(mut self, timeout: Duration) -> Self {
+        self.io_timeout = timeout;
+        self
+    }
+
+    /// Time an idle connection (no request under way) stays open.
+    pub fn keep_alive_timeout(mut self, timeout: Duration) -> Self {
+        self.keep_alive_timeout = timeout;
+        self
+    }
+
+    /// Time a closing connection waits for the client's end of stream.
+    pub fn linger_timeout(mut self, timeout: Duration) -> Self {
+        self.linger_timeout = timeout;
+        self
+    }
+
+    /// Deadline of a graceful shutdown: connections still open then are closed.
+    pub fn shutdown_timeout(mut self, timeout: Duration) -> Self {
+        self.shutdown_timeout = timeout;
+        self
+    }
+
+    /// Response bytes a connection may have waiting for its socket before it
+    /// stops parsing (back-pressure toward the client).
+    pub fn max_pending_output(mut self, bytes: usize) -> Self {
+        self.max_pending_output = bytes;
+        self
+    }
+
+    /// Bound on the block pool that holds every connection's unparsed input.
+    pub fn max_pool_bytes(mut self, bytes: usize) -> Self {
+        self.max_pool_bytes = bytes;
+        self
+    }
+
+    /// The shortest timeout: the workers' timer ticks at a quarter of it.
+    pub(crate) fn shortest_timeout(&self) -> Duration {
+        [self.header_timeout, self.io_timeout, self.keep_alive_timeout, self.linger_timeout]
+            .into_iter()
+            .min()
+            .unwrap_or(DEFAULT_LINGER_TIMEOUT)
+    }
+
+    pub(crate) fn validate(&self) -> Result<(), OptionsError> {
+        if !(1..=MAX_WORKERS).contains(&self.workers) {
+            return Err(OptionsError::Workers(self.workers));
+        }
+        if self.max_connections == 0 {
+            return Err(OptionsError::MaxConnections(self.max_connections));
+        }
+        if self.max_request_line < MIN_REQUEST_LINE || self.max_request_line > self.max_head {
+            return Err(OptionsError::RequestLine(self.max_request_line));
+        }
+        if self.max_head > MAX_HEAD {
+            return Err(OptionsError::Head(self.max_head));
+        }
+        if self.max_headers == 0 {
+            return Err(OptionsError::Headers(self.max_headers));
+        }
+        let timeouts = [
+            self.header_timeout,
+            self.io_timeout,
+            self.keep_alive_timeout,
+            self.linger_timeout,
+            self.shutdown_timeout,
+        ];
+        if let Some(&timeout) = timeouts.iter().find(|t| **t < MIN_TIMEOUT) {
+            return Err(OptionsError::Timeout(timeout));
+        }
+        if self.max_pending_output == 0 {
+            return Err(OptionsError::PendingOutput(self.max_pending_output));
+        }
+        Ok(())
+    }
+}
+
+/// Workers at most.
+pub const MAX_WORKERS: usize = 256;
+/// The smallest `max_request_line`: `GET / HTTP/1.1`, with room.
+pub const MIN_REQUEST_LINE: usize = 64;
+/// The largest `max_head`: the pipe pauses reading at 64 KiB unexamined.
+pub const MAX_HEAD: usize = 60 * 1024;
+/// The shortest timeout (the timer's resolution is a few milliseconds).
+pub const MIN_TIMEOUT: Duration = Duration::from_millis(20);
+
+/// A setting [`Options`] cannot run with.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum OptionsError {
+    /// `workers` outside `1..=MAX_WORKERS`.
+    Workers(usize),
+    /// `max_connections` is 0.
+    MaxConnections(usize),
+    /// `max_request_line` below [`MIN_REQUEST_LINE`] or above `max_head`.
+    RequestLine(usize),
+    /// `max_head` above [`MAX_HEAD`].
+    Head(usize),
+    /// `max_headers` is 0.
+    Headers(usize),
+    /// A timeout below [`MIN_TIMEOUT`].
+    Timeout(Duration),
+    /// `max_pending_output` is 0.
+    PendingOutput(usize),
+}
+
+impl fmt::Display for OptionsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Workers(n) => write!(f, "workers must be 1 to {MAX_WORKERS}, not {n}"),
+            Self::MaxConnections(n) => write!(f, "max_connections must be at least 1, not {n}"),
+            Self::RequestLine(n) => {
+                write!(f, "max_request_line must be {MIN_REQUEST_LINE} to max_head, not {n}")
+            }
+            Self::Head(n) => write!(f, "max_head must be at most {MAX_HEAD}, not {n}"),
+            Self::Headers(n) => write!(f, "max_headers must be at least 1, not {n}"),
+            Self::Timeout(t) => write!(f, "timeouts must be at least {MIN_TIMEOUT:?}, not {t:?}"),
+            Self::PendingOutput(n) => {
+                write!(f, "max_pending_output must be at least 1, not {n}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for OptionsError {}

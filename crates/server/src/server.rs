@@ -1,0 +1,323 @@
+//! Binding, starting, stopping and observing a server.
+
+use std::fmt;
+use std::io;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use crossbeam_utils::CachePadded;
+use falconet_pool::Pool;
+use falconet_registry::Registry;
+use mio::net::TcpListener;
+use mio::{Interest, Poll, Waker};
+use socket2::{Domain, Protocol, Socket, Type};
+
+use crate::conn::{Connection, Timeouts};
+use crate::handler::Handler;
+use crate::options::{Accept, Options, OptionsError};
+use crate::session::Context;
+use crate::worker::{LISTENER, WAKER, Worker};
+
+/// Pending connections a listening socket queues (the kernel caps it at
+/// `net.core.somaxconn`).
+const BACKLOG: i32 = 4096;
+
+/// What every worker shares.
+pub(crate) struct Shared<H: Handler> {
+    pub(crate) registry: Registry<Connection<H>>,
+    pub(crate) handler: H,
+    pub(crate) pool: Pool,
+    pub(crate) options: Options,
+    pub(crate) timeouts: Timeouts,
+    pub(crate) shutdown: AtomicBool,
+    /// Requests answered, per worker (each adds to its own line).
+    pub(crate) requests: Box<[CachePadded<AtomicU64>]>,
+    epoch: Instant,
+}
+
+impl<H: Handler> Shared<H> {
+    /// Milliseconds since the server was bound: the timer's clock.
+    pub(crate) fn now_ms(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+}
+
+/// Why a server could not be bound or started.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ServerError {
+    /// The options are inconsistent.
+    Options(OptionsError),
+    /// A socket, poll or thread could not be created.
+    Io(io::Error),
+    /// A worker thread panicked (a bug in falconet, not in a handler:
+    /// handler panics close only their connection).
+    WorkerPanicked,
+}
+
+impl fmt::Display for ServerError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Options(error) => write!(f, "invalid options: {error}"),
+            Self::Io(error) => write!(f, "{error}"),
+            Self::WorkerPanicked => f.write_str("a worker thread panicked"),
+        }
+    }
+}
+
+impl std::error::Error for ServerError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Options(error) => Some(error),
+            Self::Io(error) => Some(error),
+            Self::WorkerPanicked => None,
+        }
+    }
+}
+
+impl From<io::Error> for ServerError {
+    fn from(error: io::Error) -> Self {
+        Self::Io(error)
+    }
+}
+
+impl From<OptionsError> for ServerError {
+    fn from(error: OptionsError) -> Self {
+        Self::Options(error)
+    }
+}
+
+/// A bound server, not yet running.
+///
+/// ```no_run
+/// use falconet_server::{Options, Server, hello::Hello};
+///
+/// let server = Server::bind("127.0.0.1:8080", Options::new(), Hello)?;
+/// println!("listening on {}", server.local_addr());
+/// server.run()?; // until `Handle::shutdown` (the binary wires SIGINT/SIGTERM to it)
+/// # Ok::<(), falconet_server::ServerError>(())
+/// ```
+pub struct Server<H: Handler> {
+    shared: Arc<Shared<H>>,
+    workers: Vec<Worker<H>>,
+    wakers: Arc<[Waker]>,
+    local_addr: SocketAddr,
+}
+
+impl<H: Handler> Server<H> {
+    /// Binds the listening socket(s) at `addr` (port 0 picks a free port).
+    ///
+    /// # Errors
+    /// [`ServerError::Options`] for bad options, [`ServerError::Io`] when the
+    /// address cannot be bound.
+    pub fn bind(
+        addr: impl ToSocketAddrs,
+        options: Options,
+        handler: H,
+    ) -> Result<Self, ServerError> {
+        let addr = addr
+            .to_socket_addrs()?
+            .next()
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no address to bind"))?;
+        let contexts =
+            (0..options.workers).map(|_| Context::new(&options)).collect::<Result<Vec<_>, _>>()?;
+        let registry_options =
+            falconet_registry::Options::new().max_connections(options.max_connections);
+        let registry = Registry::with_options(registry_options)
+            .map_err(|_| OptionsError::MaxConnections(options.max_connections))?;
+        let pool = Pool::builder()
+            .max_bytes(options.max_pool_bytes)
+            .build()
+            .map_err(|error| io::Error::new(io::ErrorKind::InvalidInput, error))?;
+
+        let first = listen(addr, options.accept == Accept::ReusePort)?;
+        let local_addr = first.local_addr()?;
+        let mut listeners = vec![first];
+        for _ in 1..options.workers {
+            listeners.push(match options.accept {
+                Accept::ReusePort => listen(local_addr, true)?,
+                Accept::Shared => listeners[0].try_clone()?,
+            });
+        }
+
+        let mut workers = Vec::with_capacity(options.workers);
+        let mut wakers = Vec::with_capacity(options.workers);
+        let timeouts = Shared::<H>::timeouts_from(&options);
+        let shared = Arc::new(Shared {
+            registry,
+            handler,
+            pool,
+            timeouts,
+            shutdown: AtomicBool::new(false),
+            requests: (0..options.workers).map(|_| CachePadded::new(AtomicU64::new(0))).collect(),
+            epoch: Instant::now(),
+            options,
+        });
+        for (index, (listener, cx)) in listeners.into_iter().zip(contexts).enumerate() {
+            let poll = Poll::new()?;
+            wakers.push(Waker::new(poll.registry(), WAKER)?);
+            let mut listener = TcpListener::from_std(listener);
+            poll.registry().register(&mut listener, LISTENER, Interest::READABLE)?;
+            workers.push(Worker {
+                index,
+                poll,
+                listener: Some(listener),
+                shared: shared.clone(),
+                cx,
+            });
+        }
+        Ok(Self { shared, workers, wakers: wakers.into(), local_addr })
+    }
+
+    /// The address the server listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// A handle to stop the server and read its counters.
+    pub fn handle(&self) -> Handle<H> {
+        Handle { shared: self.shared.clone(), wakers: self.wakers.clone() }
+    }
+
+    /// Starts the worker threads.
+    ///
+    /// # Errors
+    /// [`ServerError::Io`] when a thread cannot be spawned (the ones already
+    /// started are stopped).
+    pub fn start(self) -> Result<Running<H>, ServerError> {
+        let handle = self.handle();
+        let mut threads = Vec::with_capacity(self.workers.len());
+        for worker in self.workers {
+            let name = format!("falconet-worker-{}", worker.index);
+            match std::thread::Builder::new().name(name).spawn(move || worker.run()) {
+                Ok(thread) => threads.push(thread),
+                Err(error) => {
+                    handle.shutdown();
+                    for thread in threads {
+                        let _ = thread.join();
+                    }
+                    return Err(error.into());
+                }
+            }
+        }
+        Ok(Running { handle, threads })
+    }
+
+    /// Starts the workers and waits until they stop (after
+    /// [`Handle::shutdown`]).
+    ///
+    /// # Errors
+    /// As [`start`](Self::start) and [`Running::join`].
+    pub fn run(self) -> Result<(), ServerError> {
+        self.start()?.join()
+    }
+}
+
+impl<H: Handler> fmt::Debug for Server<H> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Server").field("local_addr", &self.local_addr).finish_non_exhaustive()
+    }
+}
+
+/// A listening socket, non-blocking, with `SO_REUSEPORT` when asked.
+fn listen(addr: SocketAddr, reuse_port: bool) -> io::Result<std::net::TcpListener> {
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    socket.set_reuse_address(true)?;
+    if reuse_port {
+        socket.set_reuse_port(true)?;
+    }
+    socket.set_nonblocking(true)?;
+    socket.bind(&addr.into())?;
+    socket.listen(BACKLOG)?;
+    Ok(socket.into())
+}
+
+/// A running server's worker threads.
+#[derive(Debug)]
+pub struct Running<H: Handler> {
+    handle: Handle<H>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl<H: Handler> Running<H> {
+    /// A handle to stop the server and read its counters.
+    pub fn handle(&self) -> &Handle<H> {
+        &self.handle
+    }
+
+    /// Waits until every worker stopped.
+    ///
+    /// # Errors
+    /// [`ServerError::WorkerPanicked`].
+    pub fn join(self) -> Result<(), ServerError> {
+        let mut result = Ok(());
+        for thread in self.threads {
+            if thread.join().is_err() {
+                result = Err(ServerError::WorkerPanicked);
+            }
+        }
+        result
+    }
+}
+
+/// Stops a server and reads its counters; cheap to clone and `Send`.
+pub struct Handle<H: Handler> {
+    shared: Arc<Shared<H>>,
+    wakers: Arc<[Waker]>,
+}
+
+impl<H: Handler> Clone for Handle<H> {
+    fn clone(&self) -> Self {
+        Self { shared: self.shared.clone(), wakers: self.wakers.clone() }
+    }
+}
+
+impl<H: Handler> fmt::Debug for Handle<H> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Handle").field("stats", &self.stats()).finish()
+    }
+}
+
+impl<H: Handler> Handle<H> {
+    /// Starts a graceful shutdown: stop accepting, answer the requests
+    /// already received, close idle connections, and close the rest at the
+    /// shutdown deadline. Returns at once; [`Running::join`] waits.
+    pub fn shutdown(&self) {
+        // Release pairs with the workers' Acquire load of the flag.
+        self.shared.shutdown.store(true, Ordering::Release);
+        for waker in self.wakers.iter() {
+            let _ = waker.wake();
+        }
+    }
+
+    /// Whether [`shutdown`](Self::shutdown) was called.
+    pub fn is_shutting_down(&self) -> bool {
+        self.shared.shutdown.load(Ordering::Acquire)
+    }
+
+    /// The server's counters now.
+    pub fn stats(&self) -> Stats {
+        Stats {
+            // Relaxed: counters, read for display.
+            requests: self.shared.requests.iter().map(|r| r.load(Ordering::Relaxed)).sum(),
+            connections: self.shared.registry.len(),
+            pool: self.shared.pool.stats(),
+        }
+    }
+}
+
+/// A server's counters, from [`Handle::stats`].
+#[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
+pub struct Stats {
+    /// Requests answered since the server started (counted once per event
+    /// batch, so a few may be missing from a snapshot).
+    pub requests: u64,
+    /// Connections open now.
+    pub connections: usize,
+    /// The block pool that holds unparsed input.
+    pub pool: falconet_pool::Stats,
+}

@@ -1,0 +1,215 @@
+//! A connection without its socket: input pipe, protocol state, output.
+
+use std::future::Future;
+use std::io;
+use std::pin::pin;
+use std::task::Waker;
+use std::time::SystemTime;
+
+use falconet_pipe::{Reader, WriteError, Writer};
+use falconet_pool::Pool;
+
+use crate::date::DateCache;
+use crate::handler::Handler;
+use crate::http1::{Http1, MAX_HEADERS_LIMIT, Progress};
+use crate::options::{Options, OptionsError};
+
+/// The limits a session enforces (copied from [`Options`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Limits {
+    pub(crate) max_request_line: usize,
+    pub(crate) max_head: usize,
+    pub(crate) max_headers: usize,
+    pub(crate) max_body: u64,
+    pub(crate) max_pending_output: usize,
+}
+
+/// What one event-loop thread shares among its connections: limits, the
+/// rendered `Date`, a scratch buffer for heads that span blocks, whether
+/// the server is shutting down, and a request counter.
+#[derive(Debug)]
+pub struct Context {
+    pub(crate) limits: Limits,
+    pub(crate) date: DateCache,
+    pub(crate) scratch: Vec<u8>,
+    pub(crate) draining: bool,
+    pub(crate) requests: u64,
+}
+
+impl Context {
+    /// A context enforcing `options`' limits.
+    ///
+    /// # Errors
+    /// [`OptionsError`] for settings the server cannot run with.
+    pub fn new(options: &Options) -> Result<Self, OptionsError> {
+        options.validate()?;
+        if options.max_headers > MAX_HEADERS_LIMIT {
+            return Err(OptionsError::Headers(options.max_headers));
+        }
+        Ok(Self {
+            limits: Limits {
+                max_request_line: options.max_request_line,
+                max_head: options.max_head,
+                max_headers: options.max_headers,
+                max_body: options.max_body,
+                max_pending_output: options.max_pending_output,
+            },
+            date: DateCache::new(),
+            scratch: Vec::new(),
+            draining: false,
+            requests: 0,
+        })
+    }
+
+    /// Requests answered through this context.
+    pub fn requests(&self) -> u64 {
+        self.requests
+    }
+
+    /// Re-renders the `Date` header if the second changed.
+    pub(crate) fn tick(&mut self) {
+        self.date.update(SystemTime::now());
+    }
+}
+
+/// One HTTP connection's state without the socket: bytes go in with
+/// [`receive`](Self::receive), [`process`](Self::process) answers every
+/// complete request, and the responses come out of
+/// [`output`](Self::output). The server drives one per connection; tests
+/// and the fuzz target drive it directly.
+///
+/// ```
+/// use falconet_server::{Context, Options, Session, hello::Hello};
+///
+/// let pool = falconet_pool::Pool::new();
+/// let mut cx = Context::new(&Options::new())?;
+/// let mut session = Session::<Hello>::new(&pool)?;
+/// session.receive(b"GET /plaintext HTTP/1.1\r\nHost: a\r\n\r\nGET /json HTTP/1.1\r\nHost: a\r\n\r\n")?;
+/// session.process(&Hello, &mut cx);
+/// let text = String::from_utf8(session.output().to_vec())?;
+/// assert!(text.ends_with("\r\n\r\n{\"message\":\"Hello, World!\"}"));
+/// assert_eq!(cx.requests(), 2);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct Session<H: Handler> {
+    /// `None` once the input ended.
+    writer: Option<Writer>,
+    reader: Reader,
+    http: Http1<H::State>,
+    out: Vec<u8>,
+    /// Bytes of `out` already sent.
+    sent: usize,
+}
+
+impl<H: Handler> Session<H> {
+    /// A session whose input lives in `pool`'s blocks.
+    ///
+    /// # Errors
+    /// [`falconet_pipe::OptionsError`] when the pool's blocks are too small
+    /// for a pipe.
+    pub fn new(pool: &Pool) -> Result<Self, falconet_pipe::OptionsError> {
+        let (writer, reader) = falconet_pipe::pipe(pool, falconet_pipe::Options::new())?;
+        Ok(Self { writer: Some(writer), reader, http: Http1::new(), out: Vec::new(), sent: 0 })
+    }
+
+    /// Bytes from the client, as a socket read would deliver them.
+    ///
+    /// # Errors
+    /// [`WriteError`] when the input already ended or the pool is exhausted.
+    pub fn receive(&mut self, bytes: &[u8]) -> Result<(), WriteError> {
+        self.writer.as_mut().ok_or(WriteError::Closed)?.put_slice(bytes)
+    }
+
+    /// One read from `source` straight into pool memory. Returns the bytes
+    /// read (0: end of stream) and whether they filled the space offered
+    /// (if not, the socket is drained).
+    pub(crate) fn read_from(&mut self, source: &mut impl io::Read) -> io::Result<(usize, bool)> {
+        let writer = self.writer.as_mut().ok_or_else(|| io::Error::from(WriteError::Closed))?;
+        let buffer = writer.buffer(0)?;
+        let space = buffer.len();
+        let n = source.read(buffer)?;
+        writer.commit(n)?;
+        Ok((n, n == space))
+    }
+
+    /// The client ended its side: requests already received are answered,
+    /// a partial one is dropped.
+    pub fn end_input(&mut self) {
+        if let Some(writer) = self.writer.take() {
+            writer.close();
+        }
+    }
+
+    /// Whether the session takes more input now: not closing, input not
+    /// ended, and not paused by back-pressure (unparsed input at the pipe's
+    /// threshold, or output at `max_pending_output`).
+    pub fn wants_input(&mut self, cx: &Context) -> bool {
+        if self.http.is_closed() || self.output().len() >= cx.limits.max_pending_output {
+            return false;
+        }
+        let Some(writer) = self.writer.as_mut() else {
+            return false;
+        };
+        // The pipe's flush completes at once below its pause threshold.
+        let mut poll_cx = std::task::Context::from_waker(Waker::noop());
+        pin!(writer.flush()).poll(&mut poll_cx).is_ready()
+    }
+
+    /// Answers every complete request buffered, appending the responses to
+    /// the output; see [`Progress`].
+    pub fn process(&mut self, handler: &H, cx: &mut Context) -> Progress {
+        if self.sent == self.out.len() {
+            self.out.clear();
+            self.sent = 0;
+        }
+        self.http.process(&self.reader, &mut self.out, handler, cx)
+    }
+
+    /// Responses not yet sent.
+    pub fn output(&self) -> &[u8] {
+        &self.out[self.sent..]
+    }
+
+    /// Marks the first `n` bytes of [`output`](Self::output) as sent.
+    pub fn consume_output(&mut self, n: usize) {
+        self.sent = (self.sent + n).min(self.out.len());
+        if self.sent == self.out.len() {
+            self.out.clear();
+            self.sent = 0;
+        }
+    }
+
+    /// Whether no request is under way and nothing waits to be sent.
+    pub fn is_idle(&self) -> bool {
+        self.http.is_between_requests() && self.output().is_empty()
+    }
+
+    /// Whether a request body is arriving.
+    pub(crate) fn in_body(&self) -> bool {
+        self.http.in_body()
+    }
+
+    /// Whether the session is over: it closes once its output is sent.
+    pub fn is_closed(&self) -> bool {
+        self.http.is_closed()
+    }
+
+    /// Ends the session with `status` (a timeout): the response is queued
+    /// and nothing more is parsed.
+    pub(crate) fn refuse(&mut self, status: crate::Status, cx: &Context) {
+        if !self.http.is_closed() {
+            crate::http1::refuse(&mut self.out, cx, status);
+            self.http.close();
+        }
+    }
+}
+
+impl<H: Handler> std::fmt::Debug for Session<H> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("input_open", &self.writer.is_some())
+            .field("pending_output", &self.output().len())
+            .field("closed", &self.is_closed())
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,254 @@
+//! One event loop: accept, readiness, the timer, and shutdown.
+//!
+//! Each worker owns a `mio::Poll` and the connections it accepted; a
+//! connection's registry id is its poll token, so an event is one registry
+//! lookup. Worker 0 also runs the timer: every tick it sweeps the registry
+//! (closing idle connections and answering late ones with `408`) and lets
+//! the pool give back memory.
+//!
+//! Shutdown: when the handle's flag is raised (and the waker fires), every
+//! worker drops its listener and its context starts *draining*: each
+//! response then closes its connection unless more requests are already
+//! buffered behind it, and the sweep closes every idle connection,
+//! including ones that never sent a byte. Workers exit once the registry
+//! is empty, or at the deadline, when the rest is closed.
+
+use std::io;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use falconet_registry::ConnectionId;
+use mio::net::{TcpListener, TcpStream};
+use mio::{Events, Interest, Poll, Token};
+use parking_lot::Mutex;
+
+use crate::conn::{Conn, Connection, Readiness, Timeouts, Verdict};
+use crate::handler::Handler;
+use crate::server::Shared;
+use crate::session::{Context, Session};
+
+pub(crate) const LISTENER: Token = Token(0);
+pub(crate) const WAKER: Token = Token(1);
+
+/// How often the pool is asked to give memory back.
+const MAINTAIN_EVERY: Duration = Duration::from_secs(5);
+/// How long accepting pauses after running out of file descriptors.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+/// The answer to a connection past `max_connections`.
+const REFUSAL: &[u8] =
+    b"HTTP/1.1 503 Service Unavailable\r\nServer: falconet\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+
+pub(crate) struct Worker<H: Handler> {
+    pub(crate) index: usize,
+    pub(crate) poll: Poll,
+    pub(crate) listener: Option<TcpListener>,
+    pub(crate) shared: Arc<Shared<H>>,
+    pub(crate) cx: Context,
+}
+
+impl<H: Handler> Worker<H> {
+    pub(crate) fn run(mut self) {
+        let mut events = Events::with_capacity(1024);
+        let tick = (self.shared.options.shortest_timeout() / 4)
+            .clamp(Duration::from_millis(5), Duration::from_millis(500));
+        let mut next_tick = Instant::now() + tick;
+        let mut next_maintain = Instant::now() + MAINTAIN_EVERY;
+        let mut accept_paused_until: Option<Instant> = None;
+        let mut deadline: Option<Instant> = None;
+        loop {
+            let timeout = next_tick.saturating_duration_since(Instant::now());
+            if let Err(error) = self.poll.poll(&mut events, Some(timeout))
+                && error.kind() != io::ErrorKind::Interrupted
+            {
+                tracing::error!(%error, worker = self.index, "poll failed; the worker stops");
+                return;
+            }
+            let now = self.shared.now_ms();
+            for event in &events {
+                match event.token() {
+                    LISTENER => {
+                        if accept_paused_until.is_none() && !self.accept(now) {
+                            accept_paused_until = Some(Instant::now() + ACCEPT_BACKOFF);
+                        }
+                    }
+                    WAKER => {}
+                    token => {
+                        let readiness = Readiness {
+                            readable: event.is_readable(),
+                            writable: event.is_writable(),
+                            read_closed: event.is_read_closed() || event.is_error(),
+                        };
+                        self.ready(token, readiness, now);
+                    }
+                }
+            }
+            if self.cx.requests > 0 {
+                self.shared.requests[self.index].fetch_add(self.cx.requests, Ordering::Relaxed);
+                self.cx.requests = 0;
+            }
+            let instant = Instant::now();
+            if instant >= next_tick {
+                next_tick = instant + tick;
+                self.cx.tick();
+                if accept_paused_until.is_some_and(|until| instant >= until) {
+                    accept_paused_until = None;
+                    if !self.accept(now) {
+                        accept_paused_until = Some(instant + ACCEPT_BACKOFF);
+                    }
+                }
+                if self.index == 0 {
+                    self.sweep(now);
+                    if instant >= next_maintain {
+                        next_maintain = instant + MAINTAIN_EVERY;
+                        self.shared.pool.maintain();
+                    }
+                }
+            }
+            // Acquire pairs with the Release in `Handle::shutdown`.
+            if deadline.is_none() && self.shared.shutdown.load(Ordering::Acquire) {
+                deadline = Some(instant + self.shared.options.shutdown_timeout);
+                self.begin_drain(now);
+            }
+            if let Some(deadline) = deadline {
+                if self.shared.registry.is_empty() {
+                    break;
+                }
+                if instant >= deadline {
+                    if self.index == 0 {
+                        let closed = self.shared.registry.sweep(|_, _| false);
+                        tracing::warn!(
+                            closed,
+                            "shutdown deadline passed; closed the remaining connections"
+                        );
+                    }
+                    break;
+                }
+            }
+        }
+        tracing::debug!(worker = self.index, "worker stopped");
+    }
+
+    /// Accepts until the queue is empty. Returns false when out of file
+    /// descriptors (accepting pauses for a moment).
+    fn accept(&mut self, now: u64) -> bool {
+        loop {
+            let Some(listener) = &self.listener else {
+                return true;
+            };
+            match listener.accept() {
+                Ok((socket, _)) => self.admit(socket, now),
+                Err(error) if error.kind() == io::ErrorKind::WouldBlock => return true,
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+                Err(error) if matches!(error.raw_os_error(), Some(23 | 24)) => {
+                    // ENFILE, EMFILE: the queue stays; try again soon.
+                    tracing::warn!(%error, "accept paused: out of file descriptors");
+                    return false;
+                }
+                Err(error) => {
+                    // ECONNABORTED and friends concern one connection only.
+                    tracing::debug!(%error, "accept failed");
+                }
+            }
+        }
+    }
+
+    /// Registers a new connection, or refuses it with `503` when the
+    /// registry is full.
+    fn admit(&mut self, socket: TcpStream, now: u64) {
+        let _ = socket.set_nodelay(true);
+        let session = match Session::new(&self.shared.pool) {
+            Ok(session) => session,
+            Err(error) => {
+                tracing::error!(%error, "cannot build a session");
+                return;
+            }
+        };
+        let connection = Connection { inner: Mutex::new(Conn::new(socket, session, now)) };
+        let id = match self.shared.registry.insert(connection) {
+            Ok(id) => id,
+            Err(full) => {
+                let mut conn = full.into_inner().inner.into_inner();
+                // Best effort: a fresh socket's send buffer takes it.
+                let _ = io::Write::write(&mut conn.socket, REFUSAL);
+                let _ = conn.socket.shutdown(std::net::Shutdown::Write);
+                tracing::debug!("connection refused: max_connections reached");
+                return;
+            }
+        };
+        let registered = match (usize::try_from(id.as_u64()), self.shared.registry.get(id)) {
+            (Ok(token), Some(entry)) => {
+                let mut conn = entry.inner.lock();
+                self.poll.registry().register(
+                    &mut conn.socket,
+                    Token(token),
+                    Interest::READABLE | Interest::WRITABLE,
+                )
+            }
+            _ => Err(io::Error::other("connection id does not fit a poll token")),
+        };
+        if let Err(error) = registered {
+            tracing::warn!(%error, "cannot register a connection");
+            self.shared.registry.discard(id);
+        }
+    }
+
+    /// Drives the connection behind `token`.
+    fn ready(&mut self, token: Token, readiness: Readiness, now: u64) {
+        let id = ConnectionId::from_u64(token.0 as u64);
+        let Some(entry) = self.shared.registry.get(id) else {
+            // Closed by the timer since the event was queued.
+            return;
+        };
+        let verdict = {
+            let mut conn = entry.inner.lock();
+            let handler = &self.shared.handler;
+            let cx = &mut self.cx;
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                conn.ready(readiness, handler, cx, now)
+            }))
+            .unwrap_or_else(|_| {
+                tracing::error!("the handler panicked; the connection is closed");
+                Verdict::Close
+            })
+        };
+        if verdict == Verdict::Close {
+            // The value (and its socket) drops with the last reference,
+            // which may be this one.
+            self.shared.registry.discard(id);
+        }
+    }
+
+    /// The timer: closes idle and late connections (worker 0 only).
+    fn sweep(&mut self, now: u64) {
+        let timeouts = self.shared.timeouts;
+        let cx = &mut self.cx;
+        self.shared.registry.sweep(|_, connection| {
+            connection.inner.lock().check(now, &timeouts, cx) == Verdict::Open
+        });
+    }
+
+    /// Stops accepting and starts closing connections as they go idle.
+    fn begin_drain(&mut self, now: u64) {
+        if let Some(mut listener) = self.listener.take() {
+            let _ = self.poll.registry().deregister(&mut listener);
+        }
+        self.cx.draining = true;
+        if self.index == 0 {
+            tracing::info!(open = self.shared.registry.len(), "shutting down");
+            self.sweep(now);
+        }
+    }
+}
+
+impl<H: Handler> Shared<H> {
+    pub(crate) fn timeouts_from(options: &crate::Options) -> Timeouts {
+        let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+        Timeouts {
+            header: ms(options.header_timeout),
+            io: ms(options.io_timeout),
+            keep_alive: ms(options.keep_alive_timeout),
+            linger: ms(options.linger_timeout),
+        }
+    }
+}

@@ -1,0 +1,225 @@
+//! Helpers shared by the integration tests: a server on a free port, a
+//! test handler that reads bodies, and a small HTTP/1.1 client.
+
+#![allow(dead_code)]
+
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::Duration;
+
+use falconet_server::{Handler, Options, Request, Response, Running, Server, Status};
+
+/// A server on 127.0.0.1 with a free port.
+pub fn start<H: Handler>(options: Options, handler: H) -> (Running<H>, SocketAddr) {
+    let server = Server::bind("127.0.0.1:0", options, handler).expect("bind");
+    let addr = server.local_addr();
+    (server.start().expect("start"), addr)
+}
+
+/// Options for tests: two workers, short timeouts where a test wants them.
+pub fn options() -> Options {
+    Options::new().workers(2)
+}
+
+/// FNV-1a, to check that a body arrived intact.
+pub fn fnv(hash: u64, bytes: &[u8]) -> u64 {
+    bytes.iter().fold(hash, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3))
+}
+pub const FNV_START: u64 = 0xcbf2_9ce4_8422_2325;
+
+/// Test routes: `/echo` answers `len=<body bytes> fnv=<hash>`; `/stream`
+/// streams `n` numbered lines (`/stream?n`); `/panic` panics in the
+/// handler; anything else answers its path.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Echo;
+
+#[derive(Debug)]
+pub struct EchoState {
+    route: Route,
+    len: u64,
+    hash: u64,
+    path: [u8; 32],
+    path_len: usize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Route {
+    Echo,
+    Stream(u32),
+    Panic,
+    Path,
+}
+
+impl Handler for Echo {
+    type State = EchoState;
+
+    fn head(&self, request: &Request<'_>) -> EchoState {
+        let route = match request.path() {
+            "/echo" => Route::Echo,
+            "/stream" => Route::Stream(
+                request.target().split_once('?').and_then(|(_, n)| n.parse().ok()).unwrap_or(3),
+            ),
+            "/panic" => Route::Panic,
+            _ => Route::Path,
+        };
+        let mut path = [0u8; 32];
+        let path_len = request.target().len().min(32);
+        path[..path_len].copy_from_slice(&request.target().as_bytes()[..path_len]);
+        EchoState { route, len: 0, hash: FNV_START, path, path_len }
+    }
+
+    fn body(&self, state: &mut EchoState, chunk: &[u8]) {
+        state.len += chunk.len() as u64;
+        state.hash = fnv(state.hash, chunk);
+    }
+
+    fn respond(&self, state: EchoState, response: &mut Response<'_>) {
+        match state.route {
+            Route::Echo => {
+                let text = format!("len={} fnv={:x}", state.len, state.hash);
+                response.body(text.as_bytes()).unwrap();
+            }
+            Route::Stream(n) => {
+                for i in 0..n {
+                    response.write(format!("line {i}\n").as_bytes()).unwrap();
+                }
+            }
+            Route::Panic => panic!("the handler panicked on purpose"),
+            Route::Path => {
+                response.status(Status::OK).unwrap();
+                response.body(&state.path[..state.path_len]).unwrap();
+            }
+        }
+    }
+}
+
+/// A parsed response.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reply {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Reply {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
+
+    pub fn closes(&self) -> bool {
+        self.header("connection").is_some_and(|v| v.eq_ignore_ascii_case("close"))
+    }
+
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+}
+
+/// A client connection.
+pub struct Client {
+    pub reader: BufReader<TcpStream>,
+}
+
+impl Client {
+    pub fn connect(addr: SocketAddr) -> Self {
+        let stream = TcpStream::connect(addr).expect("connect");
+        stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        stream.set_nodelay(true).unwrap();
+        Self { reader: BufReader::new(stream) }
+    }
+
+    pub fn stream(&self) -> &TcpStream {
+        self.reader.get_ref()
+    }
+
+    pub fn send(&mut self, bytes: &[u8]) {
+        self.reader.get_mut().write_all(bytes).expect("send");
+    }
+
+    /// Sends a byte at a time, each in its own segment.
+    pub fn send_bytewise(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.reader.get_mut().write_all(std::slice::from_ref(b)).expect("send");
+            std::thread::sleep(Duration::from_micros(200));
+        }
+    }
+
+    pub fn get(&mut self, path: &str) -> Reply {
+        self.send(format!("GET {path} HTTP/1.1\r\nHost: test\r\n\r\n").as_bytes());
+        self.reply().expect("reply")
+    }
+
+    /// Reads one response (for a request that was not HEAD).
+    pub fn reply(&mut self) -> io::Result<Reply> {
+        self.reply_to(false)
+    }
+
+    pub fn reply_to(&mut self, head: bool) -> io::Result<Reply> {
+        let mut line = String::new();
+        if self.reader.read_line(&mut line)? == 0 {
+            return Err(io::ErrorKind::UnexpectedEof.into());
+        }
+        let status: u16 = line
+            .strip_prefix("HTTP/1.1 ")
+            .and_then(|rest| rest.get(..3))
+            .and_then(|code| code.parse().ok())
+            .ok_or_else(|| {
+                io::Error::new(io::ErrorKind::InvalidData, format!("status line {line:?}"))
+            })?;
+        let mut headers = Vec::new();
+        loop {
+            line.clear();
+            self.reader.read_line(&mut line)?;
+            let trimmed = line.trim_end_matches(['\r', '\n']);
+            if trimmed.is_empty() {
+                break;
+            }
+            let (name, value) = trimmed.split_once(':').expect("header line");
+            headers.push((name.to_string(), value.trim().to_string()));
+        }
+        let mut reply = Reply { status, headers, body: Vec::new() };
+        if head || status == 100 || status == 204 || status == 304 {
+            return Ok(reply);
+        }
+        if let Some(length) = reply.header("content-length") {
+            let mut body = vec![0; length.parse().expect("length")];
+            self.reader.read_exact(&mut body)?;
+            reply.body = body;
+        } else if reply.header("transfer-encoding") == Some("chunked") {
+            loop {
+                line.clear();
+                self.reader.read_line(&mut line)?;
+                let size = usize::from_str_radix(line.trim_end(), 16).expect("chunk size");
+                let mut chunk = vec![0; size + 2];
+                self.reader.read_exact(&mut chunk)?;
+                if size == 0 {
+                    break;
+                }
+                reply.body.extend_from_slice(&chunk[..size]);
+            }
+        } else {
+            self.reader.read_to_end(&mut reply.body)?;
+        }
+        Ok(reply)
+    }
+
+    /// Reads until the server closes; returns what came.
+    pub fn read_to_end(&mut self) -> io::Result<Vec<u8>> {
+        let mut rest = Vec::new();
+        self.reader.read_to_end(&mut rest)?;
+        Ok(rest)
+    }
+
+    /// Asserts that the server closes the connection next (EOF, or a reset).
+    pub fn expect_closed(&mut self) {
+        let mut rest = Vec::new();
+        match self.reader.read_to_end(&mut rest) {
+            Ok(_) => assert!(
+                rest.is_empty(),
+                "unexpected bytes before close: {:?}",
+                String::from_utf8_lossy(&rest)
+            ),
+            Err(error) => assert_eq!(error.kind(), io::ErrorKind::ConnectionReset, "{error}"),
+        }
+    }
+}

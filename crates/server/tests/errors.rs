@@ -1,0 +1,147 @@
+//! Bad input gets the right status, then a graceful close; never a crash.
+
+mod common;
+
+use common::{Client, Echo, options, start};
+
+/// Sends `request`, expects `status` with `Connection: close`, then the
+/// server's end of stream. Returns the reply's headers for more checks.
+fn refused(addr: std::net::SocketAddr, request: &[u8], status: u16) {
+    let mut client = Client::connect(addr);
+    client.send(request);
+    let reply =
+        client.reply().unwrap_or_else(|e| panic!("{e} for {:?}", String::from_utf8_lossy(request)));
+    assert_eq!(reply.status, status, "for {:?}", String::from_utf8_lossy(request));
+    assert!(reply.closes(), "{status} closes the connection");
+    client.expect_closed();
+}
+
+#[test]
+fn malformed_requests_get_400() {
+    let (server, addr) = start(options(), Echo);
+    for request in [
+        &b"GARBAGE\r\n\r\n"[..],
+        b"GET / HTTP/1.1\r\nHost: t\r\nBad Header\r\n\r\n",
+        b"GET /\x01 HTTP/1.1\r\nHost: t\r\n\r\n",
+        // obs-fold
+        b"GET / HTTP/1.1\r\nHost: t\r\nX-Folded: a\r\n  b\r\n\r\n",
+        // Content-Length with Transfer-Encoding (smuggling)
+        b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+        // differing duplicate Content-Length
+        b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!",
+        b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: -1\r\n\r\n",
+        b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 1,1\r\n\r\n",
+        b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 99999999999999999999\r\n\r\n",
+        // chunked not last
+        b"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked, chunked\r\n\r\n",
+        // no Host in HTTP/1.1, or two
+        b"GET / HTTP/1.1\r\n\r\n",
+        b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
+        // malformed chunked bodies
+        b"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+        b"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabcX\r\n",
+        b"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3\nabc\r\n",
+    ] {
+        refused(addr, request, 400);
+    }
+    server.handle().shutdown();
+    server.join().unwrap();
+}
+
+#[test]
+fn identical_duplicate_content_length_is_accepted() {
+    let (server, addr) = start(options(), Echo);
+    let mut client = Client::connect(addr);
+    client.send(
+        b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\nhi",
+    );
+    assert_eq!(client.reply().unwrap().status, 200);
+    server.handle().shutdown();
+    server.join().unwrap();
+}
+
+#[test]
+fn unsupported_features_get_501_417_505() {
+    let (server, addr) = start(options(), Echo);
+    refused(addr, b"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip\r\n\r\n", 501);
+    refused(
+        addr,
+        b"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
+        501,
+    );
+    refused(
+        addr,
+        b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 1\r\nExpect: teapot\r\n\r\nx",
+        417,
+    );
+    refused(addr, b"GET / HTTP/2.0\r\nHost: t\r\n\r\n", 505);
+    server.handle().shutdown();
+    server.join().unwrap();
+}
+
+#[test]
+fn limits_get_413_414_431() {
+    let (server, addr) =
+        start(options().max_body(1000).max_request_line(1024).max_head(4096).max_headers(10), Echo);
+    // Content-Length over the limit: refused before the body.
+    refused(addr, b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 1001\r\n\r\n", 413);
+    // Over the limit with the body sent anyway: the response survives the
+    // unread input (lingering close).
+    let mut request = b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 5000\r\n\r\n".to_vec();
+    request.extend_from_slice(&[b'x'; 5000]);
+    refused(addr, &request, 413);
+    // A chunked body crossing the limit midway.
+    let mut request =
+        b"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+    for _ in 0..3 {
+        request.extend_from_slice(b"190\r\n");
+        request.extend_from_slice(&[b'y'; 400]);
+        request.extend_from_slice(b"\r\n");
+    }
+    request.extend_from_slice(b"0\r\n\r\n");
+    refused(addr, &request, 413);
+    // A long target, complete or still arriving.
+    let long = format!("GET /{} HTTP/1.1\r\nHost: t\r\n\r\n", "a".repeat(2000));
+    refused(addr, long.as_bytes(), 414);
+    refused(addr, format!("GET /{}", "a".repeat(3000)).as_bytes(), 414);
+    // Too many header bytes, complete or still arriving; too many fields.
+    let big = format!("GET / HTTP/1.1\r\nHost: t\r\nX-Big: {}\r\n\r\n", "b".repeat(5000));
+    refused(addr, big.as_bytes(), 431);
+    refused(
+        addr,
+        format!("GET / HTTP/1.1\r\nHost: t\r\nX-Big: {}", "b".repeat(5000)).as_bytes(),
+        431,
+    );
+    let many: String = (0..11).map(|i| format!("X-{i}: v\r\n")).collect();
+    refused(addr, format!("GET / HTTP/1.1\r\nHost: t\r\n{many}\r\n").as_bytes(), 431);
+    // A request within every limit still works.
+    let mut client = Client::connect(addr);
+    client.send(b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 1000\r\n\r\n");
+    client.send(&[b'z'; 1000]);
+    assert_eq!(client.reply().unwrap().status, 200);
+    server.handle().shutdown();
+    server.join().unwrap();
+}
+
+#[test]
+fn the_end_of_stream_mid_request_closes_quietly() {
+    let (server, addr) = start(options(), Echo);
+    for partial in [
+        &b"GET /half HTTP/1.1\r\nHo"[..],
+        b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\nabc",
+    ] {
+        let mut client = Client::connect(addr);
+        client.send(partial);
+        client.stream().shutdown(std::net::Shutdown::Write).unwrap();
+        client.expect_closed();
+    }
+    // Complete requests before the end of stream are answered.
+    let mut client = Client::connect(addr);
+    client.send(b"GET /a HTTP/1.1\r\nHost: t\r\n\r\nGET /b HTTP/1.1\r\nHost: t\r\n\r\n");
+    client.stream().shutdown(std::net::Shutdown::Write).unwrap();
+    assert_eq!(client.reply().unwrap().text(), "/a");
+    assert_eq!(client.reply().unwrap().text(), "/b");
+    client.expect_closed();
+    server.handle().shutdown();
+    server.join().unwrap();
+}

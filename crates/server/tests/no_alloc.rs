@@ -1,0 +1,105 @@
+//! Zero heap allocations per request in steady state, counted by a global
+//! allocator while a real server answers requests over TCP.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use falconet_server::{Options, Server, hello::Hello};
+
+struct Counting;
+
+static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+
+// SAFETY: every call forwards to the system allocator unchanged.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: the caller's contract is passed on as is.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: as above.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: as above.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+/// Sends `batch` (`count` requests) and reads until `count` responses
+/// ended, into a fixed buffer (the client allocates nothing either).
+fn exchange(stream: &mut TcpStream, batch: &[u8], count: usize, buf: &mut [u8]) {
+    stream.write_all(batch).unwrap();
+    let marker = b"Hello, World!";
+    let mut seen = 0;
+    let mut carry = 0; // bytes of a marker split across reads
+    while seen < count {
+        let n = stream.read(&mut buf[carry..]).unwrap();
+        assert!(n > 0, "closed");
+        let end = carry + n;
+        let mut i = 0;
+        while i + marker.len() <= end {
+            if &buf[i..i + marker.len()] == marker {
+                seen += 1;
+                i += marker.len();
+            } else {
+                i += 1;
+            }
+        }
+        let keep = end.saturating_sub(i).min(marker.len() - 1);
+        buf.copy_within(end - keep..end, 0);
+        carry = keep;
+    }
+    assert_eq!(seen, count);
+}
+
+#[test]
+fn steady_state_requests_allocate_nothing() {
+    let server = Server::bind("127.0.0.1:0", Options::new().workers(1), Hello).unwrap();
+    let addr = server.local_addr();
+    let running = server.start().unwrap();
+    let mut plain = TcpStream::connect(addr).unwrap();
+    let mut pipelined = TcpStream::connect(addr).unwrap();
+    let one = b"GET /plaintext HTTP/1.1\r\nHost: t\r\n\r\n";
+    let json = b"GET /json HTTP/1.1\r\nHost: t\r\n\r\n";
+    let sixteen = one.repeat(16);
+    let mut buf = vec![0u8; 1 << 16];
+    let mut round = |buf: &mut [u8]| {
+        for _ in 0..200 {
+            exchange(&mut plain, one, 1, buf);
+        }
+        for _ in 0..200 {
+            exchange(&mut pipelined, &sixteen, 16, buf);
+        }
+        // A JSON request on the plain connection, answered before the next.
+        plain.write_all(json).unwrap();
+        let mut got = 0;
+        while got == 0 || !buf[..got].ends_with(b"}") {
+            got += plain.read(&mut buf[got..]).unwrap();
+        }
+    };
+    // Warm up: buffers reach their size, the pool its slabs, the thread
+    // caches their blocks.
+    for _ in 0..3 {
+        round(&mut buf);
+    }
+    let before = ALLOCATIONS.load(Ordering::Relaxed);
+    for _ in 0..5 {
+        round(&mut buf);
+    }
+    let after = ALLOCATIONS.load(Ordering::Relaxed);
+    let requests = 5 * (200 + 200 * 16 + 1);
+    assert_eq!(after - before, 0, "{} allocations over {requests} requests", after - before);
+    drop((plain, pipelined));
+    running.handle().shutdown();
+    running.join().unwrap();
+}

@@ -1,0 +1,103 @@
+//! Graceful shutdown: stop accepting, answer what was received, close the
+//! idle (including silent) connections, all within the deadline.
+
+mod common;
+
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use common::{Client, Echo, FNV_START, fnv, options, start};
+
+#[test]
+fn requests_in_flight_are_answered_and_idle_connections_closed() {
+    let (server, addr) = start(options().shutdown_timeout(Duration::from_secs(10)), Echo);
+    let handle = server.handle().clone();
+    // Silent: connected, never sent a byte.
+    let mut silent: Vec<Client> = (0..20).map(|_| Client::connect(addr)).collect();
+    // Idle after a request.
+    let mut idle = Client::connect(addr);
+    assert_eq!(idle.get("/x").status, 200);
+    // In flight: half a body sent.
+    let mut body_half = Client::connect(addr);
+    body_half.send(b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\nhello");
+    // In flight: half a head sent.
+    let mut head_half = Client::connect(addr);
+    head_half.send(b"GET /late HTTP/1.1\r\nHo");
+    // Pipelined: answered before the shutdown, idle after.
+    let mut pipelined = Client::connect(addr);
+    let batch: Vec<u8> = (0..50)
+        .flat_map(|i| format!("GET /p{i} HTTP/1.1\r\nHost: t\r\n\r\n").into_bytes())
+        .collect();
+    pipelined.send(&batch);
+    for i in 0..50 {
+        assert_eq!(pipelined.reply().unwrap().text(), format!("/p{i}"));
+    }
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while handle.stats().connections < 24 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(handle.stats().connections, 24);
+    std::thread::sleep(Duration::from_millis(100));
+
+    let began = Instant::now();
+    handle.shutdown();
+    // Silent and idle connections are closed promptly.
+    for client in &mut silent {
+        client.expect_closed();
+    }
+    idle.expect_closed();
+    pipelined.expect_closed();
+    assert!(began.elapsed() < Duration::from_secs(5), "idle connections closed promptly");
+    // New connections are refused.
+    std::thread::sleep(Duration::from_millis(50));
+    let refused = TcpStream::connect(addr).map(|s| {
+        let mut c = Client { reader: std::io::BufReader::new(s) };
+        c.send(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+        c.reply().is_err()
+    });
+    assert!(refused.unwrap_or(true), "a connection after shutdown was served");
+    // The half-sent body completes, with requests pipelined behind it in
+    // the same segment: all are answered, and only the last closes.
+    let mut rest = b"world".to_vec();
+    rest.extend_from_slice(&batch);
+    body_half.send(&rest);
+    let reply = body_half.reply().unwrap();
+    assert_eq!(reply.text(), format!("len=10 fnv={:x}", fnv(FNV_START, b"helloworld")));
+    assert!(!reply.closes());
+    for i in 0..50 {
+        let reply = body_half.reply().unwrap();
+        assert_eq!(reply.text(), format!("/p{i}"));
+        assert_eq!(reply.closes(), i == 49, "only the last closes ({i})");
+    }
+    body_half.expect_closed();
+    head_half.send(b"st: t\r\n\r\n");
+    let reply = head_half.reply().unwrap();
+    assert_eq!(reply.text(), "/late");
+    assert!(reply.closes());
+    head_half.expect_closed();
+    server.join().unwrap();
+    assert!(began.elapsed() < Duration::from_secs(10), "done before the deadline");
+}
+
+#[test]
+fn the_deadline_closes_what_is_left() {
+    let (server, addr) = start(options().shutdown_timeout(Duration::from_millis(300)), Echo);
+    let mut stuck = Client::connect(addr);
+    stuck.send(b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\nhel");
+    std::thread::sleep(Duration::from_millis(100));
+    let began = Instant::now();
+    server.handle().shutdown();
+    server.join().unwrap();
+    let took = began.elapsed();
+    assert!(took >= Duration::from_millis(300) && took < Duration::from_secs(5), "{took:?}");
+    stuck.expect_closed();
+}
+
+#[test]
+fn shutdown_with_no_connections_is_immediate() {
+    let (server, _addr) = start(options(), Echo);
+    let began = Instant::now();
+    server.handle().shutdown();
+    server.join().unwrap();
+    assert!(began.elapsed() < Duration::from_secs(2));
+}

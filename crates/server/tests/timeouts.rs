@@ -1,0 +1,138 @@
+//! Timeouts, the connection bound and back-pressure, over real sockets.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::time::{Duration, Instant};
+
+use common::{Client, Echo, options, start};
+use falconet_server::hello::Hello;
+
+const SHORT: Duration = Duration::from_millis(400);
+
+#[test]
+fn slowloris_heads_get_408() {
+    let (server, addr) = start(options().header_timeout(SHORT), Echo);
+    let mut client = Client::connect(addr);
+    let began = Instant::now();
+    // A byte every 100 ms keeps the connection busy but the head late.
+    let mut writer = client.stream().try_clone().unwrap();
+    let trickle = std::thread::spawn(move || {
+        for b in b"GET / HTTP/1.1\r\nHost: t\r\nX-Slow: abcdefghijklmnopqrstuvwxyz" {
+            if writer.write_all(&[*b]).is_err() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    });
+    let reply = client.reply().unwrap();
+    assert_eq!(reply.status, 408);
+    assert!(reply.closes());
+    let waited = began.elapsed();
+    assert!(waited >= SHORT, "not before the timeout: {waited:?}");
+    trickle.join().unwrap();
+    server.handle().shutdown();
+    server.join().unwrap();
+}
+
+#[test]
+fn stalled_bodies_get_408() {
+    let (server, addr) = start(options().io_timeout(SHORT), Echo);
+    let mut client = Client::connect(addr);
+    client.send(b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\nabc");
+    let reply = client.reply().unwrap();
+    assert_eq!(reply.status, 408);
+    server.handle().shutdown();
+    server.join().unwrap();
+}
+
+#[test]
+fn idle_connections_are_closed_by_the_sweep() {
+    let (server, addr) = start(options().keep_alive_timeout(SHORT), Hello);
+    // One that never sent a byte, one idle after a request.
+    let mut silent = Client::connect(addr);
+    let mut used = Client::connect(addr);
+    assert_eq!(used.get("/plaintext").status, 200);
+    let began = Instant::now();
+    silent.expect_closed();
+    used.expect_closed();
+    assert!(began.elapsed() >= SHORT / 2);
+    // An active connection is not idle.
+    let mut active = Client::connect(addr);
+    for _ in 0..6 {
+        std::thread::sleep(SHORT / 4);
+        assert_eq!(active.get("/plaintext").status, 200);
+    }
+    server.handle().shutdown();
+    server.join().unwrap();
+}
+
+#[test]
+fn connections_past_the_bound_get_503() {
+    let (server, addr) = start(options().max_connections(3), Hello);
+    let mut held: Vec<Client> = (0..3).map(|_| Client::connect(addr)).collect();
+    for client in &mut held {
+        assert_eq!(client.get("/plaintext").status, 200);
+    }
+    let mut refused = Client::connect(addr);
+    let reply = refused.reply().unwrap();
+    assert_eq!(reply.status, 503);
+    assert!(reply.closes());
+    refused.expect_closed();
+    // The held ones still work; closing one makes room.
+    assert_eq!(held[0].get("/json").status, 200);
+    drop(held.pop());
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let mut client = Client::connect(addr);
+        client.send(b"GET /plaintext HTTP/1.1\r\nHost: t\r\n\r\n");
+        if client.reply().unwrap().status == 200 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "room was never made");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    server.handle().shutdown();
+    server.join().unwrap();
+}
+
+/// A client that pipelines without reading is pushed back: the server's
+/// input and output stay bounded, and every response arrives once it reads.
+#[test]
+fn back_pressure_bounds_a_client_that_does_not_read() {
+    let (server, addr) = start(options().workers(1), Hello);
+    let handle = server.handle().clone();
+    let client = Client::connect(addr);
+    let mut writer = client.stream().try_clone().unwrap();
+    writer.set_write_timeout(Some(Duration::from_millis(500))).unwrap();
+    let request = b"GET /plaintext HTTP/1.1\r\nHost: t\r\n\r\n";
+    let batch = request.repeat(1000);
+    let mut sent = 0usize;
+    // Write until the kernel buffers and the server both stop taking bytes.
+    while writer.write_all(&batch).is_ok() {
+        sent += 1000;
+        assert!(sent < 2_000_000, "the server kept reading: no back-pressure");
+    }
+    let leased = handle.stats().pool.leased;
+    assert!(leased <= 64, "unparsed input held by the server stays small: {leased} blocks");
+    assert!(sent >= 1000);
+    // Now read every response: nothing lost, in order.
+    let expected = b"Hello, World!";
+    let mut reader = client.reader;
+    let mut answered = 0;
+    let mut buf = vec![0u8; 1 << 16];
+    let mut tail = Vec::new();
+    let want = sent; // whole batches; a partial batch write also lands partly
+    while answered < want {
+        let n = reader.read(&mut buf).unwrap();
+        assert!(n > 0, "closed after {answered} responses");
+        tail.extend_from_slice(&buf[..n]);
+        while let Some(end) = tail.windows(expected.len()).position(|w| w == expected) {
+            answered += 1;
+            tail.drain(..end + expected.len());
+        }
+    }
+    drop(writer);
+    server.handle().shutdown();
+    server.join().unwrap();
+}
