@@ -10,16 +10,26 @@ const MONTHS: [&[u8; 3]; 12] = [
     b"Jan", b"Feb", b"Mar", b"Apr", b"May", b"Jun", b"Jul", b"Aug", b"Sep", b"Oct", b"Nov", b"Dec",
 ];
 
-/// The current date, re-rendered only when the second changes.
+/// What every response carries after its status line.
+const PREFIX: &[u8] = b"Server: falconet\r\nDate: ";
+/// The fields every response starts with: `Server` and `Date`.
+pub(crate) const FIELDS_LEN: usize = PREFIX.len() + DATE_LEN + 2;
+
+/// The current date, re-rendered only when the second changes, inside the
+/// `Server` and `Date` fields every response starts with (one copy per
+/// response).
 #[derive(Clone, Debug)]
 pub(crate) struct DateCache {
     second: u64,
-    text: [u8; DATE_LEN],
+    fields: [u8; FIELDS_LEN],
 }
 
 impl DateCache {
     pub(crate) fn new() -> Self {
-        let mut cache = Self { second: u64::MAX, text: [b' '; DATE_LEN] };
+        let mut fields = [b' '; FIELDS_LEN];
+        fields[..PREFIX.len()].copy_from_slice(PREFIX);
+        fields[FIELDS_LEN - 2..].copy_from_slice(b"\r\n");
+        let mut cache = Self { second: u64::MAX, fields };
         cache.update(SystemTime::now());
         cache
     }
@@ -29,12 +39,18 @@ impl DateCache {
         let second = now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
         if second != self.second {
             self.second = second;
-            self.text = render(second);
+            self.fields[PREFIX.len()..PREFIX.len() + DATE_LEN].copy_from_slice(&render(second));
         }
     }
 
-    pub(crate) fn as_bytes(&self) -> &[u8; DATE_LEN] {
-        &self.text
+    /// `Server: falconet\r\nDate: <IMF-fixdate>\r\n`.
+    pub(crate) fn fields(&self) -> &[u8; FIELDS_LEN] {
+        &self.fields
+    }
+
+    #[cfg(test)]
+    fn date(&self) -> &[u8] {
+        &self.fields[PREFIX.len()..PREFIX.len() + DATE_LEN]
     }
 }
 
@@ -99,8 +115,8 @@ mod tests {
     fn cache_renders_when_the_second_changes() {
         let mut cache = DateCache::new();
         cache.update(UNIX_EPOCH + std::time::Duration::from_millis(784_111_777_900));
-        assert_eq!(cache.as_bytes(), b"Sun, 06 Nov 1994 08:49:37 GMT");
+        assert_eq!(cache.date(), b"Sun, 06 Nov 1994 08:49:37 GMT");
         cache.update(UNIX_EPOCH + std::time::Duration::from_secs(784_111_778));
-        assert_eq!(cache.as_bytes(), b"Sun, 06 Nov 1994 08:49:38 GMT");
+        assert_eq!(cache.fields(), b"Server: falconet\r\nDate: Sun, 06 Nov 1994 08:49:38 GMT\r\n");
     }
 }

@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use crate::date::DATE_LEN;
+use crate::date::FIELDS_LEN;
 
 /// What the server calls for each request, in three steps:
 ///
@@ -107,7 +107,10 @@ impl<'a> Request<'a> {
 
     /// The target without its query.
     pub fn path(&self) -> &'a str {
-        self.target.split_once('?').map_or(self.target, |(path, _)| path)
+        match self.target.bytes().position(|b| b == b'?') {
+            Some(query) => &self.target[..query],
+            None => self.target,
+        }
     }
 
     /// The HTTP version.
@@ -253,6 +256,58 @@ impl fmt::Display for ResponseError {
 
 impl std::error::Error for ResponseError {}
 
+/// A header field checked at compile time, for the fields a handler sends
+/// with every response:
+///
+/// ```
+/// use falconet_server::Field;
+///
+/// const TEXT: Field = Field::new("Content-Type: text/plain");
+/// assert_eq!(TEXT.as_str(), "Content-Type: text/plain");
+/// ```
+///
+/// A line that is not `token ":" SP value`, has CR, LF or NUL in its
+/// value, or names a field the server writes itself (see
+/// [`ResponseError::ReservedHeader`]) fails to compile when used in a
+/// `const`:
+///
+/// ```compile_fail
+/// const BAD: falconet_server::Field = falconet_server::Field::new("Content-Length: 5");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Field {
+    line: &'static str,
+}
+
+impl Field {
+    /// Checks `line` (`Name: value`, without CRLF). Call it in a `const`.
+    ///
+    /// # Panics
+    /// On an invalid or reserved line: at compile time in a `const`.
+    pub const fn new(line: &'static str) -> Self {
+        let bytes = line.as_bytes();
+        let mut i = 0;
+        while i < bytes.len() && bytes[i] != b':' {
+            assert!(TOKEN[bytes[i] as usize], "a header name is an HTTP token");
+            i += 1;
+        }
+        assert!(i > 0 && i + 1 < bytes.len() && bytes[i + 1] == b' ', "a field is `Name: value`");
+        let (name, _) = bytes.split_at(i);
+        assert!(!is_reserved_bytes(name), "the server writes this field itself");
+        let mut j = i + 2;
+        while j < bytes.len() {
+            assert!(!matches!(bytes[j], b'\r' | b'\n' | 0), "a header value has no CR, LF or NUL");
+            j += 1;
+        }
+        Self { line }
+    }
+
+    /// The line, `Name: value`.
+    pub const fn as_str(self) -> &'static str {
+        self.line
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
     /// Nothing written yet: the status may change.
@@ -275,7 +330,8 @@ enum Phase {
 #[derive(Debug)]
 pub struct Response<'a> {
     out: &'a mut Vec<u8>,
-    date: &'a [u8; DATE_LEN],
+    /// `Server` and `Date`, rendered once a second.
+    fields: &'a [u8; FIELDS_LEN],
     phase: Phase,
     status: Status,
     version: Version,
@@ -286,12 +342,20 @@ pub struct Response<'a> {
 impl<'a> Response<'a> {
     pub(crate) fn new(
         out: &'a mut Vec<u8>,
-        date: &'a [u8; DATE_LEN],
+        fields: &'a [u8; FIELDS_LEN],
         version: Version,
         head_only: bool,
         keep_alive: bool,
     ) -> Self {
-        Self { out, date, phase: Phase::Status, status: Status::OK, version, head_only, keep_alive }
+        Self {
+            out,
+            fields,
+            phase: Phase::Status,
+            status: Status::OK,
+            version,
+            head_only,
+            keep_alive,
+        }
     }
 
     /// Sets the status (200 unless set).
@@ -318,22 +382,33 @@ impl<'a> Response<'a> {
         value: impl AsRef<[u8]>,
     ) -> Result<&mut Self, ResponseError> {
         let value = value.as_ref();
-        if name.is_empty() || !name.bytes().all(is_token) {
+        // Folds without early exits: short names and values check in a
+        // few instructions, and the value loop vectorizes.
+        if name.is_empty() || !name.bytes().fold(true, |ok, b| ok & TOKEN[usize::from(b)]) {
             return Err(ResponseError::InvalidHeaderName);
         }
-        if value.iter().any(|&b| matches!(b, b'\r' | b'\n' | 0)) {
+        if value.iter().fold(false, |bad, &b| bad | (b == b'\r') | (b == b'\n') | (b == 0)) {
             return Err(ResponseError::InvalidHeaderValue);
         }
-        if ["content-length", "transfer-encoding", "connection", "date"]
-            .iter()
-            .any(|reserved| name.eq_ignore_ascii_case(reserved))
-        {
+        if is_reserved(name) {
             return Err(ResponseError::ReservedHeader);
         }
         self.start_head()?;
         self.out.extend_from_slice(name.as_bytes());
         self.out.extend_from_slice(b": ");
         self.out.extend_from_slice(value);
+        self.out.extend_from_slice(b"\r\n");
+        Ok(self)
+    }
+
+    /// Adds a header field checked when the program was compiled (see
+    /// [`Field`]): no check at run time.
+    ///
+    /// # Errors
+    /// [`ResponseError::HeadSent`] once the body began.
+    pub fn field(&mut self, field: Field) -> Result<&mut Self, ResponseError> {
+        self.start_head()?;
+        self.out.extend_from_slice(field.line.as_bytes());
         self.out.extend_from_slice(b"\r\n");
         Ok(self)
     }
@@ -363,12 +438,13 @@ impl<'a> Response<'a> {
             Phase::Status | Phase::Headers => {}
         }
         self.start_head()?;
+        let mut tail = Tail::new();
         if !self.status.bodiless() {
-            self.out.extend_from_slice(b"Content-Length: ");
-            write_decimal(self.out, body.len() as u64);
-            self.out.extend_from_slice(b"\r\n");
+            tail.push(b"Content-Length: ");
+            tail.decimal(body.len() as u64);
+            tail.push(b"\r\n");
         }
-        self.end_head();
+        self.end_head(tail);
         if !self.head_only && !self.status.bodiless() {
             self.out.extend_from_slice(body);
         }
@@ -385,14 +461,15 @@ impl<'a> Response<'a> {
             Phase::Done => return Err(ResponseError::Finished),
             Phase::Status | Phase::Headers => {
                 self.start_head()?;
+                let mut tail = Tail::new();
                 if self.version == Version::Http11 {
-                    self.out.extend_from_slice(b"Transfer-Encoding: chunked\r\n");
+                    tail.push(b"Transfer-Encoding: chunked\r\n");
                 } else {
                     // HTTP/1.0 has no chunked coding: the end of the body
                     // is the end of the connection.
                     self.keep_alive = false;
                 }
-                self.end_head();
+                self.end_head(tail);
                 self.phase = Phase::Streaming;
             }
             Phase::Streaming => {}
@@ -432,13 +509,16 @@ impl<'a> Response<'a> {
     fn start_head(&mut self) -> Result<(), ResponseError> {
         match self.phase {
             Phase::Status => {
-                self.out.extend_from_slice(b"HTTP/1.1 ");
-                write_decimal(self.out, u64::from(self.status.code()));
-                self.out.push(b' ');
-                self.out.extend_from_slice(self.status.reason().as_bytes());
-                self.out.extend_from_slice(b"\r\nServer: falconet\r\nDate: ");
-                self.out.extend_from_slice(self.date);
-                self.out.extend_from_slice(b"\r\n");
+                if self.status == Status::OK {
+                    self.out.extend_from_slice(b"HTTP/1.1 200 OK\r\n");
+                } else {
+                    self.out.extend_from_slice(b"HTTP/1.1 ");
+                    write_decimal(self.out, u64::from(self.status.code()));
+                    self.out.push(b' ');
+                    self.out.extend_from_slice(self.status.reason().as_bytes());
+                    self.out.extend_from_slice(b"\r\n");
+                }
+                self.out.extend_from_slice(self.fields);
                 self.phase = Phase::Headers;
                 Ok(())
             }
@@ -448,33 +528,109 @@ impl<'a> Response<'a> {
         }
     }
 
-    fn end_head(&mut self) {
+    /// Ends the head with `tail` (the framing field), the connection
+    /// field and the blank line: one copy into the output.
+    fn end_head(&mut self, mut tail: Tail) {
         match (self.keep_alive, self.version) {
-            (false, _) => self.out.extend_from_slice(b"Connection: close\r\n"),
-            (true, Version::Http10) => self.out.extend_from_slice(b"Connection: keep-alive\r\n"),
+            (false, _) => tail.push(b"Connection: close\r\n"),
+            (true, Version::Http10) => tail.push(b"Connection: keep-alive\r\n"),
             (true, Version::Http11) => {}
         }
-        self.out.extend_from_slice(b"\r\n");
+        tail.push(b"\r\n");
+        self.out.extend_from_slice(tail.as_bytes());
     }
 }
 
-/// Whether `byte` may appear in an HTTP token (RFC 9110 §5.6.2).
-fn is_token(byte: u8) -> bool {
-    byte.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&byte)
+/// The end of a response head, assembled on the stack: the longest is
+/// `Content-Length: <20 digits>\r\nConnection: keep-alive\r\n\r\n`.
+struct Tail {
+    bytes: [u8; 64],
+    len: usize,
 }
 
-pub(crate) fn write_decimal(out: &mut Vec<u8>, mut n: u64) {
+impl Tail {
+    fn new() -> Self {
+        Self { bytes: [0; 64], len: 0 }
+    }
+
+    fn push(&mut self, bytes: &[u8]) {
+        self.bytes[self.len..self.len + bytes.len()].copy_from_slice(bytes);
+        self.len += bytes.len();
+    }
+
+    fn decimal(&mut self, n: u64) {
+        let mut digits = [0u8; 20];
+        let start = format_decimal(&mut digits, n);
+        self.push(&digits[start..]);
+    }
+
+    fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+}
+
+/// Which bytes may appear in an HTTP token (RFC 9110 §5.6.2).
+const TOKEN: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        table[b] = c.is_ascii_alphanumeric()
+            || matches!(
+                c,
+                b'!' | b'#'
+                    | b'$'
+                    | b'%'
+                    | b'&'
+                    | b'\''
+                    | b'*'
+                    | b'+'
+                    | b'-'
+                    | b'.'
+                    | b'^'
+                    | b'_'
+                    | b'`'
+                    | b'|'
+                    | b'~'
+            );
+        b += 1;
+    }
+    table
+};
+
+/// The fields the server writes itself.
+fn is_reserved(name: &str) -> bool {
+    is_reserved_bytes(name.as_bytes())
+}
+
+const fn is_reserved_bytes(name: &[u8]) -> bool {
+    let reserved: &[u8] = match name.len() {
+        4 => b"date",
+        10 => b"connection",
+        14 => b"content-length",
+        17 => b"transfer-encoding",
+        _ => return false,
+    };
+    name.eq_ignore_ascii_case(reserved)
+}
+
+pub(crate) fn write_decimal(out: &mut Vec<u8>, n: u64) {
     let mut digits = [0u8; 20];
+    let start = format_decimal(&mut digits, n);
+    out.extend_from_slice(&digits[start..]);
+}
+
+/// Writes `n` at the end of `digits`; returns where it starts.
+fn format_decimal(digits: &mut [u8; 20], mut n: u64) -> usize {
     let mut i = digits.len();
     loop {
         i -= 1;
         digits[i] = b'0' + (n % 10) as u8;
         n /= 10;
         if n == 0 {
-            break;
+            return i;
         }
     }
-    out.extend_from_slice(&digits[i..]);
 }
 
 fn write_hex(out: &mut Vec<u8>, mut n: u64) {
@@ -495,7 +651,8 @@ fn write_hex(out: &mut Vec<u8>, mut n: u64) {
 mod tests {
     use super::*;
 
-    const DATE: &[u8; DATE_LEN] = b"Sun, 06 Nov 1994 08:49:37 GMT";
+    const FIELDS: &[u8; FIELDS_LEN] =
+        b"Server: falconet\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\n";
 
     fn respond(
         version: Version,
@@ -503,7 +660,7 @@ mod tests {
         f: impl FnOnce(&mut Response<'_>),
     ) -> (String, bool) {
         let mut out = Vec::new();
-        let mut response = Response::new(&mut out, DATE, version, head_only, true);
+        let mut response = Response::new(&mut out, FIELDS, version, head_only, true);
         f(&mut response);
         let keep_alive = response.finish();
         (String::from_utf8(out).unwrap(), keep_alive)
@@ -568,6 +725,23 @@ mod tests {
             assert_eq!(r.body(b"").unwrap_err(), ResponseError::Finished);
             assert_eq!(r.write(b"x").unwrap_err(), ResponseError::Finished);
         });
+    }
+
+    #[test]
+    fn compile_time_fields() {
+        const TEXT: Field = Field::new("Content-Type: text/plain");
+        let (text, _) = respond(Version::Http11, false, |r| {
+            r.field(TEXT).unwrap().body(b"x").unwrap();
+        });
+        assert!(
+            text.contains("\r\nContent-Type: text/plain\r\nContent-Length: 1\r\n\r\nx"),
+            "{text}"
+        );
+        for bad in ["", "No colon", ": empty", "Bad Name: x", "X:no-space", "Date: now", "X: a\rb"]
+        {
+            let line: &'static str = Box::leak(bad.to_string().into_boxed_str());
+            assert!(std::panic::catch_unwind(|| Field::new(line)).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

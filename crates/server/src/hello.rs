@@ -2,7 +2,7 @@
 
 use std::fmt::{self, Write as _};
 
-use crate::handler::{Handler, Request, Response, Status};
+use crate::handler::{Field, Handler, Request, Response, Status};
 
 /// Serves `GET /plaintext` (`Hello, World!`) and `GET /json`
 /// (`{"message":"Hello, World!"}`, serialized per request as the
@@ -22,6 +22,10 @@ pub enum Route {
     /// A known path with a method other than GET or HEAD.
     MethodNotAllowed,
 }
+
+const TEXT_PLAIN: Field = Field::new("Content-Type: text/plain");
+const APPLICATION_JSON: Field = Field::new("Content-Type: application/json");
+const ALLOW: Field = Field::new("Allow: GET, HEAD");
 
 /// The message both endpoints send.
 pub const MESSAGE: &str = "Hello, World!";
@@ -44,21 +48,16 @@ impl Handler for Hello {
     fn respond(&self, route: Route, response: &mut Response<'_>) {
         // A fresh response accepts these calls: the results are Ok.
         let _ = match route {
-            Route::Plaintext => response
-                .header("Content-Type", "text/plain")
-                .and_then(|r| r.body(MESSAGE.as_bytes())),
+            Route::Plaintext => response.field(TEXT_PLAIN).and_then(|r| r.body(MESSAGE.as_bytes())),
             Route::Json => {
                 let mut json = StackBuf::new();
                 let _ = write!(json, "{{\"message\":{}}}", JsonString(MESSAGE));
-                response
-                    .header("Content-Type", "application/json")
-                    .and_then(|r| r.body(json.as_bytes()))
+                response.field(APPLICATION_JSON).and_then(|r| r.body(json.as_bytes()))
             }
             Route::NotFound => response.status(Status::NOT_FOUND).map(drop),
-            Route::MethodNotAllowed => response
-                .status(Status::METHOD_NOT_ALLOWED)
-                .and_then(|r| r.header("Allow", "GET, HEAD"))
-                .map(drop),
+            Route::MethodNotAllowed => {
+                response.status(Status::METHOD_NOT_ALLOWED).and_then(|r| r.field(ALLOW)).map(drop)
+            }
         };
     }
 }
@@ -69,17 +68,27 @@ struct JsonString<'a>(&'a str);
 impl fmt::Display for JsonString<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_char('"')?;
-        for c in self.0.chars() {
-            match c {
-                '"' => f.write_str("\\\"")?,
-                '\\' => f.write_str("\\\\")?,
-                '\n' => f.write_str("\\n")?,
-                '\r' => f.write_str("\\r")?,
-                '\t' => f.write_str("\\t")?,
-                c if u32::from(c) < 0x20 => write!(f, "\\u{:04x}", u32::from(c))?,
-                c => f.write_char(c)?,
+        // Copies runs of plain characters whole; escapes the rest.
+        let mut plain = 0;
+        for (i, c) in self.0.char_indices() {
+            let escape = match c {
+                '"' => "\\\"",
+                '\\' => "\\\\",
+                '\n' => "\\n",
+                '\r' => "\\r",
+                '\t' => "\\t",
+                c if u32::from(c) < 0x20 => "",
+                _ => continue,
+            };
+            f.write_str(&self.0[plain..i])?;
+            if escape.is_empty() {
+                write!(f, "\\u{:04x}", u32::from(c))?;
+            } else {
+                f.write_str(escape)?;
             }
+            plain = i + c.len_utf8();
         }
+        f.write_str(&self.0[plain..])?;
         f.write_char('"')
     }
 }

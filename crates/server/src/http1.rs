@@ -30,7 +30,7 @@
 
 use std::mem::MaybeUninit;
 
-use falconet_pipe::{ReadGuard, Reader};
+use falconet_pipe::{Chunks, ReadGuard, Reader};
 
 use crate::chunked::{ChunkedDecoder, ChunkedError};
 use crate::handler::{BodyLength, Handler, Request, Response, Status, Version};
@@ -158,6 +158,7 @@ impl<S> Http1<S> {
             };
             let len = guard.len();
             let completed = guard.is_completed();
+            let mut cursor = Cursor::new(&guard);
             let mut pos = 0;
             let step = loop {
                 if out.len() >= cx.limits.max_pending_output {
@@ -168,7 +169,7 @@ impl<S> Http1<S> {
                     Phase::Head if pos == len => {
                         break if completed { Step::Close } else { Step::Wait };
                     }
-                    Phase::Head => match self.head(&guard, pos, out, handler, cx) {
+                    Phase::Head => match self.head(&guard, cursor.at(pos), pos, out, handler, cx) {
                         Head::Partial if completed => break Step::Close,
                         Head::Partial => break Step::Wait,
                         Head::Done(used) => pos += used,
@@ -182,7 +183,7 @@ impl<S> Http1<S> {
                         break if completed { Step::Close } else { Step::Wait };
                     }
                     Phase::Body(exchange) => {
-                        let piece = contiguous(&guard, pos);
+                        let piece = cursor.at(pos);
                         match body(exchange, piece, handler, cx.limits.max_body) {
                             Ok((used, false)) => pos += used,
                             Ok((used, true)) => {
@@ -215,10 +216,12 @@ impl<S> Http1<S> {
         }
     }
 
-    /// Parses the head at `pos`; answers it when it has no body.
+    /// Parses the head at `pos` (`first`: the rest of the block holding
+    /// it); answers it when it has no body.
     fn head<H>(
         &mut self,
         guard: &ReadGuard<'_>,
+        first: &[u8],
         pos: usize,
         out: &mut Vec<u8>,
         handler: &H,
@@ -229,7 +232,6 @@ impl<S> Http1<S> {
     {
         let limits = cx.limits;
         let available = guard.len() - pos;
-        let first = contiguous(guard, pos);
         let bytes: &[u8] = if first.len() == available || first.len() > limits.max_head {
             first
         } else {
@@ -384,7 +386,7 @@ fn respond_with<H: Handler>(
     head_only: bool,
     keep_alive: bool,
 ) -> bool {
-    let mut response = Response::new(out, cx.date.as_bytes(), version, head_only, keep_alive);
+    let mut response = Response::new(out, cx.date.fields(), version, head_only, keep_alive);
     handler.respond(state, &mut response);
     cx.requests += 1;
     response.finish()
@@ -425,7 +427,7 @@ fn body<H: Handler>(
 
 /// Writes an error response that closes the connection.
 pub(crate) fn refuse(out: &mut Vec<u8>, cx: &Context, status: Status) {
-    let mut response = Response::new(out, cx.date.as_bytes(), Version::Http11, false, false);
+    let mut response = Response::new(out, cx.date.fields(), Version::Http11, false, false);
     // Cannot fail: a fresh response accepts a status and a body.
     let _ = response.status(status);
     let _ = response.body(b"");
@@ -437,16 +439,33 @@ fn refused<S>(out: &mut Vec<u8>, cx: &Context, status: Status) -> Head<S> {
     Head::Refused
 }
 
-/// The buffered bytes from `pos` to the end of the block that holds it.
-fn contiguous<'g>(guard: &'g ReadGuard<'_>, pos: usize) -> &'g [u8] {
-    let mut start = 0;
-    for chunk in guard.chunks() {
-        if pos < start + chunk.len() {
-            return &chunk[pos - start..];
-        }
-        start += chunk.len();
+/// Walks a read's blocks forward (positions only grow within a read), so
+/// finding the block that holds a position costs nothing per request.
+struct Cursor<'g> {
+    chunks: Chunks<'g>,
+    /// Stream position of `chunk`'s first byte, within the read.
+    base: usize,
+    chunk: &'g [u8],
+}
+
+impl<'g> Cursor<'g> {
+    fn new(guard: &'g ReadGuard<'_>) -> Self {
+        let mut chunks = guard.chunks();
+        let chunk = chunks.next().unwrap_or_default();
+        Self { chunks, base: 0, chunk }
     }
-    &[]
+
+    /// The bytes from `pos` to the end of the block that holds it.
+    fn at(&mut self, pos: usize) -> &'g [u8] {
+        while pos >= self.base + self.chunk.len() {
+            let Some(next) = self.chunks.next() else {
+                return &[];
+            };
+            self.base += self.chunk.len();
+            self.chunk = next;
+        }
+        &self.chunk[pos - self.base..]
+    }
 }
 
 /// What the header fields say about framing and the connection.
@@ -470,38 +489,54 @@ impl Fields {
         let mut expect_continue = false;
         for header in headers {
             let name = header.name;
-            let value = trim(header.value);
-            if name.eq_ignore_ascii_case("content-length") {
-                let parsed = parse_length(value).ok_or(Status::BAD_REQUEST)?;
-                if length.is_some_and(|seen| seen != parsed) {
-                    return Err(Status::BAD_REQUEST);
-                }
-                length = Some(parsed);
-            } else if name.eq_ignore_ascii_case("transfer-encoding") {
-                transfer_encoding = true;
-                for coding in value.split(|&b| b == b',').map(trim).filter(|c| !c.is_empty()) {
-                    if chunked {
-                        // Chunked must be the last coding, and only once.
+            // Dispatch on the length first: most fields are none of these.
+            let field = match name.len() {
+                4 => Field::Host,
+                6 => Field::Expect,
+                10 => Field::Connection,
+                14 => Field::ContentLength,
+                17 => Field::TransferEncoding,
+                _ => continue,
+            };
+            if !name.eq_ignore_ascii_case(field.name()) {
+                continue;
+            }
+            let value = header.value;
+            match field {
+                Field::ContentLength => {
+                    let parsed = parse_length(trim(value)).ok_or(Status::BAD_REQUEST)?;
+                    if length.is_some_and(|seen| seen != parsed) {
                         return Err(Status::BAD_REQUEST);
                     }
-                    if coding.eq_ignore_ascii_case(b"chunked") {
-                        chunked = true;
-                    } else {
-                        unsupported_coding = true;
+                    length = Some(parsed);
+                }
+                Field::TransferEncoding => {
+                    transfer_encoding = true;
+                    for coding in value.split(|&b| b == b',').map(trim).filter(|c| !c.is_empty()) {
+                        if chunked {
+                            // Chunked must be the last coding, and only once.
+                            return Err(Status::BAD_REQUEST);
+                        }
+                        if coding.eq_ignore_ascii_case(b"chunked") {
+                            chunked = true;
+                        } else {
+                            unsupported_coding = true;
+                        }
                     }
                 }
-            } else if name.eq_ignore_ascii_case("host") {
-                hosts += 1;
-            } else if name.eq_ignore_ascii_case("connection") {
-                for token in value.split(|&b| b == b',').map(trim) {
-                    close |= token.eq_ignore_ascii_case(b"close");
-                    keep_alive_asked |= token.eq_ignore_ascii_case(b"keep-alive");
+                Field::Host => hosts += 1,
+                Field::Connection => {
+                    for token in value.split(|&b| b == b',').map(trim) {
+                        close |= token.eq_ignore_ascii_case(b"close");
+                        keep_alive_asked |= token.eq_ignore_ascii_case(b"keep-alive");
+                    }
                 }
-            } else if name.eq_ignore_ascii_case("expect") {
-                if !value.eq_ignore_ascii_case(b"100-continue") {
-                    return Err(Status::EXPECTATION_FAILED);
+                Field::Expect => {
+                    if !trim(value).eq_ignore_ascii_case(b"100-continue") {
+                        return Err(Status::EXPECTATION_FAILED);
+                    }
+                    expect_continue = true;
                 }
-                expect_continue = true;
             }
         }
         if transfer_encoding && length.is_some() {
@@ -526,6 +561,28 @@ impl Fields {
             Version::Http10 => keep_alive_asked && !close,
         };
         Ok(Self { body, keep_alive, expect_continue: expect_continue && body != BodyLength::Empty })
+    }
+}
+
+/// The fields the server reads.
+#[derive(Clone, Copy)]
+enum Field {
+    Host,
+    Expect,
+    Connection,
+    ContentLength,
+    TransferEncoding,
+}
+
+impl Field {
+    fn name(self) -> &'static str {
+        match self {
+            Self::Host => "host",
+            Self::Expect => "expect",
+            Self::Connection => "connection",
+            Self::ContentLength => "content-length",
+            Self::TransferEncoding => "transfer-encoding",
+        }
     }
 }
 

@@ -71,7 +71,7 @@ mod server;
 mod session;
 mod worker;
 
-pub use handler::{BodyLength, Handler, Request, Response, ResponseError, Status, Version};
+pub use handler::{BodyLength, Field, Handler, Request, Response, ResponseError, Status, Version};
 pub use http1::{MAX_HEADERS_LIMIT, Progress};
 pub use options::{
     Accept, DEFAULT_HEADER_TIMEOUT, DEFAULT_IO_TIMEOUT, DEFAULT_KEEP_ALIVE_TIMEOUT,

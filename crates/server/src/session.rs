@@ -99,6 +99,10 @@ pub struct Session<H: Handler> {
     out: Vec<u8>,
     /// Bytes of `out` already sent.
     sent: usize,
+    /// A socket read goes into the tail block while this much of it is
+    /// free, into a fresh block otherwise (the pipe's measured default, a
+    /// quarter block: fewer, fuller reads than the tail's last scraps).
+    read_space: usize,
 }
 
 impl<H: Handler> Session<H> {
@@ -109,7 +113,15 @@ impl<H: Handler> Session<H> {
     /// for a pipe.
     pub fn new(pool: &Pool) -> Result<Self, falconet_pipe::OptionsError> {
         let (writer, reader) = falconet_pipe::pipe(pool, falconet_pipe::Options::new())?;
-        Ok(Self { writer: Some(writer), reader, http: Http1::new(), out: Vec::new(), sent: 0 })
+        let read_space = (pool.block_size() / 4).max(1);
+        Ok(Self {
+            writer: Some(writer),
+            reader,
+            http: Http1::new(),
+            out: Vec::new(),
+            sent: 0,
+            read_space,
+        })
     }
 
     /// Bytes from the client, as a socket read would deliver them.
@@ -125,7 +137,7 @@ impl<H: Handler> Session<H> {
     /// (if not, the socket is drained).
     pub(crate) fn read_from(&mut self, source: &mut impl io::Read) -> io::Result<(usize, bool)> {
         let writer = self.writer.as_mut().ok_or_else(|| io::Error::from(WriteError::Closed))?;
-        let buffer = writer.buffer(0)?;
+        let buffer = writer.buffer(self.read_space)?;
         let space = buffer.len();
         let n = source.read(buffer)?;
         writer.commit(n)?;
