@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The HTTP server benchmark: falconet against a minimal hyper 1.x server and
+# may_minihttp (bins in benches/), the server pinned to core 0 and wrk to
+# core 1, servers alternating within each round. Reports requests/s and
+# requests per second of server CPU (utime+stime), medians over the rounds,
+# with the ratios against each peer.
+#
+#   scripts/bench-server.sh [seconds per run, default 10] [rounds, default 3]
+#   scripts/bench-server.sh --soak [minutes, default 10]
+#       falconet's RSS sampled every 30 s under full load.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if ! command -v wrk >/dev/null 2>&1; then
+  sudo_if_needed() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+  sudo_if_needed apt-get install -y wrk || { sudo_if_needed apt-get update && sudo_if_needed apt-get install -y wrk; }
+fi
+cargo build --release -q -p falconet-server --bin falconet
+cargo build --release -q -p falconet-benches --bin hyper_server --bin may_minihttp_server
+exec python3 scripts/bench_server.py "$@"

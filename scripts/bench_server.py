@@ -1,0 +1,170 @@
+#!/usr/bin/env python3
+"""Drives scripts/bench-server.sh: starts each server pinned to one core,
+loads it with wrk pinned to the other, and reports req/s and req per
+server-CPU-second (medians over rounds) with ratios against the peers."""
+
+import os
+import re
+import socket
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RELEASE = os.path.join(ROOT, "target", "release")
+LUA = os.path.join(ROOT, "scripts", "pipeline.lua")
+TICKS = os.sysconf("SC_CLK_TCK")
+CPUS = os.cpu_count() or 1
+SERVER_CORE, LOAD_CORE = "0", ("1" if CPUS > 1 else "0")
+
+SERVERS = {
+    "falconet": lambda addr: [os.path.join(RELEASE, "falconet"), "--addr", addr, "--workers", "1"],
+    "hyper": lambda addr: [os.path.join(RELEASE, "hyper_server"), addr],
+    "hyper+flush": lambda addr: [os.path.join(RELEASE, "hyper_server"), addr, "--pipeline-flush"],
+    "may_minihttp": lambda addr: [os.path.join(RELEASE, "may_minihttp_server"), addr],
+}
+# (name, path, connections, pipeline depth)
+MODES = [
+    ("plaintext, 64 conns", "/plaintext", 64, 1),
+    ("plaintext, 64 conns, pipelined x16", "/plaintext", 64, 16),
+    ("json, 64 conns", "/json", 64, 1),
+]
+
+
+def cpu_seconds(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS  # utime, stime
+
+
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def wait_for_port(port, timeout=10.0):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"nothing listens on {port}")
+
+
+def start(name, port):
+    addr = f"127.0.0.1:{port}"
+    proc = subprocess.Popen(
+        ["taskset", "-c", SERVER_CORE] + SERVERS[name](addr),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=dict(os.environ, RUST_LOG="warn"),
+    )
+    wait_for_port(port)
+    return proc
+
+
+def wrk(port, path, conns, depth, seconds):
+    cmd = ["taskset", "-c", LOAD_CORE, "wrk", "-t1", f"-c{conns}", f"-d{seconds}s", f"http://127.0.0.1:{port}{path}"]
+    if depth > 1:
+        cmd[5:5] = ["-s", LUA]
+        cmd += ["--", str(depth)]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    total = int(re.search(r"(\d+) requests in", out).group(1))
+    errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    socket_errors = re.search(r"Socket errors: (.*)", out)
+    if errors or socket_errors:
+        print(f"  !! wrk reported errors: {errors and errors.group(0)} {socket_errors and socket_errors.group(0)}")
+    return total
+
+
+def measure(name, port, mode, seconds):
+    _, path, conns, depth = mode
+    proc = start(name, port)
+    try:
+        wrk(port, path, conns, depth, 1)  # warm-up
+        cpu0, t0 = cpu_seconds(proc.pid), time.time()
+        total = wrk(port, path, conns, depth, seconds)
+        cpu1, t1 = cpu_seconds(proc.pid), time.time()
+    finally:
+        proc.terminate()
+        proc.wait()
+    elapsed = t1 - t0
+    cpu = max(cpu1 - cpu0, 1e-9)
+    return total / elapsed, total / cpu, cpu / elapsed
+
+
+def benchmark(seconds, rounds):
+    print(f"# bench-server: {rounds} rounds x {seconds} s, server on core {SERVER_CORE}, wrk on core {LOAD_CORE}")
+    results = {}
+    port = 18080
+    for r in range(rounds):
+        for mode in MODES:
+            for name in SERVERS:
+                port += 1
+                rps, per_cpu, util = measure(name, port, mode, seconds)
+                results.setdefault((mode[0], name), []).append((rps, per_cpu, util))
+                print(f"round {r + 1} | {mode[0]:<36} | {name:<13} | {rps:>10,.0f} req/s | {per_cpu:>10,.0f} req/CPU-s | server CPU {util:4.0%}", flush=True)
+    print()
+    print("| load | server | req/s (median) | req per CPU-second (median) | server CPU | vs hyper | vs hyper+flush | vs may_minihttp |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    for mode in MODES:
+        med = {}
+        for name in SERVERS:
+            runs = results[(mode[0], name)]
+            med[name] = tuple(statistics.median(x[i] for x in runs) for i in range(3))
+        for name in SERVERS:
+            rps, per_cpu, util = med[name]
+            vs = [per_cpu / med[peer][1] for peer in ("hyper", "hyper+flush", "may_minihttp")]
+            ratios = " | ".join(f"{v:.2f}x" for v in vs)
+            print(f"| {mode[0]} | {name} | {rps:,.0f} | {per_cpu:,.0f} | {util:.0%} | {ratios} |")
+    print()
+    print("ratios: requests per second of server CPU, medians; hyper = default http1 builder,")
+    print("hyper+flush = with pipeline_flush(true)")
+
+
+def soak(minutes):
+    port = 18999
+    proc = start("falconet", port)
+    load = subprocess.Popen(
+        ["taskset", "-c", LOAD_CORE, "wrk", "-t1", "-c256", f"-d{int(minutes * 60)}s", "-s", LUA,
+         f"http://127.0.0.1:{port}/plaintext", "--", "16"],
+        stdout=subprocess.PIPE, text=True)
+    print(f"# soak: falconet under wrk -c256 pipelined x16 for {minutes} min; RSS every 30 s")
+    samples = []
+    began = time.time()
+    try:
+        while load.poll() is None:
+            time.sleep(30 if minutes >= 1 else 5)
+            if load.poll() is not None:
+                break
+            kib = rss_kib(proc.pid)
+            samples.append(kib)
+            print(f"  t={time.time() - began:5.0f} s  RSS {kib / 1024:7.1f} MiB", flush=True)
+        out = load.stdout.read()
+    finally:
+        proc.terminate()
+        proc.wait()
+    total = re.search(r"(\d+) requests in", out)
+    print(f"requests: {total.group(1) if total else '?'}")
+    if len(samples) >= 2:
+        first, last, peak = samples[0], samples[-1], max(samples)
+        print(f"RSS first {first / 1024:.1f} MiB, last {last / 1024:.1f} MiB, peak {peak / 1024:.1f} MiB, "
+              f"drift last-first {(last - first) / 1024:+.1f} MiB")
+
+
+def main():
+    args = sys.argv[1:]
+    if args and args[0] == "--soak":
+        soak(float(args[1]) if len(args) > 1 else 10)
+    else:
+        benchmark(int(args[0]) if args else 10, int(args[1]) if len(args) > 1 else 3)
+
+
+if __name__ == "__main__":
+    main()
