@@ -8,6 +8,8 @@
 #   scripts/bench-server.sh [seconds per run, default 10] [rounds, default 3]
 #   scripts/bench-server.sh --soak [minutes, default 10]
 #       falconet's RSS sampled every 30 s under full load.
+#   scripts/bench-server.sh --accept [seconds, default 5]
+#       Accept::ReusePort against Accept::Shared, two workers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v wrk >/dev/null 2>&1; then

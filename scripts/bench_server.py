@@ -158,10 +158,40 @@ def soak(minutes):
               f"drift last-first {(last - first) / 1024:+.1f} MiB")
 
 
+def accept_modes(seconds, rounds):
+    """Two workers, wrk with two threads on the same two cores: keep-alive
+    and a connection per request, for each accept mode."""
+    print(f"# accept modes: falconet --workers 2, wrk -t2 -c128, {rounds} rounds x {seconds} s")
+    port = 19200
+    for r in range(rounds):
+        for mode in ("reuse-port", "shared"):
+            port += 1
+            proc = subprocess.Popen(
+                [os.path.join(RELEASE, "falconet"), "--addr", f"127.0.0.1:{port}", "--workers", "2", "--accept", mode],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(os.environ, RUST_LOG="warn"))
+            try:
+                wait_for_port(port)
+                for load, extra in (("keep-alive", []), ("connection per request", ["-H", "Connection: close"])):
+                    url = f"http://127.0.0.1:{port}/plaintext"
+                    subprocess.run(["wrk", "-t2", "-c128", "-d1s", *extra, url], capture_output=True, check=True)
+                    cpu0, t0 = cpu_seconds(proc.pid), time.time()
+                    out = subprocess.run(["wrk", "-t2", "-c128", f"-d{seconds}s", *extra, url],
+                                         capture_output=True, text=True, check=True).stdout
+                    cpu1, t1 = cpu_seconds(proc.pid), time.time()
+                    total = int(re.search(r"(\d+) requests in", out).group(1))
+                    print(f"round {r + 1} | {mode:<10} | {load:<22} | {total / (t1 - t0):>9,.0f} req/s | "
+                          f"{total / max(cpu1 - cpu0, 1e-9):>9,.0f} req/CPU-s", flush=True)
+            finally:
+                proc.terminate()
+                proc.wait()
+
+
 def main():
     args = sys.argv[1:]
     if args and args[0] == "--soak":
         soak(float(args[1]) if len(args) > 1 else 10)
+    elif args and args[0] == "--accept":
+        accept_modes(int(args[1]) if len(args) > 1 else 5, int(args[2]) if len(args) > 2 else 3)
     else:
         benchmark(int(args[0]) if args else 10, int(args[1]) if len(args) > 1 else 3)
 

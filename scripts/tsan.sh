@@ -13,3 +13,8 @@ export FALCONET_PIPE_STRESS_BYTES="${FALCONET_PIPE_STRESS_BYTES:-268435456}"
 export FALCONET_REGISTRY_STRESS_OPS="${FALCONET_REGISTRY_STRESS_OPS:-500000}"
 RUSTFLAGS="-Zsanitizer=thread" RUSTDOCFLAGS="-Zsanitizer=thread" CARGO_TARGET_DIR=target/tsan \
   cargo +nightly test -Zbuild-std --target "$target" "${packages[@]}" --tests
+# The server has no unsafe code of its own, but its workers, timer and
+# clients share the pool, pipes and registry: its stress test runs too.
+FALCONET_SERVER_STRESS_ROUNDS="${FALCONET_SERVER_STRESS_ROUNDS:-300}" \
+RUSTFLAGS="-Zsanitizer=thread" RUSTDOCFLAGS="-Zsanitizer=thread" CARGO_TARGET_DIR=target/tsan \
+  cargo +nightly test -Zbuild-std --target "$target" -p falconet-server --test stress

@@ -17,8 +17,8 @@
 //!
 //! # Shape
 //!
-//! - [`Server`] binds (one `SO_REUSEPORT` listener per worker by default,
-//!   see [`Accept`]) and [`start`](Server::start)s one mio event loop per
+//! - [`Server`] binds (one listener polled by every worker by default, or
+//!   one `SO_REUSEPORT` listener per worker: see [`Accept`]) and [`start`](Server::start)s one mio event loop per
 //!   worker thread. [`Handle`] stops it gracefully and reads [`Stats`].
 //! - A [`Handler`] sees each request in three steps (head, body pieces,
 //!   respond) and writes a [`Response`]: no allocation per request, bodies

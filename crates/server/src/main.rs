@@ -29,7 +29,7 @@ struct Args {
     #[arg(long)]
     stats: bool,
     /// How connections reach the workers.
-    #[arg(long, value_enum, default_value_t = AcceptMode::ReusePort)]
+    #[arg(long, value_enum, default_value_t = AcceptMode::Shared)]
     accept: AcceptMode,
     /// Open connections at most (past it: 503 and close).
     #[arg(long, default_value_t = falconet_server::DEFAULT_MAX_CONNECTIONS)]

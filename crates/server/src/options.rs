@@ -36,11 +36,14 @@ pub const DEFAULT_MAX_POOL_BYTES: usize = 1 << 30;
 #[non_exhaustive]
 pub enum Accept {
     /// A listening socket per worker on the same port (`SO_REUSEPORT`): the
-    /// kernel spreads connections and no worker wakes for another's. The
-    /// default (see `docs/benchmarks.md` for the measurement).
+    /// kernel hashes each connection to one worker's queue, and no worker
+    /// wakes for another's. Measured here 6% faster when every request is a
+    /// new connection, but 13% slower on keep-alive connections: the hash
+    /// can leave one worker with more of them (`docs/benchmarks.md`).
     ReusePort,
-    /// One listening socket, polled by every worker: whichever worker wins
-    /// the `accept` owns the connection.
+    /// One listening socket, polled by every worker: whichever worker is
+    /// free first takes the connection, which spreads long-lived
+    /// connections by load. The default.
     Shared,
 }
 
@@ -81,12 +84,12 @@ impl Default for Options {
 }
 
 impl Options {
-    /// The defaults: a worker per available CPU, [`Accept::ReusePort`] and
+    /// The defaults: a worker per available CPU, [`Accept::Shared`] and
     /// the `DEFAULT_*` constants of this module.
     pub fn new() -> Self {
         Self {
             workers: std::thread::available_parallelism().map_or(1, usize::from),
-            accept: Accept::ReusePort,
+            accept: Accept::Shared,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             max_request_line: DEFAULT_MAX_REQUEST_LINE,
             max_head: DEFAULT_MAX_HEAD,

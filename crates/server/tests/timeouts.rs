@@ -136,3 +136,24 @@ fn back_pressure_bounds_a_client_that_does_not_read() {
     server.handle().shutdown();
     server.join().unwrap();
 }
+
+/// A client that never reads its responses is closed after `io_timeout`.
+#[test]
+fn a_client_that_never_reads_is_closed() {
+    let (server, addr) = start(options().workers(1).io_timeout(SHORT), Hello);
+    let handle = server.handle().clone();
+    let client = Client::connect(addr);
+    let mut writer = client.stream().try_clone().unwrap();
+    writer.set_write_timeout(Some(Duration::from_millis(300))).unwrap();
+    let batch = b"GET /plaintext HTTP/1.1\r\nHost: t\r\n\r\n".repeat(1000);
+    // Until the buffers fill (or the server already gave up on us).
+    while writer.write_all(&batch).is_ok() {}
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while handle.stats().connections > 0 {
+        assert!(Instant::now() < deadline, "the stalled connection was never closed");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(client);
+    server.handle().shutdown();
+    server.join().unwrap();
+}
