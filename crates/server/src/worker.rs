@@ -84,6 +84,7 @@ impl<H: Handler> Worker<H> {
                 }
             }
             if self.cx.requests > 0 {
+                // Relaxed: a counter, read only for display (`Handle::stats`).
                 self.shared.requests[self.index].fetch_add(self.cx.requests, Ordering::Relaxed);
                 self.cx.requests = 0;
             }

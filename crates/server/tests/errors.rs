@@ -145,3 +145,25 @@ fn the_end_of_stream_mid_request_closes_quietly() {
     server.handle().shutdown();
     server.join().unwrap();
 }
+
+/// After a refusal the server shuts only its write side and keeps reading
+/// (discarding) until the client's end of stream: a client still sending
+/// the refused body is not reset, so it can read the answer.
+#[test]
+fn refusals_linger_until_the_client_finishes() {
+    let (server, addr) = start(options().max_body(1000), Echo);
+    let mut client = Client::connect(addr);
+    client.send(b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 1000000\r\n\r\n");
+    let reply = client.reply().unwrap();
+    assert_eq!(reply.status, 413);
+    assert!(reply.closes());
+    // The client goes on sending the body it started.
+    for _ in 0..50 {
+        client.send(&[b'b'; 4096]);
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    client.stream().shutdown(std::net::Shutdown::Write).unwrap();
+    client.expect_closed();
+    server.handle().shutdown();
+    server.join().unwrap();
+}

@@ -18,7 +18,8 @@ fn slowloris_heads_get_408() {
     // A byte every 100 ms keeps the connection busy but the head late.
     let mut writer = client.stream().try_clone().unwrap();
     let trickle = std::thread::spawn(move || {
-        for b in b"GET / HTTP/1.1\r\nHost: t\r\nX-Slow: abcdefghijklmnopqrstuvwxyz" {
+        let head = format!("GET / HTTP/1.1\r\nHost: t\r\nX-Slow: {}", "x".repeat(100));
+        for b in head.as_bytes() {
             if writer.write_all(&[*b]).is_err() {
                 return;
             }
@@ -30,6 +31,12 @@ fn slowloris_heads_get_408() {
     assert!(reply.closes());
     let waited = began.elapsed();
     assert!(waited >= SHORT, "not before the timeout: {waited:?}");
+    // Counted from the head's first byte, not from the last one: the
+    // trickle (12 s) never lets the connection look idle.
+    assert!(
+        waited < Duration::from_secs(5),
+        "the trickle kept the connection alive for {waited:?}"
+    );
     trickle.join().unwrap();
     server.handle().shutdown();
     server.join().unwrap();
