@@ -15,6 +15,6 @@ RUSTFLAGS="-Zsanitizer=thread" RUSTDOCFLAGS="-Zsanitizer=thread" CARGO_TARGET_DI
   cargo +nightly test -Zbuild-std --target "$target" "${packages[@]}" --tests
 # The server has no unsafe code of its own, but its workers, timer and
 # clients share the pool, pipes and registry: its stress test runs too.
-FALCONET_SERVER_STRESS_ROUNDS="${FALCONET_SERVER_STRESS_ROUNDS:-300}" \
+FALCONET_SERVER_STRESS_ROUNDS="${FALCONET_SERVER_STRESS_ROUNDS:-2000}" \
 RUSTFLAGS="-Zsanitizer=thread" RUSTDOCFLAGS="-Zsanitizer=thread" CARGO_TARGET_DIR=target/tsan \
   cargo +nightly test -Zbuild-std --target "$target" -p falconet-server --test stress
