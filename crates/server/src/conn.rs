@@ -59,6 +59,18 @@ pub(crate) struct Timeouts {
     pub(crate) linger: u64,
 }
 
+impl Timeouts {
+    pub(crate) fn from_options(options: &crate::Options) -> Self {
+        let ms = |d: std::time::Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+        Self {
+            header: ms(options.header_timeout),
+            io: ms(options.io_timeout),
+            keep_alive: ms(options.keep_alive_timeout),
+            linger: ms(options.linger_timeout),
+        }
+    }
+}
+
 pub(crate) struct Conn<H: Handler> {
     pub(crate) socket: TcpStream,
     session: Session<H>,

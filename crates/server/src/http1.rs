@@ -504,7 +504,7 @@ impl Fields {
             let value = header.value;
             match field {
                 Field::ContentLength => {
-                    let parsed = parse_length(trim(value)).ok_or(Status::BAD_REQUEST)?;
+                    let parsed = parse_length(value.trim_ascii()).ok_or(Status::BAD_REQUEST)?;
                     if length.is_some_and(|seen| seen != parsed) {
                         return Err(Status::BAD_REQUEST);
                     }
@@ -512,7 +512,11 @@ impl Fields {
                 }
                 Field::TransferEncoding => {
                     transfer_encoding = true;
-                    for coding in value.split(|&b| b == b',').map(trim).filter(|c| !c.is_empty()) {
+                    for coding in value
+                        .split(|&b| b == b',')
+                        .map(<[u8]>::trim_ascii)
+                        .filter(|c| !c.is_empty())
+                    {
                         if chunked {
                             // Chunked must be the last coding, and only once.
                             return Err(Status::BAD_REQUEST);
@@ -526,13 +530,13 @@ impl Fields {
                 }
                 Field::Host => hosts += 1,
                 Field::Connection => {
-                    for token in value.split(|&b| b == b',').map(trim) {
+                    for token in value.split(|&b| b == b',').map(<[u8]>::trim_ascii) {
                         close |= token.eq_ignore_ascii_case(b"close");
                         keep_alive_asked |= token.eq_ignore_ascii_case(b"keep-alive");
                     }
                 }
                 Field::Expect => {
-                    if !trim(value).eq_ignore_ascii_case(b"100-continue") {
+                    if !value.trim_ascii().eq_ignore_ascii_case(b"100-continue") {
                         return Err(Status::EXPECTATION_FAILED);
                     }
                     expect_continue = true;
@@ -592,8 +596,4 @@ fn parse_length(value: &[u8]) -> Option<u64> {
         return None;
     }
     Some(value.iter().fold(0, |n, &d| n * 10 + u64::from(d - b'0')))
-}
-
-fn trim(value: &[u8]) -> &[u8] {
-    value.trim_ascii()
 }

@@ -145,7 +145,7 @@ impl<H: Handler> Server<H> {
 
         let mut workers = Vec::with_capacity(options.workers);
         let mut wakers = Vec::with_capacity(options.workers);
-        let timeouts = Shared::<H>::timeouts_from(&options);
+        let timeouts = Timeouts::from_options(&options);
         let shared = Arc::new(Shared {
             registry,
             handler,

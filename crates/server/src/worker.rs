@@ -23,7 +23,7 @@ use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token};
 use parking_lot::Mutex;
 
-use crate::conn::{Conn, Connection, Readiness, Timeouts, Verdict};
+use crate::conn::{Conn, Connection, Readiness, Verdict};
 use crate::handler::Handler;
 use crate::server::Shared;
 use crate::session::{Context, Session};
@@ -35,6 +35,9 @@ pub(crate) const WAKER: Token = Token(1);
 const MAINTAIN_EVERY: Duration = Duration::from_secs(5);
 /// How long accepting pauses after running out of file descriptors.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+/// Out of file descriptors, system-wide and for this process (Linux errno).
+const ENFILE: i32 = 23;
+const EMFILE: i32 = 24;
 /// The answer to a connection past `max_connections`.
 const REFUSAL: &[u8] =
     b"HTTP/1.1 503 Service Unavailable\r\nServer: falconet\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
@@ -141,8 +144,8 @@ impl<H: Handler> Worker<H> {
                 Ok((socket, _)) => self.admit(socket, now),
                 Err(error) if error.kind() == io::ErrorKind::WouldBlock => return true,
                 Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
-                Err(error) if matches!(error.raw_os_error(), Some(23 | 24)) => {
-                    // ENFILE, EMFILE: the queue stays; try again soon.
+                Err(error) if matches!(error.raw_os_error(), Some(ENFILE | EMFILE)) => {
+                    // The queue stays; try again soon.
                     tracing::warn!(%error, "accept paused: out of file descriptors");
                     return false;
                 }
@@ -238,18 +241,6 @@ impl<H: Handler> Worker<H> {
         if self.index == 0 {
             tracing::info!(open = self.shared.registry.len(), "shutting down");
             self.sweep(now);
-        }
-    }
-}
-
-impl<H: Handler> Shared<H> {
-    pub(crate) fn timeouts_from(options: &crate::Options) -> Timeouts {
-        let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
-        Timeouts {
-            header: ms(options.header_timeout),
-            io: ms(options.io_timeout),
-            keep_alive: ms(options.keep_alive_timeout),
-            linger: ms(options.linger_timeout),
         }
     }
 }
