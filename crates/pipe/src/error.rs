@@ -154,6 +154,54 @@ impl std::error::Error for WriteError {
     }
 }
 
+/// Why [`Writer::put_slice`](crate::Writer::put_slice) stopped, and how
+/// far it got: the first [`committed`](Self::committed) bytes are in the
+/// pipe (the reader will see them, unless it is gone), the rest of the
+/// slice is not. A caller that retries must start at `committed`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PutError {
+    pub(crate) committed: usize,
+    pub(crate) error: WriteError,
+}
+
+impl PutError {
+    /// Bytes of the slice committed before the failure (a prefix).
+    pub fn committed(&self) -> usize {
+        self.committed
+    }
+
+    /// What stopped the write.
+    pub fn error(&self) -> WriteError {
+        self.error
+    }
+}
+
+impl fmt::Display for PutError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} (after committing {} bytes)", self.error, self.committed)
+    }
+}
+
+impl std::error::Error for PutError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.error)
+    }
+}
+
+/// The cause alone, for callers that close the pipe on any failure.
+impl From<PutError> for WriteError {
+    fn from(error: PutError) -> Self {
+        error.error
+    }
+}
+
+/// The cause's kind, with the whole error (and its count) as the payload.
+impl From<PutError> for std::io::Error {
+    fn from(error: PutError) -> Self {
+        std::io::Error::new(std::io::Error::from(error.error).kind(), error)
+    }
+}
+
 impl From<LeaseError> for WriteError {
     fn from(error: LeaseError) -> Self {
         Self::Lease(error)

@@ -144,15 +144,20 @@ impl io::BufRead for IoReader {
 }
 
 /// Copies into the pipe; waits (blocking) while the reader is over the
-/// pause threshold, as a socket's send buffer would.
+/// pause threshold, as a socket's send buffer would. A write the pool can
+/// only partly hold returns `Ok(n)` for the bytes that went in, and the next
+/// write returns the error (`OutOfMemory` for an exhausted pool,
+/// `BrokenPipe` once the reader is gone): `Err` always means nothing was
+/// written, as `std::io::Write` requires.
 impl io::Write for Writer {
     fn write(&mut self, data: &[u8]) -> io::Result<usize> {
         if data.is_empty() {
             return Ok(0);
         }
         self.flush_blocking()?;
-        self.put_slice(data)?;
-        Ok(data.len())
+        // `Ok(n)` for a partial write: `Err` must mean nothing was written,
+        // or a caller that retries would duplicate the prefix.
+        Ok(self.put_some(data)?)
     }
 
     fn flush(&mut self) -> io::Result<()> {
@@ -222,8 +227,9 @@ mod tokio_io {
     }
 
     /// Copies into the pipe; `Pending` while the reader is over the pause
-    /// threshold. `poll_shutdown` closes the stream (writes then fail with
-    /// `BrokenPipe`).
+    /// threshold. A partial write is `Ok(n)` and `Err` means nothing was
+    /// written, as for `io::Write`. `poll_shutdown` closes the stream
+    /// (writes then fail with `BrokenPipe`).
     impl AsyncWrite for Writer {
         fn poll_write(
             self: Pin<&mut Self>,
@@ -232,8 +238,8 @@ mod tokio_io {
         ) -> Poll<io::Result<usize>> {
             let this = self.get_mut();
             ready!(this.poll_io_flush(cx))?;
-            this.put_slice(data)?;
-            Poll::Ready(Ok(data.len()))
+            // As `io::Write::write`: a partial write is `Ok(n)`.
+            Poll::Ready(Ok(this.put_some(data)?))
         }
 
         fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {

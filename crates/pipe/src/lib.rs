@@ -65,6 +65,10 @@
 //! - [`AdvanceError`]: positions past the read (nothing is consumed).
 //! - [`WriteError`]: reader gone, writer closed, pool exhausted, a buffer
 //!   larger than a block, a commit larger than the buffer.
+//! - [`PutError`]: a [`WriteError`] from [`Writer::put_slice`], with how
+//!   many bytes were committed before it (a retry resumes there). The
+//!   `std::io::Write` and tokio `AsyncWrite` adapters turn a partial write
+//!   into `Ok(n)`, so their `Err` always means nothing was written.
 //! - The writer's own failure reaches the reader as an `io::Error` on the
 //!   last read ([`ReadGuard::error`]).
 //!
@@ -87,7 +91,7 @@ mod view;
 mod waker;
 mod writer;
 
-pub use error::{AdvanceError, OptionsError, ReadError, WriteError};
+pub use error::{AdvanceError, OptionsError, PutError, ReadError, WriteError};
 pub use io::IoReader;
 pub use options::{DEFAULT_PAUSE_AT, DEFAULT_RESUME_AT, Options};
 pub use reader::{ReadFuture, Reader};

@@ -53,9 +53,18 @@ struct Position {
     head: *mut Node,
     /// Bytes of `head` already consumed.
     head_off: usize,
-    /// Stream bytes consumed and examined so far.
+    /// Stream bytes consumed so far.
     consumed: u64,
+    /// Stream bytes examined so far: the caller's mark, set by
+    /// `advance_to`, never moving back.
     examined: u64,
+    /// Bytes past `examined` that a waiting `read_at_least` took out of the
+    /// unexamined count (so the writer is not paused by bytes it waits
+    /// past). Lent, not given: the read's end (advance, drop or
+    /// cancellation) returns whatever the caller did not examine, so the
+    /// state word always counts `written - (examined + credit)`. Zero
+    /// whenever no read is outstanding.
+    credit: u64,
 }
 
 impl Position {
@@ -65,7 +74,7 @@ impl Position {
             node: self.head,
             off: self.head_off,
             // Buffered bytes sit in pool blocks: they fit in the address space.
-            len: (self.examined - self.consumed + unexamined(state)) as usize,
+            len: (self.examined + self.credit - self.consumed + unexamined(state)) as usize,
             completed: has(state, WRITER_CLOSED),
         }
     }
@@ -86,7 +95,13 @@ impl Reader {
         let head = shared.sentinel();
         Self {
             shared,
-            local: UnsafeCell::new(Position { head, head_off: 0, consumed: 0, examined: 0 }),
+            local: UnsafeCell::new(Position {
+                head,
+                head_off: 0,
+                consumed: 0,
+                examined: 0,
+                credit: 0,
+            }),
         }
     }
 
@@ -102,7 +117,13 @@ impl Reader {
     /// Waits until at least `n` bytes are buffered (or the stream ended) and
     /// returns everything buffered. While it waits it counts every buffered
     /// byte as examined, so the writer is never paused by bytes this read is
-    /// waiting past: `n` above the pause threshold cannot deadlock.
+    /// waiting past: `n` above the pause threshold cannot deadlock. That is
+    /// a loan: when the read ends, the examined mark is where the caller
+    /// puts it with [`advance_to`](ReadGuard::advance_to) (or where it was,
+    /// if the guard is dropped), and a read future dropped while it waits
+    /// (a timeout, a `select!`) leaves it where it found it, so the next
+    /// [`read`](Self::read) or [`try_read`](Self::try_read) returns the
+    /// buffered bytes at once.
     ///
     /// # Errors
     /// [`ReadError::ConcurrentRead`] (see the type's rule).
@@ -201,11 +222,30 @@ impl Reader {
     }
 
     /// Gives up a read that returned no bytes (cancelled, failed or empty
-    /// `try_read`): `PENDING` -> idle.
+    /// `try_read`): returns the credit a waiting `read_at_least` took to the
+    /// unexamined count, and `PENDING` -> idle, in one CAS. The caller owns
+    /// the read (`PENDING`).
     pub(crate) fn cancel(&self) {
-        // Release hands `local` (read_at_least may have moved `examined`) to
-        // the next read.
-        self.shared.state.fetch_and(!(PENDING | CONFLICT | READER_WAITING), Ordering::AcqRel);
+        // SAFETY: the caller owns PENDING, hence `local`.
+        let credit = self.local.with_mut(|local| unsafe { core::mem::take(&mut (*local).credit) });
+        let shared = &*self.shared;
+        let mut current = shared.state.load(Ordering::Relaxed);
+        loop {
+            // The bytes lent while waiting are unexamined again: the next
+            // read returns them at once. Adding can only make the writer
+            // pause later, never miss a wake, so no one needs waking.
+            let new = (current + credit) & !(PENDING | CONFLICT | READER_WAITING);
+            // Release hands `local` to the next read.
+            match shared.state.compare_exchange_weak(
+                current,
+                new,
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return,
+                Err(actual) => current = actual,
+            }
+        }
     }
 
     /// Polls a begun read. A snapshot moves the read to `HOLDING`; an
@@ -229,7 +269,7 @@ impl Reader {
             // SAFETY: this read owns PENDING, hence `local`.
             let at = self.local.with(|local| unsafe { *local });
             let fresh = unexamined(state);
-            let buffered = at.examined - at.consumed + fresh;
+            let buffered = at.examined + at.credit - at.consumed + fresh;
             let ready = has(state, WRITER_CLOSED)
                 || match min {
                     None => fresh > 0,
@@ -264,7 +304,7 @@ impl Reader {
                 Ok(_) => {
                     if examine_all {
                         // SAFETY: this read owns PENDING, hence `local`.
-                        self.local.with_mut(|local| unsafe { (*local).examined += fresh });
+                        self.local.with_mut(|local| unsafe { (*local).credit += fresh });
                         shared.wake_writer_if(state, new);
                     }
                     return Poll::Pending;
@@ -276,23 +316,28 @@ impl Reader {
 
     /// Ends a read that returned `snapshot`: consumes `consumed` bytes
     /// (returning emptied blocks to the pool), marks `examined` bytes
-    /// examined, and moves `HOLDING` -> idle, waking a paused writer when
-    /// the unexamined count falls below `resume_at`. The caller checked
-    /// `consumed <= examined <= snapshot.len`.
+    /// examined (returning any credit beyond them), and moves `HOLDING` ->
+    /// idle, waking a paused writer when the unexamined count falls below
+    /// `resume_at`. The caller checked `consumed <= examined <=
+    /// snapshot.len`.
     pub(crate) fn release(&self, snapshot: &Snapshot, consumed: usize, examined: usize) {
         debug_assert!(consumed <= examined && examined <= snapshot.len);
         // SAFETY: this read owns HOLDING, hence `local`.
-        let newly_examined =
+        let (newly_examined, returned) =
             self.local.with_mut(|local| unsafe { self.consume(&mut *local, consumed, examined) });
         let shared = &*self.shared;
         // One unconditional RMW (no load-then-CAS: the writer's commits
         // keep changing the word, and every extra access moves its line):
-        // subtracting HOLDING clears it, since it is set. Release hands
-        // `local` to the next read; Acquire orders a sleeping writer's
-        // registration before our wake.
-        let old = shared.state.fetch_sub(newly_examined + HOLDING, Ordering::AcqRel);
+        // subtracting HOLDING clears it, since it is set; the count moves by
+        // `returned - newly_examined` (one of them is 0). The wrapping
+        // subtrahend cannot carry into the flags: the count stays within
+        // 0..2^56. Release hands `local` to the next read; Acquire orders a
+        // sleeping writer's registration before our wake.
+        let subtrahend = (HOLDING + newly_examined).wrapping_sub(returned);
+        let old = shared.state.fetch_sub(subtrahend, Ordering::AcqRel);
         debug_assert!(has(old, HOLDING) && unexamined(old) >= newly_examined);
-        if has(old, WRITER_WAITING) && unexamined(old) - newly_examined < shared.config.resume_at {
+        let now = unexamined(old) + returned - newly_examined;
+        if has(old, WRITER_WAITING) && now < shared.config.resume_at {
             // The writer sleeps (it set the bit with a CAS against a word
             // at or over resume_at) and may go on now.
             shared.wake(WRITER_WAITING, &shared.writer_waker);
@@ -300,14 +345,22 @@ impl Reader {
     }
 
     /// Moves `local` past `consumed` bytes and `examined` bytes; returns how
-    /// many bytes became examined.
+    /// many bytes the unexamined count loses (newly examined beyond the
+    /// credit) and how many it gets back (credit the caller did not
+    /// examine). One of the two is 0.
     ///
     /// # Safety
     /// The caller owns the read (`HOLDING`), and `consumed` bytes are
     /// buffered.
-    unsafe fn consume(&self, local: &mut Position, consumed: usize, examined: usize) -> u64 {
+    unsafe fn consume(&self, local: &mut Position, consumed: usize, examined: usize) -> (u64, u64) {
         let examined_to = (local.consumed + examined as u64).max(local.examined);
-        let newly_examined = examined_to - local.examined;
+        // The state word counts from `examined + credit`.
+        let counted_to = local.examined + core::mem::take(&mut local.credit);
+        let moved = if examined_to >= counted_to {
+            (examined_to - counted_to, 0)
+        } else {
+            (0, counted_to - examined_to)
+        };
         local.examined = examined_to;
         local.consumed += consumed as u64;
         let old_head = local.head;
@@ -349,7 +402,7 @@ impl Reader {
             // last uses of the passed nodes happen before their reuse.
             self.shared.head.store(local.head, Ordering::Release);
         }
-        newly_examined
+        moved
     }
 }
 

@@ -10,9 +10,11 @@
 //!
 //! - `UNEXAMINED`: bytes committed by the writer that the reader has not yet
 //!   examined. The writer adds on `commit`; the reader subtracts on
-//!   `advance_to` (and sets it to zero when it waits for more in
-//!   `read_at_least`). Back-pressure compares it with the thresholds, and the
-//!   reader derives the written total from it (`examined + UNEXAMINED`), so
+//!   `advance_to`. A waiting `read_at_least` borrows the whole count (sets it
+//!   to zero, keeping the amount as its private credit) and gives back what
+//!   the caller did not examine when the read ends or is cancelled.
+//!   Back-pressure compares it with the thresholds, and the reader derives
+//!   the written total from it (`examined + credit + UNEXAMINED`), so
 //!   one word carries both "how much is there" and "should the writer wait".
 //!   The pipe's bytes live in pool blocks, so the count is bounded by the
 //!   memory a pool can hold, far below 2^56.
@@ -31,9 +33,12 @@
 //!   idle ------------------> PENDING --------------------> HOLDING
 //!    ^  ^                      |  \                           |
 //!    |  |   cancel / error     |   \ second read: +CONFLICT,  |
-//!    |  +----------------------+    wake the pending one      |
+//!    |  |  (CAS, returns the   |    wake the pending one      |
+//!    |  |   read's credit)     |                              |
+//!    |  +----------------------+                              |
 //!    +--------------------------------------------------------+
-//!                      advance_to (CAS, subtracts examined)
+//!        advance_to (one RMW: subtracts what became examined,
+//!                    returns credit the caller did not examine)
 //! ```
 //!
 //! A read that finds `PENDING` sets `CONFLICT` (and wakes the pending read,

@@ -8,7 +8,7 @@ use std::io;
 
 use falconet_pool::Pool;
 
-use crate::error::WriteError;
+use crate::error::{PutError, WriteError};
 use crate::park;
 use crate::primitive::{Arc, Ordering};
 use crate::segment::Node;
@@ -129,21 +129,27 @@ impl Writer {
     /// update publishes the whole write.
     ///
     /// # Errors
-    /// As [`buffer`](Self::buffer) and [`commit`](Self::commit). When the
-    /// pool runs out midway, the bytes copied so far are committed and the
-    /// error returned.
+    /// [`PutError`], which says how many bytes were committed before the
+    /// failure ([`PutError::committed`]): they are in the pipe and the reader
+    /// will see them, so a caller that retries must retry only the rest.
+    /// The cause ([`PutError::error`]) is as for [`buffer`](Self::buffer)
+    /// and [`commit`](Self::commit): the pool ran out midway
+    /// ([`WriteError::Lease`]; what fit is committed), the reader is gone
+    /// ([`WriteError::ReaderClosed`]; the bytes are dropped with the pipe),
+    /// or the writer was shut down ([`WriteError::Closed`]; nothing
+    /// committed).
     #[inline]
-    pub fn put_slice(&mut self, mut data: &[u8]) -> Result<(), WriteError> {
+    pub fn put_slice(&mut self, mut data: &[u8]) -> Result<(), PutError> {
         if self.closed {
-            return Err(WriteError::Closed);
+            return Err(PutError { committed: 0, error: WriteError::Closed });
         }
         let mut copied = 0;
         while !data.is_empty() {
             if self.tail_len == self.tail_cap
                 && let Err(error) = self.grow(1)
             {
-                self.publish(copied)?;
-                return Err(error);
+                let error = self.publish(copied).err().unwrap_or(error);
+                return Err(PutError { committed: copied, error });
             }
             let n = data.len().min(self.tail_cap - self.tail_len);
             // SAFETY: `n` bytes fit in the tail past its committed end, which
@@ -157,7 +163,19 @@ impl Writer {
             copied += n;
             data = &data[n..];
         }
-        self.publish(copied)
+        self.publish(copied).map_err(|error| PutError { committed: copied, error })
+    }
+
+    /// As much of `data` as the pipe takes now, as `std::io::Write::write`
+    /// and tokio's `poll_write` need it: `Ok(n)` with `n > 0` when some
+    /// bytes went in (the failure, if any, shows on the next call), `Err`
+    /// only when nothing did.
+    pub(crate) fn put_some(&mut self, data: &[u8]) -> Result<usize, WriteError> {
+        match self.put_slice(data) {
+            Ok(()) => Ok(data.len()),
+            Err(PutError { committed: 0, error }) => Err(error),
+            Err(PutError { committed, .. }) => Ok(committed),
+        }
     }
 
     /// Reads once from `source` (a socket) straight into pool memory and

@@ -30,6 +30,10 @@ enum Op {
     Advance { consumed: u8, extra: u8 },
     /// Drop the held read.
     Release,
+    /// Poll `read_at_least(n)` once; if it waits, write `more` bytes, poll
+    /// it again, and drop it (a timeout): a cancelled wait must change
+    /// nothing the model sees.
+    ReadAtLeast { n: usize, more: usize },
     /// Poll one fresh flush once.
     Flush,
     /// Close the writer (once).
@@ -45,6 +49,7 @@ fn op() -> impl Strategy<Value = Op> {
         3 => Just(Op::Read),
         3 => (any::<u8>(), any::<u8>()).prop_map(|(consumed, extra)| Op::Advance { consumed, extra }),
         1 => Just(Op::Release),
+        2 => (0..120usize, 0..8usize).prop_map(|(n, more)| Op::ReadAtLeast { n, more }),
         1 => Just(Op::Flush),
         1 => Just(Op::Close),
     ]
@@ -77,8 +82,11 @@ impl Model {
 }
 
 fn poll_once<F: Future>(future: F) -> Poll<F::Output> {
-    let mut cx = Context::from_waker(Waker::noop());
-    pin!(future).poll(&mut cx)
+    poll_pinned(pin!(future))
+}
+
+fn poll_pinned<F: Future>(future: std::pin::Pin<&mut F>) -> Poll<F::Output> {
+    future.poll(&mut Context::from_waker(Waker::noop()))
 }
 
 fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
@@ -135,6 +143,36 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                 model.examined = model.examined.max(examined) - consumed;
             }
             Op::Release => drop(held.take()),
+            Op::ReadAtLeast { n, more } => {
+                let mut read = pin!(reader.read_at_least(n));
+                let mut polled = poll_pinned(read.as_mut());
+                if held.is_some() {
+                    let Poll::Ready(result) = polled else { panic!("a held read fails at once") };
+                    prop_assert_eq!(result.unwrap_err(), ReadError::ConcurrentRead);
+                    continue;
+                }
+                if polled.is_pending() {
+                    prop_assert!(model.bytes.len() < n && !model.closed, "read_at_least waits");
+                    if let Some(writer) = writer.as_mut() {
+                        let data = model.produce(more);
+                        writer.put_slice(&data).unwrap();
+                    }
+                    polled = poll_pinned(read.as_mut());
+                }
+                match polled {
+                    Poll::Ready(result) => {
+                        let guard = result.unwrap();
+                        prop_assert!(model.bytes.len() >= n || model.closed);
+                        prop_assert_eq!(
+                            guard.to_vec(),
+                            model.bytes.iter().copied().collect::<Vec<_>>()
+                        );
+                        held = Some(guard);
+                    }
+                    // Dropped while waiting: nothing examined or consumed.
+                    Poll::Pending => prop_assert!(model.bytes.len() < n && !model.closed),
+                }
+            }
             Op::Flush => {
                 let Some(writer) = writer.as_mut() else { continue };
                 let ready = poll_once(writer.flush()).is_ready();
@@ -191,9 +229,11 @@ fn write_errors_are_typed() {
         .unwrap();
     let (mut writer, reader) = pipe(&pool, Options::new().without_back_pressure()).unwrap();
     // Two blocks in the pool: the third lease fails, and what fit is kept.
+    let error = writer.put_slice(&[1; 200]).unwrap_err();
     assert!(matches!(
-        writer.put_slice(&[1; 200]),
-        Err(WriteError::Lease(falconet_pool::LeaseError::Exhausted { .. }))
+        error.error(),
+        WriteError::Lease(falconet_pool::LeaseError::Exhausted { .. })
     ));
+    assert_eq!(error.committed(), 128);
     assert_eq!(reader.try_read().unwrap().unwrap().len(), 128);
 }

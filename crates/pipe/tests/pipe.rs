@@ -171,7 +171,7 @@ fn the_writer_learns_that_the_reader_is_gone() {
     drop(reader);
     assert!(writer.is_reader_closed());
     assert_eq!(writer.flush_blocking(), Err(WriteError::ReaderClosed));
-    assert_eq!(writer.put_slice(b"x"), Err(WriteError::ReaderClosed));
+    assert_eq!(writer.put_slice(b"x").map_err(|e| e.error()), Err(WriteError::ReaderClosed));
 }
 
 #[test]
@@ -404,4 +404,140 @@ fn the_default_read_space_is_a_quarter_block() {
     writer.read_from(&mut &[3u8; 4][..]).unwrap(); // 12 free: a fresh block
     let read = reader.try_read().unwrap().unwrap();
     assert_eq!(read.chunks().map(<[u8]>::len).collect::<Vec<_>>(), [52, 4]);
+}
+
+/// A pool of exactly one 64-byte block.
+fn one_block_pool() -> Pool {
+    Pool::builder().block_size(64).blocks_per_slab(1).thread_cache(0).max_bytes(64).build().unwrap()
+}
+
+#[test]
+fn a_write_the_pool_can_only_partly_hold_is_ok_n_and_err_means_nothing_written() {
+    let pool = one_block_pool();
+    let (mut writer, reader) = new_pipe(&pool, Options::new().without_back_pressure());
+    // std's contract: `Err` means nothing was written. 64 of the 100 bytes
+    // fit, so this is `Ok(64)`, and the reader sees exactly those.
+    assert_eq!(Write::write(&mut writer, &[7; 100]).unwrap(), 64);
+    assert_eq!(reader.try_read().unwrap().unwrap().to_vec(), [7; 64]);
+    // Now nothing fits: `Err`, and nothing more reaches the reader.
+    let error = Write::write(&mut writer, &[8; 10]).unwrap_err();
+    assert_eq!(error.kind(), io::ErrorKind::OutOfMemory);
+    assert_eq!(reader.try_read().unwrap().unwrap().to_vec(), [7; 64]);
+    // `write_all` therefore never duplicates a prefix: it fails with the
+    // pool's error after exactly what fit.
+    let (mut writer, reader) = {
+        drop((writer, reader));
+        new_pipe(&pool, Options::new().without_back_pressure())
+    };
+    assert_eq!(writer.write_all(&[9; 100]).unwrap_err().kind(), io::ErrorKind::OutOfMemory);
+    assert_eq!(reader.try_read().unwrap().unwrap().to_vec(), [9; 64]);
+}
+
+#[test]
+fn put_slice_says_how_much_it_committed_when_it_fails() {
+    let pool = one_block_pool();
+    let (mut writer, reader) = new_pipe(&pool, Options::new().without_back_pressure());
+    writer.put_slice(b"abc").unwrap();
+    let error = writer.put_slice(&[1; 100]).unwrap_err();
+    assert_eq!(error.committed(), 61, "the rest of the one block");
+    assert!(matches!(error.error(), WriteError::Lease(_)));
+    assert_eq!(reader.try_read().unwrap().unwrap().len(), 64);
+    // Nothing fits at all: committed 0.
+    assert_eq!(writer.put_slice(b"x").unwrap_err().committed(), 0);
+    // The reader is gone: the bytes went in (and are dropped with the pipe).
+    let (mut writer, reader) = {
+        drop((writer, reader));
+        new_pipe(&pool, Options::new().without_back_pressure())
+    };
+    drop(reader);
+    let error = writer.put_slice(b"late").unwrap_err();
+    assert_eq!((error.committed(), error.error()), (4, WriteError::ReaderClosed));
+    // As an `io::Error` it keeps the cause's kind.
+    assert_eq!(io::Error::from(error).kind(), io::ErrorKind::BrokenPipe);
+}
+
+/// Polls `future` once with a no-op waker.
+fn poll_once<F: std::future::Future>(future: std::pin::Pin<&mut F>) -> std::task::Poll<F::Output> {
+    future.poll(&mut std::task::Context::from_waker(std::task::Waker::noop()))
+}
+
+#[test]
+fn a_cancelled_read_at_least_leaves_the_buffered_bytes_unexamined() {
+    let pool = small_pool();
+    let (mut writer, reader) = new_pipe(&pool, Options::new());
+    writer.put_slice(b"hello").unwrap();
+    {
+        // A parser's `timeout(read_at_least(100))` that times out.
+        let mut read = std::pin::pin!(reader.read_at_least(100));
+        assert!(poll_once(read.as_mut()).is_pending());
+    }
+    // The five bytes are still unexamined: a plain read returns them now
+    // (before the fix it waited for a sixth byte, forever on an idle peer).
+    assert_eq!(reader.try_read().unwrap().unwrap().to_vec(), b"hello");
+    let mut read = std::pin::pin!(reader.read());
+    match poll_once(read.as_mut()) {
+        std::task::Poll::Ready(guard) => assert_eq!(guard.unwrap().to_vec(), b"hello"),
+        std::task::Poll::Pending => panic!("read() waits although 5 bytes are unexamined"),
+    }
+}
+
+#[test]
+fn a_cancelled_read_at_least_keeps_the_callers_examined_mark() {
+    let pool = small_pool();
+    let (mut writer, reader) = new_pipe(&pool, Options::new());
+    writer.put_slice(b"abcdef").unwrap();
+    // The caller examined 2 bytes of 6.
+    reader.try_read().unwrap().unwrap().advance_to(0, 2).unwrap();
+    {
+        let mut read = std::pin::pin!(reader.read_at_least(100));
+        assert!(poll_once(read.as_mut()).is_pending());
+        writer.put_slice(b"gh").unwrap(); // a commit while it waits
+        assert!(poll_once(read.as_mut()).is_pending());
+    }
+    // Bytes 2.. are unexamined again; everything is still there.
+    let read = reader.try_read().unwrap().expect("4 + 2 bytes are unexamined");
+    assert_eq!(read.to_vec(), b"abcdefgh");
+    // Examine all: now a read waits for new bytes, as usual.
+    read.advance_to(0, 8).unwrap();
+    assert!(reader.try_read().unwrap().is_none());
+}
+
+#[test]
+fn the_examined_mark_after_read_at_least_is_the_callers() {
+    let pool = small_pool();
+    let (mut writer, reader) = new_pipe(&pool, Options::new());
+    writer.put_slice(b"abc").unwrap();
+    let mut read = std::pin::pin!(reader.read_at_least(5));
+    assert!(poll_once(read.as_mut()).is_pending());
+    writer.put_slice(b"de").unwrap();
+    let std::task::Poll::Ready(guard) = poll_once(read.as_mut()) else { panic!("5 are here") };
+    // The caller looked at 1 byte: the other 4 are unexamined, and the next
+    // read does not wait for a sixth.
+    guard.unwrap().advance_to(0, 1).unwrap();
+    assert_eq!(reader.try_read().unwrap().unwrap().to_vec(), b"abcde");
+    // A guard dropped without advancing examines nothing either.
+    let mut read = std::pin::pin!(reader.read_at_least(6));
+    assert!(poll_once(read.as_mut()).is_pending());
+    writer.put_slice(b"f").unwrap();
+    let std::task::Poll::Ready(guard) = poll_once(read.as_mut()) else { panic!("6 are here") };
+    drop(guard);
+    assert_eq!(reader.try_read().unwrap().unwrap().to_vec(), b"abcdef");
+}
+
+#[test]
+fn a_cancelled_read_at_least_above_the_pause_threshold_pauses_the_writer_again() {
+    let pool = small_pool();
+    let (mut writer, reader) = new_pipe(&pool, Options::new().pause_at(16).resume_at(8));
+    writer.put_slice(&[1; 20]).unwrap();
+    assert!(poll_once(std::pin::pin!(writer.flush())).is_pending(), "20 >= pause_at");
+    {
+        let mut read = std::pin::pin!(reader.read_at_least(100));
+        assert!(poll_once(read.as_mut()).is_pending());
+        // While it waits, the bytes count as examined: the writer may go on.
+        assert!(poll_once(std::pin::pin!(writer.flush())).is_ready());
+    }
+    // Cancelled: the 20 bytes are unexamined again, and back-pressure says so.
+    assert!(poll_once(std::pin::pin!(writer.flush())).is_pending());
+    reader.try_read().unwrap().unwrap().consume(20).unwrap();
+    assert!(poll_once(std::pin::pin!(writer.flush())).is_ready());
 }

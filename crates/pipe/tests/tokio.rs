@@ -67,3 +67,28 @@ fn async_read_returns_the_writer_error_after_the_bytes() {
         tokio::join!(write, read);
     });
 }
+
+#[test]
+fn poll_write_of_what_the_pool_can_only_partly_hold_is_ok_n() {
+    use std::pin::Pin;
+    use std::task::{Context, Poll, Waker};
+    use tokio::io::AsyncWrite;
+
+    let pool = Pool::builder()
+        .block_size(64)
+        .blocks_per_slab(1)
+        .thread_cache(0)
+        .max_bytes(64)
+        .build()
+        .unwrap();
+    let (mut writer, reader) = pipe(&pool, Options::new().without_back_pressure()).unwrap();
+    let mut cx = Context::from_waker(Waker::noop());
+    let written = Pin::new(&mut writer).poll_write(&mut cx, &[7; 100]);
+    assert!(matches!(written, Poll::Ready(Ok(64))), "{written:?}");
+    assert_eq!(reader.try_read().unwrap().unwrap().len(), 64);
+    let Poll::Ready(Err(error)) = Pin::new(&mut writer).poll_write(&mut cx, &[8; 10]) else {
+        panic!("nothing fits: an error");
+    };
+    assert_eq!(error.kind(), io::ErrorKind::OutOfMemory);
+    assert_eq!(reader.try_read().unwrap().unwrap().to_vec(), [7; 64]);
+}

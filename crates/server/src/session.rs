@@ -127,9 +127,10 @@ impl<H: Handler> Session<H> {
     /// Bytes from the client, as a socket read would deliver them.
     ///
     /// # Errors
-    /// [`WriteError`] when the input already ended or the pool is exhausted.
+    /// [`WriteError`] when the input already ended or the pool is exhausted
+    /// (the prefix that fit was received).
     pub fn receive(&mut self, bytes: &[u8]) -> Result<(), WriteError> {
-        self.writer.as_mut().ok_or(WriteError::Closed)?.put_slice(bytes)
+        Ok(self.writer.as_mut().ok_or(WriteError::Closed)?.put_slice(bytes)?)
     }
 
     /// One read from `source` straight into pool memory. Returns the bytes
