@@ -5,13 +5,15 @@
 //! ```
 //!
 //! SIGINT or SIGTERM starts a graceful shutdown; a second one exits at once.
+//! An option the server cannot run with is reported on stderr, with exit
+//! status 2 (a usage error, as for an unparsable flag).
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::{Parser, ValueEnum};
-use falconet_server::{Accept, Handle, Options, Server, hello::Hello};
+use falconet_server::{Accept, Handle, Options, Server, ServerError, hello::Hello};
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
@@ -42,6 +44,10 @@ struct Args {
     shutdown_timeout: u64,
 }
 
+/// Exit status for options the server cannot run with (clap's status for
+/// arguments it cannot parse).
+const USAGE_ERROR: u8 = 2;
+
 #[derive(Clone, Copy, Debug, ValueEnum)]
 enum AcceptMode {
     /// A listener per worker (SO_REUSEPORT).
@@ -71,8 +77,12 @@ fn main() -> ExitCode {
     let workers = options.worker_count();
     let server = match Server::bind(args.addr, options, Hello) {
         Ok(server) => server,
+        Err(error @ ServerError::Options(_)) => {
+            eprintln!("falconet: {error}");
+            return ExitCode::from(USAGE_ERROR);
+        }
         Err(error) => {
-            tracing::error!(%error, addr = %args.addr, "cannot start");
+            eprintln!("falconet: cannot listen on {}: {error}", args.addr);
             return ExitCode::FAILURE;
         }
     };

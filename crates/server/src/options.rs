@@ -3,6 +3,8 @@
 use std::fmt;
 use std::time::Duration;
 
+use crate::http1::MAX_HEADERS_LIMIT;
+
 /// The default bound on open connections.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 100_000;
 /// The default limit on the request line (method, target, version), bytes.
@@ -47,7 +49,8 @@ pub enum Accept {
     Shared,
 }
 
-/// The server's settings, checked by [`Server::bind`](crate::Server::bind).
+/// The server's settings, checked by [`Server::bind`](crate::Server::bind)
+/// (see [`validate`](Self::validate)) before it binds anything.
 ///
 /// ```
 /// use std::time::Duration;
@@ -84,11 +87,11 @@ impl Default for Options {
 }
 
 impl Options {
-    /// The defaults: a worker per available CPU, [`Accept::Shared`] and
-    /// the `DEFAULT_*` constants of this module.
+    /// The defaults: a worker per available CPU (at most [`MAX_WORKERS`]),
+    /// [`Accept::Shared`] and the `DEFAULT_*` constants of this module.
     pub fn new() -> Self {
         Self {
-            workers: std::thread::available_parallelism().map_or(1, usize::from),
+            workers: std::thread::available_parallelism().map_or(1, usize::from).min(MAX_WORKERS),
             accept: Accept::Shared,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             max_request_line: DEFAULT_MAX_REQUEST_LINE,
@@ -105,7 +108,7 @@ impl Options {
         }
     }
 
-    /// Event-loop threads (1 to 256).
+    /// Event-loop threads, 1 to [`MAX_WORKERS`].
     pub fn workers(mut self, workers: usize) -> Self {
         self.workers = workers;
         self
@@ -122,26 +125,29 @@ impl Options {
         self
     }
 
-    /// Open connections at most; past it a new connection gets `503` and is
-    /// closed.
+    /// Open connections at most, 1 to [`MAX_CONNECTIONS`]; past it a new
+    /// connection gets `503` and is closed.
     pub fn max_connections(mut self, max: usize) -> Self {
         self.max_connections = max;
         self
     }
 
-    /// Request-line bytes at most; past it, `414 URI Too Long`.
+    /// Request-line bytes at most, [`MIN_REQUEST_LINE`] to `max_head`;
+    /// past it, `414 URI Too Long`.
     pub fn max_request_line(mut self, bytes: usize) -> Self {
         self.max_request_line = bytes;
         self
     }
 
-    /// Request-head bytes at most; past it, `431 Request Header Fields Too Large`.
+    /// Request-head bytes at most, up to [`MAX_HEAD`]; past it,
+    /// `431 Request Header Fields Too Large`.
     pub fn max_head(mut self, bytes: usize) -> Self {
         self.max_head = bytes;
         self
     }
 
-    /// Header fields per request at most; past it, `431`.
+    /// Header fields per request at most, 1 to
+    /// [`MAX_HEADERS_LIMIT`](crate::MAX_HEADERS_LIMIT); past it, `431`.
     pub fn max_headers(mut self, count: usize) -> Self {
         self.max_headers = count;
         self
@@ -154,6 +160,7 @@ impl Options {
     }
 
     /// Time from a head's first byte to its end; past it, `408` and close.
+    /// Every timeout is [`MIN_TIMEOUT`] to [`MAX_TIMEOUT`].
     pub fn header_timeout(mut self, timeout: Duration) -> Self {
         self.header_timeout = timeout;
         self
@@ -185,13 +192,14 @@ impl Options {
     }
 
     /// Response bytes a connection may have waiting for its socket before it
-    /// stops parsing (back-pressure toward the client).
+    /// stops parsing (back-pressure toward the client); at least 1.
     pub fn max_pending_output(mut self, bytes: usize) -> Self {
         self.max_pending_output = bytes;
         self
     }
 
-    /// Bound on the block pool that holds every connection's unparsed input.
+    /// Bound on the block pool that holds every connection's unparsed
+    /// input, [`MIN_POOL_BYTES`] to [`MAX_POOL_BYTES`].
     pub fn max_pool_bytes(mut self, bytes: usize) -> Self {
         self.max_pool_bytes = bytes;
         self
@@ -205,11 +213,19 @@ impl Options {
             .unwrap_or(DEFAULT_LINGER_TIMEOUT)
     }
 
-    pub(crate) fn validate(&self) -> Result<(), OptionsError> {
+    /// Checks every setting against its range (each builder method names
+    /// it). [`Server::bind`](crate::Server::bind) calls this first, so a
+    /// server is never bound, let alone started, with a setting it cannot
+    /// run with.
+    ///
+    /// # Errors
+    /// The [`OptionsError`] of the first setting out of range, in the
+    /// order of the variants.
+    pub fn validate(&self) -> Result<(), OptionsError> {
         if !(1..=MAX_WORKERS).contains(&self.workers) {
             return Err(OptionsError::Workers(self.workers));
         }
-        if self.max_connections == 0 {
+        if !(1..=MAX_CONNECTIONS).contains(&self.max_connections) {
             return Err(OptionsError::MaxConnections(self.max_connections));
         }
         if self.max_request_line < MIN_REQUEST_LINE || self.max_request_line > self.max_head {
@@ -218,7 +234,7 @@ impl Options {
         if self.max_head > MAX_HEAD {
             return Err(OptionsError::Head(self.max_head));
         }
-        if self.max_headers == 0 {
+        if !(1..=MAX_HEADERS_LIMIT).contains(&self.max_headers) {
             return Err(OptionsError::Headers(self.max_headers));
         }
         let timeouts = [
@@ -228,11 +244,15 @@ impl Options {
             self.linger_timeout,
             self.shutdown_timeout,
         ];
-        if let Some(&timeout) = timeouts.iter().find(|t| **t < MIN_TIMEOUT) {
+        if let Some(&timeout) = timeouts.iter().find(|t| !(MIN_TIMEOUT..=MAX_TIMEOUT).contains(*t))
+        {
             return Err(OptionsError::Timeout(timeout));
         }
         if self.max_pending_output == 0 {
             return Err(OptionsError::PendingOutput(self.max_pending_output));
+        }
+        if !(MIN_POOL_BYTES..=MAX_POOL_BYTES).contains(&self.max_pool_bytes) {
+            return Err(OptionsError::PoolBytes(self.max_pool_bytes));
         }
         Ok(())
     }
@@ -240,46 +260,73 @@ impl Options {
 
 /// Workers at most.
 pub const MAX_WORKERS: usize = 256;
+/// The largest `max_connections`: 2^24. The registry (two or more shards of
+/// 16,777,184 slots) can hold it whatever the CPU count, and a connection
+/// id still fits a poll token.
+pub const MAX_CONNECTIONS: usize = 1 << 24;
 /// The smallest `max_request_line`: `GET / HTTP/1.1`, with room.
 pub const MIN_REQUEST_LINE: usize = 64;
 /// The largest `max_head`: the pipe pauses reading at 64 KiB unexamined.
 pub const MAX_HEAD: usize = 60 * 1024;
 /// The shortest timeout (the timer's resolution is a few milliseconds).
 pub const MIN_TIMEOUT: Duration = Duration::from_millis(20);
+/// The longest timeout: a day. Deadlines are `Instant`s, and adding a
+/// duration near `Duration::MAX` to one overflows (a worker panicked at
+/// shutdown with `shutdown_timeout` at `u64::MAX` seconds).
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(24 * 60 * 60);
+/// Bytes of one slab of the server's pool (its blocks at the pool's
+/// default size and count per slab).
+const POOL_SLAB_BYTES: usize =
+    falconet_pool::DEFAULT_BLOCK_SIZE * falconet_pool::DEFAULT_BLOCKS_PER_SLAB;
+/// The smallest `max_pool_bytes`: one slab of the pool.
+pub const MIN_POOL_BYTES: usize = POOL_SLAB_BYTES;
+/// The largest `max_pool_bytes`: as many slabs as the pool can track.
+pub const MAX_POOL_BYTES: usize = POOL_SLAB_BYTES.saturating_mul(falconet_pool::MAX_SLABS);
 
 /// A setting [`Options`] cannot run with.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum OptionsError {
-    /// `workers` outside `1..=MAX_WORKERS`.
+    /// `workers` outside `1..=`[`MAX_WORKERS`].
     Workers(usize),
-    /// `max_connections` is 0.
+    /// `max_connections` outside `1..=`[`MAX_CONNECTIONS`].
     MaxConnections(usize),
     /// `max_request_line` below [`MIN_REQUEST_LINE`] or above `max_head`.
     RequestLine(usize),
     /// `max_head` above [`MAX_HEAD`].
     Head(usize),
-    /// `max_headers` is 0.
+    /// `max_headers` outside `1..=`[`MAX_HEADERS_LIMIT`](crate::MAX_HEADERS_LIMIT).
     Headers(usize),
-    /// A timeout below [`MIN_TIMEOUT`].
+    /// A timeout outside [`MIN_TIMEOUT`]`..=`[`MAX_TIMEOUT`].
     Timeout(Duration),
     /// `max_pending_output` is 0.
     PendingOutput(usize),
+    /// `max_pool_bytes` outside [`MIN_POOL_BYTES`]`..=`[`MAX_POOL_BYTES`].
+    PoolBytes(usize),
 }
 
 impl fmt::Display for OptionsError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Workers(n) => write!(f, "workers must be 1 to {MAX_WORKERS}, not {n}"),
-            Self::MaxConnections(n) => write!(f, "max_connections must be at least 1, not {n}"),
+            Self::MaxConnections(n) => {
+                write!(f, "max_connections must be 1 to {MAX_CONNECTIONS}, not {n}")
+            }
             Self::RequestLine(n) => {
                 write!(f, "max_request_line must be {MIN_REQUEST_LINE} to max_head, not {n}")
             }
             Self::Head(n) => write!(f, "max_head must be at most {MAX_HEAD}, not {n}"),
-            Self::Headers(n) => write!(f, "max_headers must be at least 1, not {n}"),
-            Self::Timeout(t) => write!(f, "timeouts must be at least {MIN_TIMEOUT:?}, not {t:?}"),
+            Self::Headers(n) => {
+                write!(f, "max_headers must be 1 to {MAX_HEADERS_LIMIT}, not {n}")
+            }
+            Self::Timeout(t) => {
+                write!(f, "timeouts must be {MIN_TIMEOUT:?} to {MAX_TIMEOUT:?}, not {t:?}")
+            }
             Self::PendingOutput(n) => {
                 write!(f, "max_pending_output must be at least 1, not {n}")
+            }
+            Self::PoolBytes(n) => {
+                write!(f, "max_pool_bytes must be {MIN_POOL_BYTES} to {MAX_POOL_BYTES}, not {n}")
             }
         }
     }

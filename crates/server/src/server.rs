@@ -108,16 +108,18 @@ pub struct Server<H: Handler> {
 }
 
 impl<H: Handler> Server<H> {
-    /// Binds the listening socket(s) at `addr` (port 0 picks a free port).
+    /// Checks `options` ([`Options::validate`]), then binds the listening
+    /// socket(s) at `addr` (port 0 picks a free port).
     ///
     /// # Errors
-    /// [`ServerError::Options`] for bad options, [`ServerError::Io`] when the
-    /// address cannot be bound.
+    /// [`ServerError::Options`] for a setting out of range (nothing is
+    /// bound), [`ServerError::Io`] when the address cannot be bound.
     pub fn bind(
         addr: impl ToSocketAddrs,
         options: Options,
         handler: H,
     ) -> Result<Self, ServerError> {
+        options.validate()?;
         let addr = addr
             .to_socket_addrs()?
             .next()
@@ -128,10 +130,12 @@ impl<H: Handler> Server<H> {
             falconet_registry::Options::new().max_connections(options.max_connections);
         let registry = Registry::with_options(registry_options)
             .map_err(|_| OptionsError::MaxConnections(options.max_connections))?;
+        // Checked by `validate`; should the pool's own rules ever differ,
+        // its refusal is still an options error.
         let pool = Pool::builder()
             .max_bytes(options.max_pool_bytes)
             .build()
-            .map_err(|error| io::Error::new(io::ErrorKind::InvalidInput, error))?;
+            .map_err(|_| OptionsError::PoolBytes(options.max_pool_bytes))?;
 
         let first = listen(addr, options.accept == Accept::ReusePort)?;
         let local_addr = first.local_addr()?;

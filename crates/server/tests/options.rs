@@ -1,0 +1,150 @@
+//! `Server::bind` checks every option before it binds anything, and
+//! refuses a bad one with a typed `OptionsError`: each option at the
+//! edges of its range (0, the bounds, one past them).
+
+use std::time::Duration;
+
+use falconet_server::{
+    MAX_CONNECTIONS, MAX_HEAD, MAX_HEADERS_LIMIT, MAX_POOL_BYTES, MAX_TIMEOUT, MAX_WORKERS,
+    MIN_POOL_BYTES, MIN_REQUEST_LINE, MIN_TIMEOUT, Options, OptionsError, Server, ServerError,
+    hello::Hello,
+};
+
+/// Binds with `options`, expecting a refusal; returns its reason.
+fn refused(options: Options) -> OptionsError {
+    match Server::bind("127.0.0.1:0", options, Hello) {
+        Err(ServerError::Options(error)) => error,
+        Err(other) => panic!("refused, but not for its options: {other:?}"),
+        Ok(server) => panic!("bound with invalid options: {server:?}"),
+    }
+}
+
+/// Binds with `options`, which must be valid (the server is not started).
+fn accepted(options: Options) {
+    if let Err(error) = Server::bind("127.0.0.1:0", options.clone(), Hello) {
+        panic!("{options:?} refused: {error}");
+    }
+}
+
+/// One worker, so that a test binds one listener, not one per CPU.
+fn one() -> Options {
+    Options::new().workers(1)
+}
+
+#[test]
+fn workers_must_be_1_to_the_maximum() {
+    assert_eq!(refused(Options::new().workers(0)), OptionsError::Workers(0));
+    accepted(Options::new().workers(1));
+    accepted(Options::new().workers(MAX_WORKERS));
+    assert_eq!(
+        refused(Options::new().workers(MAX_WORKERS + 1)),
+        OptionsError::Workers(MAX_WORKERS + 1)
+    );
+}
+
+#[test]
+fn max_connections_must_be_1_to_the_maximum() {
+    assert_eq!(refused(one().max_connections(0)), OptionsError::MaxConnections(0));
+    accepted(one().max_connections(1));
+    accepted(one().max_connections(MAX_CONNECTIONS));
+    assert_eq!(
+        refused(one().max_connections(MAX_CONNECTIONS + 1)),
+        OptionsError::MaxConnections(MAX_CONNECTIONS + 1)
+    );
+}
+
+#[test]
+fn the_request_line_limit_is_from_its_minimum_to_max_head() {
+    assert_eq!(refused(one().max_request_line(0)), OptionsError::RequestLine(0));
+    let below = MIN_REQUEST_LINE - 1;
+    assert_eq!(refused(one().max_request_line(below)), OptionsError::RequestLine(below));
+    accepted(one().max_request_line(MIN_REQUEST_LINE));
+    accepted(one().max_head(4096).max_request_line(4096));
+    assert_eq!(
+        refused(one().max_head(4096).max_request_line(4097)),
+        OptionsError::RequestLine(4097)
+    );
+}
+
+#[test]
+fn the_head_limit_is_at_most_its_maximum() {
+    // A head limit below the request line's is the request line's error.
+    assert_eq!(
+        refused(one().max_request_line(MIN_REQUEST_LINE).max_head(0)),
+        OptionsError::RequestLine(MIN_REQUEST_LINE)
+    );
+    accepted(one().max_head(MAX_HEAD));
+    assert_eq!(refused(one().max_head(MAX_HEAD + 1)), OptionsError::Head(MAX_HEAD + 1));
+}
+
+#[test]
+fn max_headers_must_be_1_to_the_parser_limit() {
+    assert_eq!(refused(one().max_headers(0)), OptionsError::Headers(0));
+    accepted(one().max_headers(1));
+    accepted(one().max_headers(MAX_HEADERS_LIMIT));
+    assert_eq!(
+        refused(one().max_headers(MAX_HEADERS_LIMIT + 1)),
+        OptionsError::Headers(MAX_HEADERS_LIMIT + 1)
+    );
+}
+
+#[test]
+fn every_timeout_is_from_the_minimum_to_the_maximum() {
+    let setters: [fn(Options, Duration) -> Options; 5] = [
+        Options::header_timeout,
+        Options::io_timeout,
+        Options::keep_alive_timeout,
+        Options::linger_timeout,
+        Options::shutdown_timeout,
+    ];
+    let nano = Duration::from_nanos(1);
+    for set in setters {
+        for bad in [Duration::ZERO, MIN_TIMEOUT - nano, MAX_TIMEOUT + nano, Duration::MAX] {
+            assert_eq!(refused(set(one(), bad)), OptionsError::Timeout(bad));
+        }
+        accepted(set(one(), MIN_TIMEOUT));
+        accepted(set(one(), MAX_TIMEOUT));
+    }
+}
+
+#[test]
+fn pending_output_must_be_at_least_1() {
+    assert_eq!(refused(one().max_pending_output(0)), OptionsError::PendingOutput(0));
+    accepted(one().max_pending_output(1));
+    accepted(one().max_pending_output(usize::MAX));
+}
+
+#[test]
+fn the_pool_bound_is_from_one_slab_to_the_maximum() {
+    assert_eq!(refused(one().max_pool_bytes(0)), OptionsError::PoolBytes(0));
+    let below = MIN_POOL_BYTES - 1;
+    assert_eq!(refused(one().max_pool_bytes(below)), OptionsError::PoolBytes(below));
+    accepted(one().max_pool_bytes(MIN_POOL_BYTES));
+    accepted(one().max_pool_bytes(MAX_POOL_BYTES));
+    assert_eq!(
+        refused(one().max_pool_bytes(MAX_POOL_BYTES + 1)),
+        OptionsError::PoolBytes(MAX_POOL_BYTES + 1)
+    );
+}
+
+#[test]
+fn any_body_limit_is_valid() {
+    accepted(one().max_body(0));
+    accepted(one().max_body(u64::MAX));
+}
+
+#[test]
+fn options_are_checked_before_the_address() {
+    // The address cannot be resolved; the options are still the answer.
+    let result = Server::bind("not an address", Options::new().workers(0), Hello);
+    assert!(matches!(result, Err(ServerError::Options(OptionsError::Workers(0)))), "{result:?}");
+}
+
+#[test]
+fn the_defaults_are_valid_and_errors_name_the_setting() {
+    Options::new().validate().unwrap();
+    let error = refused(Options::new().workers(0));
+    assert_eq!(error.to_string(), format!("workers must be 1 to {MAX_WORKERS}, not 0"));
+    let error = refused(one().max_pool_bytes(0));
+    assert!(error.to_string().starts_with("max_pool_bytes must be"), "{error}");
+}
