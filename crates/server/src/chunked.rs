@@ -5,42 +5,115 @@
 //! split at any byte decodes the same as one that arrived whole.
 //!
 //! ```text
-//! Size --hex--> Size --CR--> SizeLf --LF--> Data(size) --> DataCr --> DataLf --> Size
-//!   |  --;/SP--> Ext --CR--> SizeLf        (size 0) --> TrailerStart
-//! TrailerStart --CR--> FinalLf --LF--> Done
-//! TrailerStart --other--> Trailer --CR--> TrailerLf --LF--> TrailerStart
+//! chunked-body   = *chunk last-chunk trailer-section CRLF
+//! chunk          = chunk-size [ chunk-ext ] CRLF chunk-data CRLF
+//! chunk-ext      = *( BWS ";" BWS chunk-ext-name [ BWS "=" BWS chunk-ext-val ] )
+//! chunk-ext-val  = token / quoted-string
+//! trailer-section = *( field-line CRLF )
 //! ```
 //!
-//! Line ends must be CRLF: a bare LF is an error, as are a size with no
-//! digits or more than 16, and a chunk larger than the body's remaining
-//! budget.
+//! The states, one per position in that grammar (SP stands for SP or HTAB,
+//! `tchar` for a token's bytes):
+//!
+//! ```text
+//! Size --hex--> Size --CR--> SizeLf --LF--> Data(size) --> DataCr --> DataLf --> Size
+//!   |  --SP--> SizeBws --SP--> SizeBws          (size 0) --> TrailerStart
+//!   |             |
+//!   +--;----------+--;--> ExtBeforeName --SP--> ExtBeforeName
+//!                              | tchar
+//!                              v
+//!   ExtName --tchar--> ExtName --CR--> SizeLf     ExtName --;--> ExtBeforeName
+//!   ExtName --SP--> ExtAfterName --SP/=/;-->      ExtName --=--> ExtBeforeValue
+//!   ExtBeforeValue --SP--> ExtBeforeValue --tchar--> ExtToken --"--> ExtQuoted
+//!   ExtToken --tchar--> ExtToken --CR--> SizeLf; --SP--> ExtAfterValue; --;--> ExtBeforeName
+//!   ExtQuoted --qdtext--> ExtQuoted --\--> ExtQuotedPair --octet--> ExtQuoted
+//!   ExtQuoted --"--> ExtValueEnd --CR--> SizeLf; --SP--> ExtAfterValue; --;--> ExtBeforeName
+//!   ExtAfterValue --SP--> ExtAfterValue --;--> ExtBeforeName
+//! TrailerStart --CR--> FinalLf --LF--> Done
+//! TrailerStart --tchar--> TrailerName --:--> TrailerValue --CR--> TrailerLf --LF--> TrailerStart
+//! ```
+//!
+//! Any byte with no arrow is an error (`400`): bad whitespace only before a
+//! `;` or `=` (so `5 0`, `5 ` and `5\t` are not sizes a proxy could read
+//! another way), a size with no digits or more than 16, a bare CR or LF,
+//! an extension without a name or with a `=` but no value, a trailer line
+//! that is not a field line (whitespace before the colon, obs-fold, CTLs).
+//! Extensions are validated and ignored (RFC 9112 §7.1.1), trailer fields
+//! validated and discarded (never merged into the header section, §7.1.2).
+//!
+//! Bounds: a size line carries at most [`MAX_EXTENSION`] bytes of
+//! extensions, and over the body, extension bytes may exceed sixteen per
+//! chunk plus twice the chunk data by at most [`MAX_EXTENSION_EXCESS`]
+//! (the rule Go adopted for CVE-2023-39326: extensions cost a client
+//! bytes that the body limit never counts). The trailer section has at
+//! most [`MAX_TRAILER`] bytes and [`MAX_TRAILER_FIELDS`] fields.
 
-/// Hex digits in a chunk size at most (a `u64`).
+use crate::syntax::{FIELD_VALUE, QDTEXT, QUOTED_PAIR, TOKEN, is_whitespace};
+
+/// Hex digits in a chunk size at most (a `u64`; more is an error, leading
+/// zeros included, so a size never overflows).
 const MAX_SIZE_DIGITS: u32 = 16;
 /// Bytes of chunk extensions on one size line at most.
-const MAX_EXTENSION: usize = 4096;
-/// Bytes of trailer fields at most.
-const MAX_TRAILER: usize = 8192;
+const MAX_EXTENSION: u64 = 4096;
+/// How far the body's extension bytes may run ahead of what its chunks
+/// allow (each chunk allows [`EXTENSION_ALLOWANCE`] plus twice its size).
+const MAX_EXTENSION_EXCESS: u64 = 16 * 1024;
+/// Extension bytes every chunk allows, whatever its size.
+const EXTENSION_ALLOWANCE: u64 = 16;
+/// Bytes of the trailer section at most.
+const MAX_TRAILER: u64 = 8192;
+/// Trailer fields at most.
+const MAX_TRAILER_FIELDS: u32 = 64;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
     Size,
-    Ext,
+    SizeBws,
+    ExtBeforeName,
+    ExtName,
+    ExtAfterName,
+    ExtBeforeValue,
+    ExtToken,
+    ExtQuoted,
+    ExtQuotedPair,
+    ExtValueEnd,
+    ExtAfterValue,
     SizeLf,
     Data,
     DataCr,
     DataLf,
     TrailerStart,
-    Trailer,
+    TrailerName,
+    TrailerValue,
     TrailerLf,
     FinalLf,
     Done,
 }
 
+impl State {
+    /// Whether a byte read in this state belongs to a chunk extension.
+    fn in_extension(self) -> bool {
+        matches!(
+            self,
+            Self::SizeBws
+                | Self::ExtBeforeName
+                | Self::ExtName
+                | Self::ExtAfterName
+                | Self::ExtBeforeValue
+                | Self::ExtToken
+                | Self::ExtQuoted
+                | Self::ExtQuotedPair
+                | Self::ExtValueEnd
+                | Self::ExtAfterValue
+        )
+    }
+}
+
 /// Why a chunked body could not be decoded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum ChunkedError {
-    /// Not the chunked grammar (answered with 400).
+    /// Not the chunked grammar, or past a bound on extensions or trailers
+    /// (answered with 400).
     Malformed,
     /// A chunk past the body limit (answered with 413).
     TooLarge,
@@ -53,13 +126,18 @@ pub(crate) struct ChunkedDecoder {
     /// The chunk size being read, then the bytes left of the chunk.
     size: u64,
     digits: u32,
-    /// Bytes on the current extension or trailer section so far.
-    line: usize,
+    /// Bytes of the current size line's extensions, then of the trailer
+    /// section.
+    line: u64,
+    /// Extension bytes beyond what the chunks so far allow.
+    excess: u64,
+    /// Trailer fields so far.
+    fields: u32,
 }
 
 impl ChunkedDecoder {
     pub(crate) fn new() -> Self {
-        Self { state: State::Size, size: 0, digits: 0, line: 0 }
+        Self { state: State::Size, size: 0, digits: 0, line: 0, excess: 0, fields: 0 }
     }
 
     /// Whether the last chunk and the trailer section have been read.
@@ -88,58 +166,110 @@ impl ChunkedDecoder {
             }
             let byte = input[i];
             i += 1;
-            self.state = match (self.state, byte) {
-                (State::Done, _) => return Ok((i - 1, None)),
-                (State::Size, b'0'..=b'9' | b'a'..=b'f' | b'A'..=b'F') => {
-                    if self.digits == MAX_SIZE_DIGITS {
-                        return Err(ChunkedError::Malformed);
-                    }
-                    self.digits += 1;
-                    self.size = self.size << 4 | hex(byte);
-                    State::Size
-                }
-                (State::Size, b';' | b' ' | b'\t') if self.digits > 0 => State::Ext,
-                (State::Size, b'\r') if self.digits > 0 => State::SizeLf,
-                (State::Ext, b'\r') => State::SizeLf,
-                (State::Ext, b'\n') => return Err(ChunkedError::Malformed),
-                (State::Ext, _) => {
-                    self.line += 1;
-                    if self.line > MAX_EXTENSION {
-                        return Err(ChunkedError::Malformed);
-                    }
-                    State::Ext
-                }
-                (State::SizeLf, b'\n') => {
-                    self.line = 0;
-                    self.digits = 0;
-                    if self.size > budget {
-                        return Err(ChunkedError::TooLarge);
-                    }
-                    if self.size == 0 { State::TrailerStart } else { State::Data }
-                }
-                (State::DataCr, b'\r') => State::DataLf,
-                (State::DataLf, b'\n') => State::Size,
-                (State::TrailerStart, b'\r') => State::FinalLf,
-                (State::TrailerStart | State::Trailer, b'\n') => {
+            if self.state == State::Done {
+                return Ok((i - 1, None));
+            }
+            self.state = self.step(byte, budget)?;
+            if self.state.in_extension() {
+                self.line += 1;
+                if self.line > MAX_EXTENSION || self.excess + self.line > MAX_EXTENSION_EXCESS {
                     return Err(ChunkedError::Malformed);
                 }
-                (State::Trailer, b'\r') => State::TrailerLf,
-                (State::TrailerStart | State::Trailer, _) => {
-                    self.line += 1;
-                    if self.line > MAX_TRAILER {
-                        return Err(ChunkedError::Malformed);
-                    }
-                    State::Trailer
-                }
-                (State::TrailerLf, b'\n') => State::TrailerStart,
-                (State::FinalLf, b'\n') => {
-                    self.state = State::Done;
-                    return Ok((i, None));
-                }
-                _ => return Err(ChunkedError::Malformed),
-            };
+            }
+            if self.state == State::Done {
+                return Ok((i, None));
+            }
         }
         Ok((i, None))
+    }
+
+    /// The state after `byte` (any state but `Data` and `Done`).
+    fn step(&mut self, byte: u8, budget: u64) -> Result<State, ChunkedError> {
+        let token = TOKEN[usize::from(byte)];
+        let space = is_whitespace(byte);
+        let next = match (self.state, byte) {
+            (State::Size, b'0'..=b'9' | b'a'..=b'f' | b'A'..=b'F') => {
+                if self.digits == MAX_SIZE_DIGITS {
+                    return Err(ChunkedError::Malformed);
+                }
+                self.digits += 1;
+                self.size = self.size << 4 | hex(byte);
+                State::Size
+            }
+            (State::Size, b'\r') if self.digits > 0 => State::SizeLf,
+            (State::Size, b';') if self.digits > 0 => State::ExtBeforeName,
+            (State::Size, _) if space && self.digits > 0 => State::SizeBws,
+            (State::SizeBws, _) if space => State::SizeBws,
+            (State::SizeBws, b';') => State::ExtBeforeName,
+            (State::ExtBeforeName, _) if space => State::ExtBeforeName,
+            (State::ExtBeforeName, _) if token => State::ExtName,
+            (State::ExtName, _) if token => State::ExtName,
+            (State::ExtName | State::ExtAfterName, _) if space => State::ExtAfterName,
+            (State::ExtName | State::ExtAfterName, b'=') => State::ExtBeforeValue,
+            (State::ExtBeforeValue, _) if space => State::ExtBeforeValue,
+            (State::ExtBeforeValue, b'"') => State::ExtQuoted,
+            (State::ExtBeforeValue | State::ExtToken, _) if token => State::ExtToken,
+            (State::ExtQuoted, b'"') => State::ExtValueEnd,
+            (State::ExtQuoted, b'\\') => State::ExtQuotedPair,
+            (State::ExtQuoted, _) if QDTEXT[usize::from(byte)] => State::ExtQuoted,
+            (State::ExtQuotedPair, _) if QUOTED_PAIR[usize::from(byte)] => State::ExtQuoted,
+            (State::ExtToken | State::ExtValueEnd | State::ExtAfterValue, _) if space => {
+                State::ExtAfterValue
+            }
+            (
+                State::ExtName
+                | State::ExtAfterName
+                | State::ExtToken
+                | State::ExtValueEnd
+                | State::ExtAfterValue,
+                b';',
+            ) => State::ExtBeforeName,
+            (State::ExtName | State::ExtToken | State::ExtValueEnd, b'\r') => State::SizeLf,
+            (State::SizeLf, b'\n') => {
+                let allowed = EXTENSION_ALLOWANCE.saturating_add(self.size.saturating_mul(2));
+                self.excess = (self.excess + self.line).saturating_sub(allowed);
+                self.line = 0;
+                self.digits = 0;
+                if self.size > budget {
+                    return Err(ChunkedError::TooLarge);
+                }
+                if self.size == 0 { State::TrailerStart } else { State::Data }
+            }
+            (State::DataCr, b'\r') => State::DataLf,
+            (State::DataLf, b'\n') => State::Size,
+            (State::TrailerStart, b'\r') => State::FinalLf,
+            (State::TrailerStart, _) if token => {
+                self.fields += 1;
+                if self.fields > MAX_TRAILER_FIELDS {
+                    return Err(ChunkedError::Malformed);
+                }
+                self.trailer_byte()?;
+                State::TrailerName
+            }
+            (State::TrailerName, _) if token => {
+                self.trailer_byte()?;
+                State::TrailerName
+            }
+            (State::TrailerName, b':') => {
+                self.trailer_byte()?;
+                State::TrailerValue
+            }
+            (State::TrailerValue, _) if FIELD_VALUE[usize::from(byte)] => {
+                self.trailer_byte()?;
+                State::TrailerValue
+            }
+            (State::TrailerValue, b'\r') => State::TrailerLf,
+            (State::TrailerLf, b'\n') => State::TrailerStart,
+            (State::FinalLf, b'\n') => State::Done,
+            _ => return Err(ChunkedError::Malformed),
+        };
+        Ok(next)
+    }
+
+    /// Counts a byte of the trailer section against its bound.
+    fn trailer_byte(&mut self) -> Result<(), ChunkedError> {
+        self.line += 1;
+        if self.line > MAX_TRAILER { Err(ChunkedError::Malformed) } else { Ok(()) }
     }
 }
 
@@ -194,20 +324,143 @@ mod tests {
         assert_eq!(end, Some(body.len() - 3), "stops before the next request");
     }
 
+    /// Every valid form of the grammar, decoded whole and a byte at a time.
+    #[test]
+    fn accepts_the_whole_grammar() {
+        for body in [
+            &b"5\r\nhello\r\n0\r\n\r\n"[..],
+            b"00005\r\nhello\r\n000\r\n\r\n",
+            b"5;a\r\nhello\r\n0\r\n\r\n",
+            b"5;a=b;c;d=e\r\nhello\r\n0;z\r\n\r\n",
+            b"5 ;a\r\nhello\r\n0\t;\ta\r\n\r\n",
+            b"5; a = b ; c\r\nhello\r\n0\r\n\r\n",
+            b"5;a=\"\"\r\nhello\r\n0\r\n\r\n",
+            b"5;a=\"q \\\"x\\\\ ;=\t\xff\"\r\nhello\r\n0\r\n\r\n",
+            b"5;a=\"q\" ;b=\"r\";c\r\nhello\r\n0\r\n\r\n",
+            b"5\r\nhello\r\n0\r\nA: b\r\nC:d\r\nE:\r\nF: \x80 g\th\r\n\r\n",
+            b"FfFfFfFfFfFfFfFf;big\r\n",
+        ] {
+            let whole = decode_in_pieces(body, &[]);
+            let cuts: Vec<usize> = (1..body.len()).collect();
+            let bytewise = decode_in_pieces(body, &cuts);
+            assert!(whole.is_ok(), "{:?}: {whole:?}", String::from_utf8_lossy(body));
+            assert_eq!(whole, bytewise, "{:?}", String::from_utf8_lossy(body));
+        }
+    }
+
     #[test]
     fn rejects_malformed_input() {
         for bad in [
+            // Sizes.
             &b"\r\n"[..],
             b"x\r\n",
-            b"5\nhello\r\n",
+            b";a\r\n",
+            b" 5\r\n",
+            b"+5\r\n",
+            b"-5\r\n",
+            b"0x5\r\n",
+            b"5 0\r\n",
+            b"5x\r\n",
+            b"5,5\r\n",
+            b"5 \r\n",
+            b"5\t\r\n",
+            b"5 x\r\n",
+            b"5\n",
+            b"5\rX",
+            b"11111111111111111\r\n",
+            b"00000000000000005\r\n",
+            // Data and its CRLF.
             b"5\r\nhelloX\r\n",
             b"5\r\nhello\rX",
+            b"5\r\nhello\n0\r\n\r\n",
+            // Extensions.
+            b"5;\r\n",
+            b"5;;a\r\n",
+            b"5; \r\n",
+            b"5;a \r\n",
+            b"5;a=\r\n",
+            b"5;a= \r\n",
+            b"5;a=b \r\n",
+            b"5;a b\r\n",
+            b"5;a=b c\r\n",
+            b"5;a==b\r\n",
+            b"5;=b\r\n",
+            b"5;a@b\r\n",
+            b"5;a=b@c\r\n",
+            b"5;a=\"b\r\n",
+            b"5;a=\"b\"c\r\n",
+            b"5;a=\"\x7f\"\r\n",
+            b"5;a=\"\\\x01\"\r\n",
+            b"5;a=b\n",
+            b"5;a=b\rc",
+            // Trailers and the end.
             b"0\r\nbad\ntrailer\r\n\r\n",
+            b"0\r\nbad trailer\r\n\r\n",
+            b"0\r\nX : y\r\n\r\n",
+            b"0\r\n: y\r\n\r\n",
+            b"0\r\n y\r\n\r\n",
+            b"0\r\nX: y\r\n folded\r\n\r\n",
+            b"0\r\nX: a\x00b\r\n\r\n",
+            b"0\r\nX: a\rb\r\n\r\n",
+            b"0\r\nX: a\x1bb\r\n\r\n",
+            b"0\r\nX\x80: y\r\n\r\n",
+            b"0\r\nX: y\n\r\n",
             b"0\r\n\rX",
-            b"11111111111111111\r\n",
+            b"0\r\n\n",
+            b"0 \r\n\r\n",
         ] {
             assert_eq!(decode_in_pieces(bad, &[]).unwrap_err(), ChunkedError::Malformed, "{bad:?}");
+            let cuts: Vec<usize> = (1..bad.len()).collect();
+            assert_eq!(
+                decode_in_pieces(bad, &cuts).unwrap_err(),
+                ChunkedError::Malformed,
+                "{bad:?} a byte at a time"
+            );
         }
+    }
+
+    #[test]
+    fn extensions_are_bounded_per_line_and_per_body() {
+        let line = |ext: usize| format!("1;a={}\r\nx\r\n", "e".repeat(ext));
+        // One line: at most MAX_EXTENSION bytes (";a=" counts).
+        let ok = MAX_EXTENSION as usize - 3;
+        assert!(decode_in_pieces(format!("{}0\r\n\r\n", line(ok)).as_bytes(), &[]).is_ok());
+        let over = format!("{}0\r\n\r\n", line(ok + 1));
+        assert_eq!(decode_in_pieces(over.as_bytes(), &[]).unwrap_err(), ChunkedError::Malformed);
+        // Lines within bounds, until their excess over the data passes
+        // MAX_EXTENSION_EXCESS: each 1-byte chunk allows 18 bytes.
+        let per_line = 1003;
+        let fits = (MAX_EXTENSION_EXCESS / (per_line as u64 + 3 - 18)) as usize;
+        let body = |lines: usize| format!("{}0\r\n\r\n", line(per_line).repeat(lines));
+        assert!(decode_in_pieces(body(fits).as_bytes(), &[]).is_ok());
+        assert_eq!(
+            decode_in_pieces(body(fits + 1).as_bytes(), &[]).unwrap_err(),
+            ChunkedError::Malformed
+        );
+        // Data earns room: the same extensions on 1 KiB chunks are fine.
+        let big = format!("400;a={}\r\n{}\r\n", "e".repeat(per_line), "d".repeat(1024));
+        let body = format!("{}0\r\n\r\n", big.repeat(4 * fits));
+        assert!(decode_in_pieces(body.as_bytes(), &[]).is_ok());
+    }
+
+    #[test]
+    fn trailers_are_bounded_in_bytes_and_fields() {
+        let fields = |n: usize| (0..n).map(|i| format!("X-{i}: v\r\n")).collect::<String>();
+        let body = |f: &str| format!("0\r\n{f}\r\n");
+        let max = MAX_TRAILER_FIELDS as usize;
+        assert!(decode_in_pieces(body(&fields(max)).as_bytes(), &[]).is_ok());
+        assert_eq!(
+            decode_in_pieces(body(&fields(max + 1)).as_bytes(), &[]).unwrap_err(),
+            ChunkedError::Malformed
+        );
+        // "X: " and the value count; the CRLF does not.
+        let value = MAX_TRAILER as usize - 2;
+        let long = |n: usize| body(&format!("X:{}\r\n", "v".repeat(n)));
+        assert!(decode_in_pieces(long(value).as_bytes(), &[]).is_ok());
+        assert_eq!(
+            decode_in_pieces(long(value + 1).as_bytes(), &[]).unwrap_err(),
+            ChunkedError::Malformed
+        );
     }
 
     #[test]
@@ -216,31 +469,72 @@ mod tests {
         assert_eq!(decoder.decode(b"10\r\n", 15).unwrap_err(), ChunkedError::TooLarge);
         let mut decoder = ChunkedDecoder::new();
         assert_eq!(decoder.decode(b"10\r\n", 16).unwrap(), (4, None));
+        let mut decoder = ChunkedDecoder::new();
+        assert_eq!(
+            decoder.decode(b"ffffffffffffffff\r\n", u64::MAX - 1).unwrap_err(),
+            ChunkedError::TooLarge
+        );
     }
 
-    fn encode(chunks: &[Vec<u8>]) -> Vec<u8> {
+    /// A chunk extension: `;name`, `;name=token` or `;name="quoted"`, with
+    /// optional whitespace around `;` and `=`.
+    fn extension() -> impl Strategy<Value = String> {
+        let token = "[!#$%&'*+.^_`|~0-9A-Za-z-]{1,8}";
+        let quoted = "\"([ \t!#-\\[\\]-~]|\\\\[ -~]){0,8}\"";
+        let bws = "[ \t]{0,2}";
+        (bws, token, proptest::option::of((bws, bws, prop_oneof![token, quoted]))).prop_map(
+            |(ws, name, value)| match value {
+                None => format!("{ws};{ws}{name}"),
+                Some((a, b, v)) => format!("{ws};{ws}{name}{a}={b}{v}"),
+            },
+        )
+    }
+
+    /// A trailer field line, without its CRLF.
+    fn trailer() -> impl Strategy<Value = String> {
+        ("[!#$%&'*+.^_`|~0-9A-Za-z-]{1,8}", "[ \t]{0,2}", "[ -~]{0,12}")
+            .prop_map(|(name, ws, value)| format!("{name}:{ws}{value}"))
+    }
+
+    fn encode(chunks: &[(Vec<u8>, Vec<String>)], trailers: &[String]) -> Vec<u8> {
         let mut out = Vec::new();
-        for chunk in chunks.iter().filter(|c| !c.is_empty()) {
-            out.extend_from_slice(format!("{:x}\r\n", chunk.len()).as_bytes());
+        for (chunk, extensions) in chunks.iter().filter(|(c, _)| !c.is_empty()) {
+            out.extend_from_slice(
+                format!("{:x}{}\r\n", chunk.len(), extensions.concat()).as_bytes(),
+            );
             out.extend_from_slice(chunk);
             out.extend_from_slice(b"\r\n");
         }
-        out.extend_from_slice(b"0\r\n\r\n");
+        out.extend_from_slice(b"0\r\n");
+        for field in trailers {
+            out.extend_from_slice(field.as_bytes());
+            out.extend_from_slice(b"\r\n");
+        }
+        out.extend_from_slice(b"\r\n");
         out
     }
 
     proptest! {
         #![proptest_config(ProptestConfig { cases: 256, failure_persistence: None, ..ProptestConfig::default() })]
 
-        /// Any split of any encoding decodes to the same bytes.
+        /// Any split of any encoding, with any valid extensions and
+        /// trailers, decodes to the same bytes.
         #[test]
         fn splits_do_not_matter(
-            chunks in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..40), 0..6),
+            chunks in proptest::collection::vec(
+                (
+                    proptest::collection::vec(any::<u8>(), 0..40),
+                    proptest::collection::vec(extension(), 0..3),
+                ),
+                0..6,
+            ),
+            trailers in proptest::collection::vec(trailer(), 0..3),
             cuts in proptest::collection::vec(any::<usize>(), 0..12),
         ) {
-            let encoded = encode(&chunks);
+            let encoded = encode(&chunks, &trailers);
             let (data, end) = decode_in_pieces(&encoded, &cuts).unwrap();
-            prop_assert_eq!(data, chunks.concat());
+            let expected: Vec<u8> = chunks.iter().flat_map(|(c, _)| c.iter().copied()).collect();
+            prop_assert_eq!(data, expected);
             prop_assert_eq!(end, Some(encoded.len()));
         }
 

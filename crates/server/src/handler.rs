@@ -4,6 +4,7 @@
 use std::fmt;
 
 use crate::date::FIELDS_LEN;
+use crate::syntax::TOKEN;
 
 /// What the server calls for each request, in three steps:
 ///
@@ -568,35 +569,6 @@ impl Tail {
         &self.bytes[..self.len]
     }
 }
-
-/// Which bytes may appear in an HTTP token (RFC 9110 §5.6.2).
-const TOKEN: [bool; 256] = {
-    let mut table = [false; 256];
-    let mut b = 0;
-    while b < 256 {
-        let c = b as u8;
-        table[b] = c.is_ascii_alphanumeric()
-            || matches!(
-                c,
-                b'!' | b'#'
-                    | b'$'
-                    | b'%'
-                    | b'&'
-                    | b'\''
-                    | b'*'
-                    | b'+'
-                    | b'-'
-                    | b'.'
-                    | b'^'
-                    | b'_'
-                    | b'`'
-                    | b'|'
-                    | b'~'
-            );
-        b += 1;
-    }
-    table
-};
 
 /// The fields the server writes itself.
 fn is_reserved(name: &str) -> bool {

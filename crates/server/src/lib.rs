@@ -69,6 +69,7 @@ mod http1;
 mod options;
 mod server;
 mod session;
+mod syntax;
 mod worker;
 
 pub use handler::{BodyLength, Field, Handler, Request, Response, ResponseError, Status, Version};

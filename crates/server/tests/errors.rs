@@ -2,19 +2,7 @@
 
 mod common;
 
-use common::{Client, Echo, options, start};
-
-/// Sends `request`, expects `status` with `Connection: close`, then the
-/// server's end of stream. Returns the reply's headers for more checks.
-fn refused(addr: std::net::SocketAddr, request: &[u8], status: u16) {
-    let mut client = Client::connect(addr);
-    client.send(request);
-    let reply =
-        client.reply().unwrap_or_else(|e| panic!("{e} for {:?}", String::from_utf8_lossy(request)));
-    assert_eq!(reply.status, status, "for {:?}", String::from_utf8_lossy(request));
-    assert!(reply.closes(), "{status} closes the connection");
-    client.expect_closed();
-}
+use common::{Client, Echo, options, refused, start};
 
 #[test]
 fn malformed_requests_get_400() {

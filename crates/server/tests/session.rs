@@ -13,9 +13,15 @@ use proptest::prelude::*;
 enum Req {
     Get(u16),
     Sized(Vec<u8>),
-    Chunked(Vec<Vec<u8>>),
+    /// Chunks, and a seed choosing their extensions and trailer fields.
+    Chunked(Vec<Vec<u8>>, u8),
     Close(u16),
 }
+
+/// Valid chunk extensions (RFC 9112 §7.1.1), ignored by the server.
+const EXTENSIONS: [&str; 4] = ["", ";a", " ; a = b ;c", "\t;sig=\"q \\\" ;=\""];
+/// Valid trailer sections (RFC 9112 §7.1.2), discarded by the server.
+const TRAILERS: [&str; 3] = ["", "X-Sum: 1\r\n", "A:b\r\nC: d\te \r\n"];
 
 impl Req {
     fn encode(&self, out: &mut Vec<u8>) {
@@ -36,16 +42,20 @@ impl Req {
                 );
                 out.extend_from_slice(body);
             }
-            Req::Chunked(chunks) => {
+            Req::Chunked(chunks, seed) => {
                 out.extend_from_slice(
                     b"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n",
                 );
-                for chunk in chunks.iter().filter(|c| !c.is_empty()) {
-                    out.extend_from_slice(format!("{:x}\r\n", chunk.len()).as_bytes());
+                let seed = usize::from(*seed);
+                for (i, chunk) in chunks.iter().filter(|c| !c.is_empty()).enumerate() {
+                    let extension = EXTENSIONS[(seed + i) % EXTENSIONS.len()];
+                    out.extend_from_slice(format!("{:x}{extension}\r\n", chunk.len()).as_bytes());
                     out.extend_from_slice(chunk);
                     out.extend_from_slice(b"\r\n");
                 }
-                out.extend_from_slice(b"0\r\n\r\n");
+                out.extend_from_slice(b"0\r\n");
+                out.extend_from_slice(TRAILERS[seed % TRAILERS.len()].as_bytes());
+                out.extend_from_slice(b"\r\n");
             }
         }
     }
@@ -56,7 +66,7 @@ impl Req {
             Req::Get(n) => format!("/g{n}"),
             Req::Close(n) => format!("/c{n}"),
             Req::Sized(body) => format!("len={} fnv={:x}", body.len(), fnv(FNV_START, body)),
-            Req::Chunked(chunks) => {
+            Req::Chunked(chunks, _) => {
                 let body = chunks.concat();
                 format!("len={} fnv={:x}", body.len(), fnv(FNV_START, &body))
             }
@@ -68,7 +78,8 @@ fn req() -> impl Strategy<Value = Req> {
     prop_oneof![
         4 => any::<u16>().prop_map(Req::Get),
         2 => proptest::collection::vec(any::<u8>(), 0..300).prop_map(Req::Sized),
-        2 => proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..100), 0..5).prop_map(Req::Chunked),
+        2 => (proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..100), 0..5), any::<u8>())
+            .prop_map(|(chunks, seed)| Req::Chunked(chunks, seed)),
         1 => any::<u16>().prop_map(Req::Close),
     ]
 }

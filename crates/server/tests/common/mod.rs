@@ -223,3 +223,16 @@ impl Client {
         }
     }
 }
+
+/// Sends `request` on a new connection, expects `status` with
+/// `Connection: close`, then the server's end of stream (a graceful close:
+/// nothing more, no reset).
+pub fn refused(addr: SocketAddr, request: &[u8], status: u16) {
+    let mut client = Client::connect(addr);
+    client.send(request);
+    let reply =
+        client.reply().unwrap_or_else(|e| panic!("{e} for {:?}", String::from_utf8_lossy(request)));
+    assert_eq!(reply.status, status, "for {:?}", String::from_utf8_lossy(request));
+    assert!(reply.closes(), "{status} closes the connection");
+    client.expect_closed();
+}
