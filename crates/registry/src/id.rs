@@ -12,8 +12,10 @@
 //!   16,777,184 slots per shard.
 //! - **generation** (32 bits): how many times the slot has been vacated, plus
 //!   one. A lookup matches the whole generation, so an id whose slot was
-//!   reused by a newer connection finds nothing (the fd-reuse bug). A slot's
-//!   generation wraps after 2^32 reuses of that one slot; it never is 0.
+//!   reused by a newer connection finds nothing (the fd-reuse bug). A
+//!   generation never wraps: a slot whose last generation (2^32 - 1) ends is
+//!   retired for good (`slot.rs`), so an id finds its own entry or nothing,
+//!   however many times its slot was reused. It is never 0.
 //!
 //! Because the generation is never 0, every id is at least 2^32: tokens below
 //! that are free for the caller's own event sources (a listener, a waker).
@@ -58,10 +60,17 @@ const _: () = assert!(FIRST_PAGE.is_power_of_two());
 
 /// A connection's id: a slot and the generation of that slot's occupant.
 ///
-/// It converts to and from a `u64` (and `usize` on 64-bit targets), so it
-/// can be the token of a mio or epoll registration. Any `u64` is accepted
-/// back: an id that was never issued, or whose entry was removed, simply
-/// finds nothing.
+/// It converts to and from a `u64` ([`as_u64`](Self::as_u64),
+/// [`from_u64`](Self::from_u64), `From`), so it can be the token of an epoll
+/// registration, or of a mio `Token` on 64-bit targets (`Token(id.as_u64()
+/// as usize)`; a `usize` has fewer bits on 32-bit targets). Any `u64` is
+/// accepted back: an id that was never issued, or whose entry was removed,
+/// simply finds nothing.
+///
+/// An id never finds a later entry than its own: the generation it carries
+/// is never issued again for its slot (slots retire rather than wrap their
+/// generation; see the crate docs), so the fd-reuse bug cannot happen
+/// whatever the churn.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ConnectionId(u64);
 

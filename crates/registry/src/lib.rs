@@ -54,10 +54,20 @@
 //! Lookups, inserts, `discard`, `sweep`, `len` and `trim` never wait for
 //! another thread's `Ref` (inserts and the end of a removal take a shard
 //! lock for a few instructions). [`Registry::remove`] and [`Registry::drain`]
-//! wait for the `Ref`s to the entries they remove, so a thread must not call
-//! them for an entry it holds a `Ref` to (it would wait for itself);
-//! [`Registry::discard`] is the removal for that case. No user code, not
-//! even a value's `Drop`, runs under a lock.
+//! wait for other threads' `Ref`s to the entries they remove, never for the
+//! calling thread's own: each thread keeps a list of the entries it holds
+//! (`held.rs`; a [`Ref`] is not `Send`), and an entry it holds is removed
+//! as [`Registry::discard`] removes it, its value dropped with the last
+//! `Ref`. So `if let Some(c) = registry.get(id) { registry.remove(id); }`
+//! and a `sweep` closure that removes the entry it visits finish at once.
+//! No user code, not even a value's `Drop`, runs under a lock.
+//!
+//! # Ids are never reused
+//!
+//! A slot's generation grows with each use and never wraps: a slot whose
+//! last generation (2^32 - 1) ends is retired (`slot.rs`). So an id finds
+//! the entry it was issued for or nothing, whatever the churn; a kept id
+//! can never reach a later connection (the fd-reuse bug).
 //!
 //! # Errors
 //!
@@ -66,6 +76,7 @@
 //! - Any `u64` is accepted as an id: one that is not live finds nothing.
 
 mod error;
+mod held;
 mod id;
 mod options;
 mod primitive;

@@ -8,9 +8,13 @@
 pub(crate) use loom::{
     cell::{ConstPtr, UnsafeCell},
     sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering},
+    thread_local,
 };
 #[cfg(not(falconet_registry_loom))]
-pub(crate) use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+pub(crate) use std::{
+    sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering},
+    thread_local,
+};
 
 /// The shard lock: parking_lot's in production, loom's in the models.
 #[cfg(not(falconet_registry_loom))]

@@ -5,6 +5,7 @@ use std::mem::{ManuallyDrop, MaybeUninit};
 
 use crossbeam_utils::CachePadded;
 
+use crate::held;
 use crate::id::{ConnectionId, PAGES, SLOTS_PER_SHARD, slot_of};
 use crate::primitive::{AtomicU64, AtomicUsize, ConstPtr, Ordering};
 use crate::shard::Shard;
@@ -20,11 +21,11 @@ use crate::{Full, Options, OptionsError};
 ///   [`sweep`](Self::sweep) visits every entry shard by shard (idle
 ///   timeouts), [`drain`](Self::drain) empties it at shutdown.
 /// - A [`Ref`] from `get` keeps its entry's value alive, and only that:
-///   while it lives, [`remove`](Self::remove) of that id (and `drain`
-///   reaching it) waits for it. Nothing else ever waits for a `Ref`, so a
-///   thread holding one may call anything except `remove` (or `drain`) of
-///   that same entry; use [`discard`](Self::discard) there, which never
-///   waits.
+///   while another thread holds one, [`remove`](Self::remove) of that id
+///   (and `drain` reaching it) waits for it. Nothing else ever waits for a
+///   `Ref`, and nothing waits for a `Ref` of its own thread: a thread that
+///   removes an entry it holds removes it as [`discard`](Self::discard)
+///   does (see `remove`). So a thread holding `Ref`s may call anything.
 /// - No user code runs under a lock: the shard lock (taken by `insert` and
 ///   at the end of a removal) covers a free-list push or pop; values are
 ///   moved in, dropped and handed to `sweep`'s closure with no lock held.
@@ -46,8 +47,17 @@ unsafe impl<T: Send + Sync> Sync for Registry<T> {}
 /// `Ref` lives, even if the entry is removed meanwhile (the removal then
 /// ends when the `Ref` drops).
 ///
-/// Holding a `Ref` makes [`Registry::remove`] of the same id wait; see
-/// [`Registry`].
+/// Holding a `Ref` makes [`Registry::remove`] of the same id on *another*
+/// thread wait for it; see [`Registry`]. A `Ref` is `Sync` but not `Send`:
+/// it is dropped on the thread that looked it up, which is how a removal
+/// knows that a `Ref` is its own thread's and must not be waited for.
+///
+/// ```compile_fail
+/// fn send<T: Send>(_: T) {}
+/// let registry = falconet_registry::Registry::new();
+/// let id = registry.insert(1u32).unwrap();
+/// send(registry.get(id).unwrap()); // a `Ref` stays on its thread
+/// ```
 pub struct Ref<'a, T> {
     shard: &'a Shard<T>,
     state: &'a AtomicU64,
@@ -55,9 +65,8 @@ pub struct Ref<'a, T> {
     value: ManuallyDrop<ConstPtr<MaybeUninit<T>>>,
 }
 
-// SAFETY: a `Ref` gives `&T` (T: Sync) and its drop may drop the value on
-// the thread it was sent to (T: Send).
-unsafe impl<T: Send + Sync> Send for Ref<'_, T> {}
+// Not `Send` (its raw pointers make it so): the thread that looked it up
+// recorded it in its held list (`held.rs`) and must be the one to drop it.
 // SAFETY: shared, it only gives `&T`.
 unsafe impl<T: Sync> Sync for Ref<'_, T> {}
 
@@ -142,14 +151,25 @@ impl<T> Registry<T> {
     }
 
     /// Removes `id` and returns its value. From the moment it starts, `get`
-    /// of `id` finds nothing; if lookups still hold [`Ref`]s to the entry,
-    /// it waits for them to drop (spinning, then yielding), so never call it
-    /// while this thread holds a `Ref` to the same entry: use
-    /// [`discard`](Self::discard) there.
+    /// of `id` finds nothing; if other threads' lookups still hold [`Ref`]s
+    /// to the entry, it waits for them to drop (spinning, then yielding).
     ///
-    /// `None` if `id` is not live, or another removal of it won.
+    /// If *this* thread holds a `Ref` to the entry (`if let Some(c) =
+    /// registry.get(id) { registry.remove(id); }`, or a `sweep` closure
+    /// removing the entry it visits), the value cannot be moved out while
+    /// you borrow it, and waiting for your own `Ref` would never end: the
+    /// entry is removed as [`discard`](Self::discard) removes it (lookups
+    /// stop finding it now; the value is dropped when the last `Ref` lets
+    /// go) and `remove` returns `None`.
+    ///
+    /// `None` if `id` is not live, if another removal of it won, or if this
+    /// thread holds a `Ref` to it (removed as above).
     pub fn remove(&self, id: ConnectionId) -> Option<T> {
         let (shard, state) = self.locate(id)?;
+        if held::holds(address(state)) {
+            self.discard(id);
+            return None;
+        }
         let marked = slot::mark_removed(state, id.generation(), true)?;
         self.len.fetch_sub(1, Ordering::Relaxed);
         if marked == Marked::Referenced {
@@ -209,12 +229,12 @@ impl<T> Registry<T> {
     /// `false`. Returns how many it removed, then trims each shard.
     ///
     /// No lock is held while `keep` runs: the visited entry is held as a
-    /// [`Ref`] is, so a concurrent [`remove`](Self::remove) of it waits for
-    /// `keep` to return, and nothing else waits at all. `keep` may call any
-    /// method, on any entry, except `remove` (or `drain`) of the entry it is
-    /// visiting, which would wait for itself: return `false` or call
-    /// [`discard`](Self::discard) instead. Entries inserted or removed
-    /// during the sweep may or may not be visited.
+    /// [`Ref`] is, so another thread's [`remove`](Self::remove) of it waits
+    /// for `keep` to return, and nothing else waits at all. `keep` may call
+    /// any method on any entry; a `remove` of the entry it visits removes
+    /// it as [`discard`](Self::discard) does (the sweep holds it) and
+    /// returns `None`, so return `false` instead. Entries inserted or
+    /// removed during the sweep may or may not be visited.
     pub fn sweep(&self, mut keep: impl FnMut(ConnectionId, &T) -> bool) -> usize {
         let mut removed = 0;
         for (index, shard) in self.shards.iter().enumerate() {
@@ -245,7 +265,8 @@ impl<T> Registry<T> {
 
     /// Removes every entry, shard by shard, handing out each id and value.
     /// Each entry is removed as [`remove`](Self::remove) does (it waits for
-    /// the `Ref`s to that entry). Meant for shutdown, after inserts stop:
+    /// other threads' `Ref`s to that entry; one this thread holds is
+    /// discarded, not handed out). Meant for shutdown, after inserts stop:
     /// entries inserted meanwhile may be missed.
     pub fn drain(&self) -> Drain<'_, T> {
         Drain { registry: self, shard: 0, slot: 0 }
@@ -301,6 +322,7 @@ impl<'a, T> Ref<'a, T> {
     unsafe fn acquired(shard: &'a Shard<T>, state: &'a AtomicU64, id: ConnectionId) -> Self {
         // SAFETY: a referenced slot is reserved, so its values are allocated.
         let value = unsafe { shard.value(id.slot()) }.get();
+        held::hold(address(state));
         Ref { shard, state, id, value: ManuallyDrop::new(value) }
     }
 
@@ -332,6 +354,7 @@ impl<T> Drop for Ref<'_, T> {
     fn drop(&mut self) {
         // SAFETY: dropped once, here; we no longer read the value.
         unsafe { ManuallyDrop::drop(&mut self.value) };
+        held::let_go(address(self.state));
         if slot::release(self.state) {
             // SAFETY: we dropped the last reference of a discarded entry.
             drop(unsafe { Registry::finish_take(self.shard, self.id.slot(), self.state) });
@@ -377,6 +400,13 @@ impl<T> fmt::Debug for Drain<'_, T> {
     }
 }
 
+/// An entry's identity among the live entries, for the held list: the
+/// address of its slot's state word.
+#[inline]
+fn address(state: &AtomicU64) -> usize {
+    core::ptr::from_ref(state).addr()
+}
+
 /// The shard this thread inserts into: threads are numbered in the order
 /// they first insert, so up to `shards` threads each get a lock of their own.
 #[cfg(not(falconet_registry_loom))]
@@ -393,4 +423,71 @@ fn home_shard() -> usize {
 #[cfg(falconet_registry_loom)]
 fn home_shard() -> usize {
     0
+}
+
+#[cfg(all(test, not(falconet_registry_loom)))]
+mod tests {
+    use super::*;
+
+    /// One shard, so every insert and reuse lands where the test looks.
+    fn one_shard() -> Registry<u32> {
+        Registry::with_options(Options::new().shards(1)).unwrap()
+    }
+
+    /// Fast-forwards vacant slot `slot` of shard 0 to `generation`, as
+    /// that many insert/remove cycles would (2^32 of them take minutes).
+    fn age(registry: &Registry<u32>, slot: usize, generation: u32) {
+        let state = registry.shards[0].state(slot).unwrap();
+        assert!(!slot::holds_value(state.load(Ordering::Relaxed)));
+        state.store(slot::vacant(generation), Ordering::Relaxed);
+    }
+
+    #[test]
+    fn a_slot_whose_generation_would_wrap_is_retired_not_reused() {
+        let registry = one_shard();
+        let first = registry.insert(0).unwrap();
+        assert_eq!(first.generation(), 1);
+        assert_eq!(registry.remove(first), Some(0));
+        // The slot's last generation: 2^32 - 2 more cycles from here.
+        age(&registry, first.slot(), u32::MAX);
+        let last = registry.insert(1).unwrap();
+        assert_eq!((last.slot(), last.generation()), (first.slot(), u32::MAX));
+        assert_eq!(registry.remove(last), Some(1));
+        // One more use would wrap to generation 1, and `first`, kept from
+        // the start, would find it (the fd-reuse bug).
+        let next = registry.insert(2).unwrap();
+        assert!(registry.get(first).is_none(), "a stale id found a newer entry");
+        assert!(registry.get(last).is_none());
+        assert_ne!(next.slot(), first.slot(), "the slot is retired");
+        // Many more inserts never hand it out again.
+        let ids: Vec<_> = (0..100).map(|i| registry.insert(i).unwrap()).collect();
+        assert!(ids.iter().all(|id| id.slot() != first.slot()));
+        assert!(registry.get(first).is_none());
+    }
+
+    #[test]
+    fn a_retired_slot_stays_retired_when_its_page_is_trimmed_and_refilled() {
+        let registry = one_shard();
+        // Fill page 0 (32 slots) and part of page 1.
+        let ids: Vec<_> = (0..40).map(|i| registry.insert(i).unwrap()).collect();
+        let victim = ids[35]; // in page 1
+        for &id in ids.iter().filter(|&&id| id != victim) {
+            registry.remove(id).unwrap();
+        }
+        // Removed last, the victim tops page 1's free list.
+        registry.remove(victim).unwrap();
+        age(&registry, victim.slot(), u32::MAX);
+        // Inserts take the lowest page with room: fill page 0 first.
+        let page0: Vec<_> = (0..32).map(|i| registry.insert(i).unwrap()).collect();
+        let last = registry.insert(99).unwrap();
+        assert_eq!((last.slot(), last.generation()), (victim.slot(), u32::MAX));
+        registry.remove(last).unwrap();
+        assert_eq!(registry.trim(), 1, "page 1 is all vacant");
+        // Page 1's values are allocated again, bump-filled from offset 0:
+        // the retired slot is skipped.
+        let refill: Vec<_> = (0..40).map(|i| registry.insert(i).unwrap()).collect();
+        assert!(refill.iter().all(|id| id.slot() != victim.slot()));
+        assert!(registry.get(victim).is_none() && registry.get(last).is_none());
+        drop(page0);
+    }
 }

@@ -156,6 +156,9 @@ impl<T> Shard<T> {
                 self.allocate(page);
                 *entry = PageBook { present: true, free: NONE, bump: 0, live: 0 };
             }
+            let states = self.states(page).expect("allocated above");
+            // Relaxed: vacant words change only under the lock we hold.
+            let word = |offset: u32| states[offset as usize].load(Ordering::Relaxed);
             let offset = if entry.free != NONE {
                 let offset = entry.free;
                 // SAFETY: the values are allocated (present) and the slot
@@ -163,17 +166,21 @@ impl<T> Shard<T> {
                 // link, and we hold the lock.
                 entry.free = unsafe { self.link(page, offset as usize).with_mut(|next| *next) };
                 offset
-            } else if (entry.bump as usize) < page_len(page) {
+            } else {
+                // Past the free list, slots never handed out since the
+                // values were allocated; retired ones are never handed out.
+                let len = page_len(page) as u32;
+                while entry.bump < len && slot::is_retired(word(entry.bump)) {
+                    entry.bump += 1;
+                }
+                if entry.bump == len {
+                    continue;
+                }
                 entry.bump += 1;
                 entry.bump - 1
-            } else {
-                continue;
             };
             entry.live += 1;
-            let states = self.states(page).expect("allocated above");
-            // Relaxed: vacant words change only under the lock we hold.
-            let generation = slot::generation(states[offset as usize].load(Ordering::Relaxed));
-            return Some((slot_of(page, offset as usize), generation));
+            return Some((slot_of(page, offset as usize), slot::generation(word(offset))));
         }
         None
     }
@@ -207,21 +214,28 @@ impl<T> Shard<T> {
     }
 
     /// Returns a finished slot to its page's free list with the next
-    /// generation. The value was already dropped or moved out.
+    /// generation, or retires it after its last generation (`slot.rs`).
+    /// The value was already dropped or moved out.
     pub(crate) fn vacate(&self, slot: usize, state: &AtomicU64) {
         let (page, offset) = page_of(slot);
         let mut book = self.book.lock();
         let generation = slot::generation(state.load(Ordering::Relaxed));
+        let entry = &mut book.pages[page];
+        entry.live -= 1;
+        let Some(next) = slot::next_generation(generation) else {
+            // Release: as below. Off every free list for good, and skipped
+            // by `reserve`'s bump after a trim.
+            state.store(slot::retired(), Ordering::Release);
+            return;
+        };
         // Release: the value's end happens before the slot's reuse (the next
         // insert also takes this lock).
-        state.store(slot::vacant(slot::next_generation(generation)), Ordering::Release);
-        let entry = &mut book.pages[page];
+        state.store(slot::vacant(next), Ordering::Release);
         let head = entry.free;
         // SAFETY: reserved until now, so allocated; the slot is vacant and we
         // hold the lock.
         unsafe { self.link(page, offset).with_mut(|next| *next = head) };
         entry.free = offset as u32;
-        entry.live -= 1;
     }
 
     /// Frees the values of every page above the first whose slots are all

@@ -17,8 +17,21 @@
 //!                              │                            else the Ref that takes r to 0 does
 //!          remove ─────────────┴──> REMOVING+TAKING(g, r)   the remover waits for r == 0, then
 //!                                                           moves the value out
-//!   finish: the value is dropped or moved out, then VACANT(g + 1) (under the shard lock)
+//!   finish: the value is dropped or moved out, then VACANT(g + 1) (under the shard lock),
+//!           or RETIRED when g is the last generation, 2^32 - 1
 //! ```
+//!
+//! # Generations never wrap
+//!
+//! A slot's generation starts at 1 and grows by one per use. A slot whose
+//! last generation (2^32 - 1) ends is **retired**: its word becomes
+//! `VACANT(0)` (0 is never a live generation, so no lookup matches it), and
+//! the shard never hands it out again. So an id can only ever find the
+//! entry it was issued for: no count of reuses brings an old generation
+//! back. The cost is one slot (its 8-byte state word and its value place)
+//! per 2^32 - 1 uses of that slot; a shard has 16,777,184 slots, so a
+//! shard runs out only after about 7.2 * 10^16 inserts (over 200 years at
+//! ten million inserts a second), and then `insert` says `Full`.
 //!
 //! - A lookup succeeds only by a compare-and-swap from `OCCUPIED` (no
 //!   `REMOVING`) with the id's generation, adding one reference: a removed
@@ -75,12 +88,23 @@ pub(crate) const fn generation(word: u64) -> u32 {
     (word >> GENERATION_SHIFT) as u32
 }
 
-/// The generation after `generation`: wraps, skipping 0.
-pub(crate) const fn next_generation(generation: u32) -> u32 {
-    match generation.wrapping_add(1) {
-        0 => 1,
-        next => next,
-    }
+/// The generation of a retired slot: never issued, so never matched.
+const RETIRED: u32 = 0;
+
+/// The word of a retired slot.
+pub(crate) const fn retired() -> u64 {
+    vacant(RETIRED)
+}
+
+/// Whether `word` is a retired slot's.
+pub(crate) const fn is_retired(word: u64) -> bool {
+    generation(word) == RETIRED
+}
+
+/// The generation after `generation`, or `None` when `generation` was the
+/// slot's last (the slot retires instead of wrapping).
+pub(crate) const fn next_generation(generation: u32) -> Option<u32> {
+    generation.checked_add(1)
 }
 
 const fn refs(word: u64) -> u64 {
@@ -108,8 +132,10 @@ pub(crate) fn acquire(state: &AtomicU64, generation: u32) -> bool {
             return false;
         }
         if refs(word) == MAX_REFS {
-            // 2^29 - 1 references to one entry are only reachable by leaking
-            // them (mem::forget); like Arc's count, overflowing is an abort.
+            // 2^29 - 1 references to one entry at once: by leaking `Ref`s
+            // (mem::forget) or by holding that many live ones. Like Arc's
+            // count (whose limit is isize::MAX), the count must not wrap
+            // into the flags below it, and no caller can recover: abort.
             std::process::abort();
         }
         // Acquire: pairs with the insert's Release store of OCCUPIED.
@@ -206,11 +232,18 @@ mod tests {
     }
 
     #[test]
-    fn generations_wrap_past_zero() {
-        assert_eq!(next_generation(u32::MAX), 1);
-        assert_eq!(next_generation(1), 2);
+    fn the_last_generation_has_no_next_and_a_retired_slot_matches_nothing() {
+        assert_eq!(next_generation(u32::MAX), None);
+        assert_eq!(next_generation(1), Some(2));
         let word = occupied(u32::MAX);
         assert_eq!(generation(word), u32::MAX);
         assert!(is_live(word, u32::MAX));
+        let state = AtomicU64::new(retired());
+        assert!(is_retired(state.load(Ordering::Relaxed)));
+        assert!(!is_retired(vacant(1)) && !is_retired(occupied(u32::MAX)));
+        for generation in [RETIRED, 1, u32::MAX] {
+            assert!(!acquire(&state, generation), "a retired slot matches no id");
+            assert_eq!(mark_removed(&state, generation, true), None);
+        }
     }
 }

@@ -53,6 +53,33 @@ fn get_racing_remove() {
     });
 }
 
+/// A thread removes an entry it holds while another thread looks it up:
+/// the removal does not wait for its own `Ref` (it discards), the other
+/// thread sees the whole value or nothing, and the value is dropped exactly
+/// once, by whichever `Ref` goes last; the slot is free again afterwards.
+#[test]
+fn remove_by_a_holder_racing_get() {
+    model(|| {
+        let registry = registry(1);
+        let value = Arc::new(5);
+        let id = registry.insert(Arc::clone(&value)).unwrap();
+        let reader = {
+            let registry = Arc::clone(&registry);
+            thread::spawn(move || registry.get(id).map(|v| **v))
+        };
+        let mine = registry.get(id).expect("live until we remove it");
+        assert!(registry.remove(id).is_none(), "held by this thread: discarded");
+        assert!(registry.get(id).is_none());
+        assert_eq!(**mine, 5);
+        drop(mine);
+        assert!(matches!(reader.join().unwrap(), None | Some(5)));
+        assert_eq!(Arc::strong_count(&value), 1, "dropped once the last holder left");
+        assert!(registry.is_empty());
+        let again = registry.insert(Arc::new(6)).unwrap();
+        assert_eq!(**registry.get(again).unwrap(), 6);
+    });
+}
+
 /// A `Ref` held across a `discard`: the value stays valid for the holder
 /// and is dropped exactly once, by whichever of the two goes last.
 #[test]

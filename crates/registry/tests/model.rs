@@ -22,14 +22,15 @@ enum Op {
     Hold(usize),
     /// Drops a kept `Ref`.
     Release(usize),
-    /// `remove`, or `discard` if this thread holds a `Ref` to the entry
-    /// (`remove` would wait for it forever).
+    /// `remove`: the value back, or, if this thread holds a `Ref` to the
+    /// entry, `None` and the entry discarded.
     Remove(usize),
     Discard(usize),
     /// Sweeps, keeping tags not divisible by the modulus.
     Sweep(u64),
     Trim,
-    /// Drops every kept `Ref`, then drains.
+    /// Drains while the kept `Ref`s stay (their entries are discarded),
+    /// then drops them.
     Drain,
 }
 
@@ -146,7 +147,11 @@ fn run(ops: Vec<Op>, shards: usize, max: usize) {
                     }
                 } else {
                     let was_live = live.remove(&id).is_some();
-                    assert_eq!(registry.discard(id), was_live);
+                    if matches!(op, Op::Remove(_)) {
+                        assert!(registry.remove(id).is_none(), "held: removed as discard");
+                    } else {
+                        assert_eq!(registry.discard(id), was_live);
+                    }
                     if was_live && refs == 0 {
                         dropped += 1;
                     } else if was_live {
@@ -185,17 +190,25 @@ fn run(ops: Vec<Op>, shards: usize, max: usize) {
                 registry.trim();
             }
             Op::Drain => {
+                let mut drained: Vec<_> = registry.drain().map(|(id, v)| (id, v.tag)).collect();
+                let mut expected: Vec<_> = Vec::new();
+                for (id, tag) in live.drain() {
+                    match holds(&held, id) {
+                        0 => expected.push((id, tag)),
+                        refs => {
+                            lingering.insert(id, refs);
+                        }
+                    }
+                }
+                drained.sort();
+                expected.sort();
+                assert_eq!(drained, expected);
+                dropped += drained.len();
                 for r in held.drain(..) {
                     let id = r.id();
                     drop(r);
                     dropped += let_go(&mut lingering, id);
                 }
-                let mut drained: Vec<_> = registry.drain().map(|(id, v)| (id, v.tag)).collect();
-                let mut expected: Vec<_> = live.drain().collect();
-                drained.sort();
-                expected.sort();
-                assert_eq!(drained, expected);
-                dropped += drained.len();
             }
         }
         assert_eq!(registry.len(), live.len());

@@ -310,8 +310,115 @@ fn concurrent_inserts_get_distinct_ids() {
 }
 
 #[test]
-fn the_registry_and_its_refs_cross_threads() {
+fn the_registry_crosses_threads_and_refs_are_shared_not_sent() {
     fn send_sync<T: Send + Sync>() {}
+    fn sync<T: Sync>() {}
     send_sync::<Registry<String>>();
-    send_sync::<falconet_registry::Ref<'static, String>>();
+    // `Ref` is Sync (shared, it gives `&T`) but not Send: the crate docs
+    // have the compile_fail test.
+    sync::<falconet_registry::Ref<'static, String>>();
+}
+
+/// Runs `f` on its own thread and returns its result, failing the test if
+/// it has not finished within a minute: the removals below used to spin
+/// forever (not a timing assert: they take microseconds).
+fn finishes<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> R {
+    let (done, result) = std::sync::mpsc::channel();
+    thread::spawn(move || done.send(f()).unwrap());
+    result.recv_timeout(Duration::from_secs(60)).expect("the call hung")
+}
+
+#[test]
+fn removing_an_entry_this_thread_holds_does_not_hang() {
+    finishes(|| {
+        let drops = drops();
+        let registry = Registry::new();
+        let id = registry.insert(Tracked::new(7, &drops)).unwrap();
+        // The day-one pattern.
+        if let Some(connection) = registry.get(id) {
+            assert!(registry.remove(id).is_none(), "the value is borrowed: removed as discard");
+            assert!(registry.get(id).is_none(), "gone for lookups at once");
+            assert_eq!(registry.len(), 0);
+            assert_eq!(connection.tag, 7, "the Ref still reads it");
+            assert_eq!(count(&drops), 0, "dropped with the last Ref, not before");
+        }
+        assert_eq!(count(&drops), 1);
+        // Two Refs of this thread, and a removal of an id that is not live
+        // while this thread holds the slot's current entry.
+        let id = registry.insert(Tracked::new(8, &drops)).unwrap();
+        let (a, b) = (registry.get(id).unwrap(), registry.get(id).unwrap());
+        let stale = ConnectionId::from_u64(id.as_u64() + (1 << 32));
+        assert!(registry.remove(stale).is_none());
+        assert!(registry.contains(id), "a stale id removes nothing");
+        assert!(registry.remove(id).is_none());
+        drop(a);
+        assert_eq!(count(&drops), 1);
+        drop(b);
+        assert_eq!(count(&drops), 2);
+        // Once the Refs are gone, remove hands the value out as usual.
+        let id = registry.insert(Tracked::new(9, &drops)).unwrap();
+        drop(registry.get(id).unwrap());
+        assert_eq!(registry.remove(id).map(|value| value.tag), Some(9));
+    });
+}
+
+#[test]
+fn a_sweep_closure_removing_the_entry_it_visits_does_not_hang() {
+    finishes(|| {
+        let drops = drops();
+        let registry = Registry::with_options(Options::new().shards(1)).unwrap();
+        let ids: Vec<_> =
+            (0..6).map(|tag| registry.insert(Tracked::new(tag, &drops)).unwrap()).collect();
+        let removed = registry.sweep(|id, value| {
+            if value.tag % 2 == 0 {
+                assert!(registry.remove(id).is_none(), "the sweep holds it");
+                assert_eq!(count(&drops), value.tag as usize / 2, "dropped after the visit");
+            }
+            true
+        });
+        assert_eq!(removed, 0, "the closure removed them, not the sweep");
+        assert_eq!(count(&drops), 3);
+        for (tag, id) in ids.iter().enumerate() {
+            assert_eq!(registry.contains(*id), tag % 2 == 1);
+        }
+    });
+}
+
+#[test]
+fn drain_skips_waiting_for_an_entry_this_thread_holds() {
+    finishes(|| {
+        let registry = small(2, 100);
+        let ids: Vec<_> = (0..10).map(|v| registry.insert(v).unwrap()).collect();
+        let held = registry.get(ids[4]).unwrap();
+        let mut drained: Vec<u64> = registry.drain().map(|(_, value)| value).collect();
+        drained.sort_unstable();
+        assert_eq!(drained, [0, 1, 2, 3, 5, 6, 7, 8, 9], "the held entry is discarded");
+        assert_eq!((*held, registry.len()), (4, 0));
+    });
+}
+
+#[test]
+fn a_thread_s_own_ref_is_not_waited_for_but_another_thread_s_is() {
+    // This thread and another both hold the entry: this thread's remove
+    // does not wait (it discards), and the value lives until both let go.
+    let drops = drops();
+    let registry = Registry::new();
+    let id = registry.insert(Tracked::new(3, &drops)).unwrap();
+    let mine = registry.get(id).unwrap();
+    let other_has_it = Barrier::new(2);
+    let go = Barrier::new(2);
+    thread::scope(|s| {
+        s.spawn(|| {
+            let theirs = registry.get(id).unwrap();
+            other_has_it.wait();
+            go.wait();
+            assert_eq!(theirs.tag, 3);
+        });
+        other_has_it.wait();
+        assert!(registry.remove(id).is_none());
+        drop(mine);
+        assert_eq!(count(&drops), 0, "the other thread still holds it");
+        go.wait();
+    });
+    assert_eq!(count(&drops), 1);
 }
