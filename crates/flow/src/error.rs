@@ -61,10 +61,24 @@ pub enum FlowError {
         /// The size given.
         initial: u32,
     },
+    /// A receive window's announcement threshold that its credit could
+    /// never pass: at or above the initial window (except 0 for a window of
+    /// 0). Credit is announced once more than `threshold` bytes are
+    /// pending, and a peer that keeps to the window never leaves more than
+    /// `initial` pending, so it would stall for good. A local configuration
+    /// error, never sent to a peer.
+    ThresholdTooLarge {
+        /// The threshold given.
+        threshold: u32,
+        /// The initial window it was given with.
+        initial: u32,
+    },
 }
 
 impl FlowError {
-    /// The RFC 9113 error code to send for this error.
+    /// The RFC 9113 error code to send for this error (FLOW_CONTROL_ERROR
+    /// for the local [`ThresholdTooLarge`](Self::ThresholdTooLarge), which is
+    /// never sent).
     pub const fn code(&self) -> ErrorCode {
         match self {
             Self::ZeroIncrement => ErrorCode::ProtocolError,
@@ -92,6 +106,11 @@ impl fmt::Display for FlowError {
             Self::InitialTooLarge { initial } => {
                 write!(f, "initial window {initial} is above 2^31-1")
             }
+            Self::ThresholdTooLarge { threshold, initial } => write!(
+                f,
+                "update threshold {threshold} is not below the initial window {initial}: \
+                 credit would never be announced"
+            ),
         }
     }
 }

@@ -56,8 +56,16 @@ fn unpack(word: u64) -> InputState {
     }
 }
 
+/// Packs a state the rules produced. Every field is in range by the rules'
+/// invariants (`window <= initial <= 2^31-1`, `pending <= threshold <
+/// 2^31-1`); a value out of range would spill into the flags, so it is
+/// checked in every build, not only with debug assertions.
 fn pack(state: InputState) -> u64 {
-    debug_assert!(u64::from(state.window) <= WINDOW_MASK);
+    assert!(
+        u64::from(state.window) <= WINDOW_MASK
+            && u64::from(state.pending) << PENDING_SHIFT <= PENDING_MASK,
+        "window or pending credit out of range: {state:?}"
+    );
     u64::from(state.window)
         | (u64::from(state.pending) << PENDING_SHIFT)
         | if state.aborted { ABORTED } else { 0 }
@@ -96,12 +104,16 @@ impl InputWindow {
     }
 
     /// A window announcing credit once strictly more than `threshold` bytes
-    /// are pending.
+    /// are pending. `threshold` must be below `initial` (0 for a window of
+    /// 0): a peer that keeps to the window never leaves more than `initial`
+    /// bytes pending.
     ///
     /// # Errors
-    /// [`FlowError::InitialTooLarge`] above 2^31-1.
+    /// [`FlowError::InitialTooLarge`] above 2^31-1;
+    /// [`FlowError::ThresholdTooLarge`] when `threshold >= initial` (and
+    /// `initial > 0`), or `threshold > 0` with `initial == 0`.
     pub fn with_threshold(initial: u32, threshold: u32) -> Result<Self, FlowError> {
-        let state = InputState::new(initial)?;
+        let state = InputState::new(initial, threshold)?;
         Ok(Self { word: AtomicU64::new(pack(state)), initial, threshold })
     }
 

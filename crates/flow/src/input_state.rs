@@ -37,7 +37,8 @@ pub enum Release {
 pub struct InputState {
     /// Bytes the peer may still send (0..=2^31-1).
     pub window: u32,
-    /// Credit given back but not yet announced (0..=2^31-1).
+    /// Credit given back but not yet announced (0..=2^31-2: at most the
+    /// threshold, which is below the initial window).
     pub pending: u32,
     /// `abort` has happened.
     pub aborted: bool,
@@ -46,10 +47,19 @@ pub struct InputState {
 }
 
 impl InputState {
-    /// A fresh window of `initial` bytes.
-    pub(crate) fn new(initial: u32) -> Result<Self, FlowError> {
+    /// A fresh window of `initial` bytes that announces credit once more
+    /// than `threshold` bytes are pending.
+    ///
+    /// The threshold must be below `initial` (or 0 with a window of 0):
+    /// a peer that keeps to the window leaves at most `initial` bytes
+    /// pending, so a larger threshold would never announce. This bound also
+    /// keeps every field in range: `pending <= threshold < 2^31 - 1`.
+    pub(crate) fn new(initial: u32, threshold: u32) -> Result<Self, FlowError> {
         if initial > MAX_WINDOW {
             return Err(FlowError::InitialTooLarge { initial });
+        }
+        if threshold >= initial.max(1) {
+            return Err(FlowError::ThresholdTooLarge { threshold, initial });
         }
         Ok(Self { window: initial, ..Self::default() })
     }
@@ -75,6 +85,12 @@ impl InputState {
     /// once, and into pending credit, which is announced (and reset) once it
     /// is strictly greater than `threshold` (half the initial window by
     /// default; RFC 9113 6.9 leaves the policy to the receiver).
+    ///
+    /// A frame counts against the window including credit not yet
+    /// announced (Kestrel's rule), so a peer that sends past what it was
+    /// told can drive pending credit up to `threshold + initial`, more than
+    /// one WINDOW_UPDATE carries: an announcement is capped at 2^31-1 and
+    /// the rest stays pending (it is at most `threshold` then).
     pub(crate) fn release(
         &mut self,
         n: u32,
@@ -84,19 +100,25 @@ impl InputState {
         if self.aborted {
             return Ok(Release::Aborted);
         }
+        // window <= initial, always.
         let outstanding = initial - self.window;
         if n > outstanding {
             return Err(FlowError::OverRelease { released: n, outstanding });
         }
+        // n <= outstanding: the window stays <= initial.
         self.window += n;
         if self.updates_disabled {
             return Ok(Release::Pending);
         }
-        // pending <= window - (window before any release) <= initial: fits.
-        let pending = self.pending + n;
+        // pending <= threshold < 2^31 - 1 and n <= initial <= 2^31 - 1, so
+        // the sum fits a u32 (checked all the same: a rule that cannot
+        // overflow is the only way the packed word and the twins agree).
+        let pending = self.pending.checked_add(n).expect("pending + n < 2^32");
         if pending > threshold {
-            self.pending = 0;
-            Ok(Release::Update(pending))
+            let update = pending.min(MAX_WINDOW);
+            // pending - update <= threshold + initial - (2^31 - 1) <= threshold.
+            self.pending = pending - update;
+            Ok(Release::Update(update))
         } else {
             self.pending = pending;
             Ok(Release::Pending)
@@ -127,7 +149,7 @@ mod tests {
 
     #[test]
     fn the_rules() {
-        let mut state = InputState::new(100).unwrap();
+        let mut state = InputState::new(100, 50).unwrap();
         assert_eq!(state.advance(60), Ok(Advance::Accepted));
         assert_eq!(
             state.advance(41),
@@ -148,8 +170,13 @@ mod tests {
         );
         assert_eq!(state.release(1, 100, 50), Ok(Release::Aborted));
         assert_eq!(
-            InputState::new(MAX_WINDOW + 1),
+            InputState::new(MAX_WINDOW + 1, 0),
             Err(FlowError::InitialTooLarge { initial: MAX_WINDOW + 1 })
         );
+        assert_eq!(
+            InputState::new(100, 100),
+            Err(FlowError::ThresholdTooLarge { threshold: 100, initial: 100 })
+        );
+        assert_eq!(InputState::new(0, 0), Ok(InputState::default()));
     }
 }

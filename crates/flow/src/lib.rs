@@ -44,7 +44,9 @@
 //! [`FlowError`], each variant with its RFC 9113 code ([`FlowError::code`]):
 //! `WindowExceeded`, `WindowOverflow`, `WindowUnderflow`, `OverRelease` and
 //! `InitialTooLarge` are FLOW_CONTROL_ERROR, `ZeroIncrement` is
-//! PROTOCOL_ERROR. [`Aborted`] refuses reservations on an aborted send
+//! PROTOCOL_ERROR; `ThresholdTooLarge` (a receive window whose update
+//! threshold is not below its initial size) is a local configuration error,
+//! never sent. [`Aborted`] refuses reservations on an aborted send
 //! window. [`StreamFlowError`] says which window ([`Scope`]) refused a
 //! frame. No operation panics on bad input, and a refused operation changes
 //! nothing.

@@ -53,7 +53,7 @@ pub type StdInputWindow = LockedInputWindow<std::sync::Mutex<InputState>>;
 
 impl<L: StateLock<InputState>> InputFlow for LockedInputWindow<L> {
     fn with_threshold(initial: u32, threshold: u32) -> Result<Self, FlowError> {
-        Ok(Self { state: L::new(InputState::new(initial)?), initial, threshold })
+        Ok(Self { state: L::new(InputState::new(initial, threshold)?), initial, threshold })
     }
     #[inline]
     fn try_advance(&self, n: u32) -> Result<Advance, FlowError> {

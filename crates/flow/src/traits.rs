@@ -11,7 +11,9 @@ pub trait InputFlow: Send + Sync + Sized {
     /// than `threshold` bytes are pending.
     ///
     /// # Errors
-    /// [`FlowError::InitialTooLarge`] above 2^31-1.
+    /// [`FlowError::InitialTooLarge`] above 2^31-1,
+    /// [`FlowError::ThresholdTooLarge`] unless `threshold < initial` (or
+    /// both are 0).
     fn with_threshold(initial: u32, threshold: u32) -> Result<Self, FlowError>;
     /// A DATA frame of `n` bytes arrived.
     ///

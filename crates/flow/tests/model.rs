@@ -17,12 +17,48 @@ enum InputOp {
     DisableUpdates,
 }
 
+/// Byte counts: mostly small (to land on the thresholds of small windows),
+/// some anywhere in `u32` and at the RFC's maximum (to reach the edges of
+/// large ones, and past them).
+fn amount() -> impl Strategy<Value = u32> {
+    prop_oneof![
+        6 => 0..300u32,
+        1 => any::<u32>(),
+        1 => (MAX_WINDOW - 300)..=MAX_WINDOW,
+        1 => Just(MAX_WINDOW),
+    ]
+}
+
 fn input_op() -> impl Strategy<Value = InputOp> {
     prop_oneof![
-        4 => (0..300u32).prop_map(InputOp::Advance),
-        4 => (0..300u32).prop_map(InputOp::Release),
+        4 => amount().prop_map(InputOp::Advance),
+        4 => amount().prop_map(InputOp::Release),
         1 => Just(InputOp::Abort),
         1 => Just(InputOp::DisableUpdates),
+    ]
+}
+
+/// An initial window anywhere in `u32`, with its edges: 0, 1, the largest
+/// (2^31-1) and past it (refused).
+fn initial_window() -> impl Strategy<Value = u32> {
+    prop_oneof![
+        3 => 0..2000u32,
+        1 => Just(0u32),
+        1 => Just(1u32),
+        1 => (MAX_WINDOW - 2000)..=MAX_WINDOW,
+        1 => any::<u32>(),
+    ]
+}
+
+/// A threshold for `initial`: below it (valid), at it, just past it, or
+/// anywhere in `u32` (mostly refused).
+fn threshold_for(initial: u32) -> impl Strategy<Value = u32> {
+    prop_oneof![
+        4 => 0..=initial.saturating_sub(1),
+        1 => Just(initial.saturating_sub(1)),
+        1 => Just(initial),
+        1 => Just(initial.saturating_add(1)),
+        1 => any::<u32>(),
     ]
 }
 
@@ -41,7 +77,28 @@ fn check_input<W: InputFlow>(
     threshold: u32,
     ops: Vec<InputOp>,
 ) -> Result<(), TestCaseError> {
-    let window = W::with_threshold(initial, threshold).unwrap();
+    // The constructor's rule, as the RFC and a user need it: a window of at
+    // most 2^31-1 bytes, and a threshold its credit can pass.
+    let refusal = if initial > MAX_WINDOW {
+        Some(FlowError::InitialTooLarge { initial })
+    } else if threshold >= initial.max(1) {
+        Some(FlowError::ThresholdTooLarge { threshold, initial })
+    } else {
+        None
+    };
+    let window = match (W::with_threshold(initial, threshold), refusal) {
+        (Ok(window), None) => window,
+        (Err(error), Some(expected)) => {
+            prop_assert_eq!(error, expected);
+            return Ok(());
+        }
+        (built, expected) => {
+            return Err(TestCaseError::fail(format!(
+                "with_threshold({initial}, {threshold}): {:?}, expected {expected:?}",
+                built.err()
+            )));
+        }
+    };
     let mut model = InputModel {
         initial: initial.into(),
         threshold: threshold.into(),
@@ -79,9 +136,10 @@ fn check_input<W: InputFlow>(
                     } else {
                         model.owed += i64::from(n);
                         if model.owed > model.threshold {
-                            let update = model.owed as u32;
-                            model.owed = 0;
-                            Ok(Release::Update(update))
+                            // One WINDOW_UPDATE carries at most 2^31-1.
+                            let update = model.owed.min(MAX_WINDOW.into());
+                            model.owed -= update;
+                            Ok(Release::Update(update as u32))
                         } else {
                             Ok(Release::Pending)
                         }
@@ -118,7 +176,7 @@ enum OutputOp {
 
 fn output_op() -> impl Strategy<Value = OutputOp> {
     prop_oneof![
-        4 => (0..500u32).prop_map(OutputOp::Reserve),
+        4 => prop_oneof![0..500u32, any::<u32>()].prop_map(OutputOp::Reserve),
         3 => prop_oneof![0..500u32, (MAX_WINDOW - 1000)..=u32::MAX].prop_map(OutputOp::Increase),
         2 => prop_oneof![-1000..1000i32, Just(i32::MIN), Just(i32::MAX)].prop_map(OutputOp::Delta),
         1 => Just(OutputOp::Abort),
@@ -126,7 +184,17 @@ fn output_op() -> impl Strategy<Value = OutputOp> {
 }
 
 fn check_output<W: OutputFlow>(initial: u32, ops: Vec<OutputOp>) -> Result<(), TestCaseError> {
-    let window = W::with_initial(initial).unwrap();
+    let window = match W::with_initial(initial) {
+        Ok(window) => {
+            prop_assert!(initial <= MAX_WINDOW);
+            window
+        }
+        Err(error) => {
+            prop_assert!(initial > MAX_WINDOW);
+            prop_assert_eq!(error, FlowError::InitialTooLarge { initial });
+            return Ok(());
+        }
+    };
     let (mut credit, mut aborted) = (i64::from(initial), false);
     let shift = |credit: &mut i64, by: i64| {
         let would_be = *credit + by;
@@ -189,37 +257,37 @@ proptest! {
     #![proptest_config(config())]
 
     #[test]
-    fn cas_input(initial in 0..2000u32, threshold in 0..1000u32, ops in prop::collection::vec(input_op(), 1..100)) {
+    fn cas_input((initial, threshold) in initial_window().prop_flat_map(|i| (Just(i), threshold_for(i))), ops in prop::collection::vec(input_op(), 1..100)) {
         check_input::<InputWindow>(initial, threshold, ops)?;
     }
 
     #[test]
-    fn parking_lot_input(initial in 0..2000u32, threshold in 0..1000u32, ops in prop::collection::vec(input_op(), 1..100)) {
+    fn parking_lot_input((initial, threshold) in initial_window().prop_flat_map(|i| (Just(i), threshold_for(i))), ops in prop::collection::vec(input_op(), 1..100)) {
         check_input::<ParkingLotInputWindow>(initial, threshold, ops)?;
     }
 
     #[test]
-    fn std_input(initial in 0..2000u32, threshold in 0..1000u32, ops in prop::collection::vec(input_op(), 1..100)) {
+    fn std_input((initial, threshold) in initial_window().prop_flat_map(|i| (Just(i), threshold_for(i))), ops in prop::collection::vec(input_op(), 1..100)) {
         check_input::<StdInputWindow>(initial, threshold, ops)?;
     }
 
     #[test]
-    fn cas_input_at_the_maximum(ops in prop::collection::vec(input_op(), 1..50)) {
-        check_input::<InputWindow>(MAX_WINDOW, MAX_WINDOW / 2, ops)?;
+    fn cas_input_at_the_maximum(threshold in prop_oneof![Just(MAX_WINDOW / 2), Just(MAX_WINDOW - 1), 0..MAX_WINDOW], ops in prop::collection::vec(input_op(), 1..50)) {
+        check_input::<InputWindow>(MAX_WINDOW, threshold, ops)?;
     }
 
     #[test]
-    fn cas_output(initial in prop_oneof![0..2000u32, Just(MAX_WINDOW)], ops in prop::collection::vec(output_op(), 1..100)) {
+    fn cas_output(initial in initial_window(), ops in prop::collection::vec(output_op(), 1..100)) {
         check_output::<OutputWindow>(initial, ops)?;
     }
 
     #[test]
-    fn parking_lot_output(initial in 0..2000u32, ops in prop::collection::vec(output_op(), 1..100)) {
+    fn parking_lot_output(initial in initial_window(), ops in prop::collection::vec(output_op(), 1..100)) {
         check_output::<ParkingLotOutputWindow>(initial, ops)?;
     }
 
     #[test]
-    fn std_output(initial in 0..2000u32, ops in prop::collection::vec(output_op(), 1..100)) {
+    fn std_output(initial in initial_window(), ops in prop::collection::vec(output_op(), 1..100)) {
         check_output::<StdOutputWindow>(initial, ops)?;
     }
 }
