@@ -129,26 +129,17 @@ struct Table {
 /// The thread caches bound to one pool, for `stats`.
 #[derive(Default)]
 pub(crate) struct CacheRegistry {
-    /// Each bound cache's address. A cache unregisters (under this lock)
-    /// before it unbinds or its thread exits, so every pointer here is live
-    /// while the lock is held.
-    bound: Vec<CachePtr>,
+    /// Each bound cache's published counters: a share of them, so they
+    /// outlive a thread that exits without unbinding (its destructors
+    /// skipped); a cache that unbinds takes its entry out.
+    bound: Vec<Arc<Published>>,
     /// Cache hits of caches that have since unbound.
     retired_hits: u64,
 }
 
-/// The address of a bound thread cache's published counters.
-struct CachePtr(*const Published);
-
-// SAFETY: only atomics are read through it, by `stats` under the registry
-// lock, while the cache is registered and alive.
-unsafe impl Send for CachePtr {}
-
 impl CacheRegistry {
     fn caches(&self) -> impl Iterator<Item = &Published> {
-        // SAFETY: registered caches are alive while the registry lock, which
-        // `&self` proves is held, is held (see `bound`).
-        self.bound.iter().map(|cache| unsafe { &*cache.0 })
+        self.bound.iter().map(|cache| &**cache)
     }
 
     fn cached(&self) -> usize {
@@ -278,6 +269,13 @@ impl Pool {
 
     /// A snapshot of the pool's counters. Exact when no lease or return is
     /// running concurrently; otherwise each figure is a recent value.
+    ///
+    /// It reads the counters of every thread cache bound to the pool. Those
+    /// live on the heap, shared by the thread and the pool, so a thread that
+    /// exits while `stats` runs, or exits without its thread-local
+    /// destructors running (std runs them on a best-effort basis), never
+    /// leaves `stats` reading freed memory; in the second case the thread's
+    /// cached blocks stay counted as `cached` (they leaked with the thread).
     pub fn stats(&self) -> Stats {
         let shared = self.shared();
         let table = lock(&shared.table);
@@ -400,14 +398,14 @@ impl Shared {
     }
 
     /// Registers a thread cache that has just bound to this pool.
-    pub(crate) fn register_cache(&self, cache: &Published) {
-        lock(&self.caches).bound.push(CachePtr(cache));
+    pub(crate) fn register_cache(&self, cache: Arc<Published>) {
+        lock(&self.caches).bound.push(cache);
     }
 
     /// Unregisters a thread cache about to unbind, keeping its hit count.
     pub(crate) fn unregister_cache(&self, cache: &Published) {
         let mut registry = lock(&self.caches);
-        registry.bound.retain(|bound| !core::ptr::eq(bound.0, cache));
+        registry.bound.retain(|bound| !core::ptr::eq(&**bound, cache));
         registry.retired_hits += cache.hits();
     }
 

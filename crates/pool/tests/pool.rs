@@ -259,3 +259,50 @@ fn raw_pointers_cover_the_block() {
     assert_eq!(block.as_ptr(), ptr.cast_const());
     assert_eq!(block[63], 7);
 }
+
+#[test]
+fn stats_run_while_threads_bind_cache_and_exit() {
+    // Threads bind their caches to the pool, lease and return, and exit
+    // (unbinding at exit) while this thread keeps reading `stats`, which
+    // reads every bound cache's counters. Under Miri and ThreadSanitizer
+    // this is the check that `stats` never reads a dead thread's memory.
+    let pool = small(8, 64, 8);
+    let rounds = if cfg!(miri) { 4 } else { 200 };
+    let done = std::sync::atomic::AtomicBool::new(false);
+    thread::scope(|s| {
+        s.spawn(|| {
+            for round in 0..rounds {
+                let workers: Vec<_> = (0..3)
+                    .map(|t| {
+                        let pool = &pool;
+                        s.spawn(move || {
+                            let blocks: Vec<_> = (0..(round + t) % 12 + 1)
+                                .map(|_| pool.try_lease().unwrap())
+                                .collect();
+                            drop(blocks);
+                        })
+                    })
+                    .collect();
+                for worker in workers {
+                    worker.join().unwrap();
+                }
+            }
+            done.store(true, std::sync::atomic::Ordering::SeqCst);
+        });
+        let mut reads = 0u64;
+        while !done.load(std::sync::atomic::Ordering::SeqCst) || reads == 0 {
+            // Figures read while blocks move are each recent, not a
+            // consistent whole (the `stats` docs); the cache counters of a
+            // thread are one of them.
+            let stats = pool.stats();
+            assert!(stats.cached <= stats.free, "{stats:?}");
+            reads += 1;
+        }
+    });
+    // Every thread unbound at exit: nothing cached, nothing leased, and the
+    // exited caches' hits are kept.
+    let stats = pool.stats();
+    check_consistent(&stats);
+    assert_eq!((stats.leased, stats.cached), (0, 0), "{stats:?}");
+    assert!(stats.cache_leases > 0, "{stats:?}");
+}
