@@ -90,6 +90,7 @@ pub enum BodyLength {
 pub struct Request<'a> {
     pub(crate) method: &'a str,
     pub(crate) target: &'a str,
+    pub(crate) authority: &'a str,
     pub(crate) version: Version,
     pub(crate) headers: &'a [httparse::Header<'a>],
     pub(crate) body: BodyLength,
@@ -101,17 +102,31 @@ impl<'a> Request<'a> {
         self.method
     }
 
-    /// The request target, as sent (`/plaintext`, `/a?b=c`).
+    /// The request target's path and query: as sent for the usual
+    /// origin-form (`/plaintext`, `/a?b=c`); for an absolute-form target
+    /// (`http://host/a?b=c`, RFC 9112 §3.2.2) the part after its authority
+    /// (`/a?b=c`, or `/` when that is empty); `*` for `OPTIONS *`.
     pub fn target(&self) -> &'a str {
         self.target
     }
 
-    /// The target without its query.
+    /// The target without its query (`/` for an absolute-form target whose
+    /// path is empty, such as `http://host?q`).
     pub fn path(&self) -> &'a str {
         match self.target.bytes().position(|b| b == b'?') {
+            Some(0) => "/",
             Some(query) => &self.target[..query],
             None => self.target,
         }
+    }
+
+    /// The authority the request is for (`host` or `host:port`): taken
+    /// from an absolute-form target, otherwise the Host field's value;
+    /// empty when there is neither (an HTTP/1.0 request without Host) or
+    /// Host was sent empty. Its syntax is checked (RFC 9110 §7.2): the
+    /// server answered `400` to anything else.
+    pub fn authority(&self) -> &'a str {
+        self.authority
     }
 
     /// The HTTP version.
@@ -682,6 +697,23 @@ mod tests {
             text.starts_with("HTTP/1.1 204 No Content\r\n") && text.ends_with("GMT\r\n\r\n"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn the_path_of_a_target_with_an_empty_path_is_the_root() {
+        let request = |target| Request {
+            method: "GET",
+            target,
+            authority: "a",
+            version: Version::Http11,
+            headers: &[],
+            body: BodyLength::Empty,
+        };
+        assert_eq!(request("?q=1").path(), "/", "http://a?q=1 in absolute-form");
+        assert_eq!(request("/x?q").path(), "/x");
+        assert_eq!(request("/x").path(), "/x");
+        assert_eq!(request("*").path(), "*");
+        assert_eq!(request("/x").authority(), "a");
     }
 
     #[test]

@@ -35,6 +35,7 @@ use falconet_pipe::{Chunks, ReadGuard, Reader};
 use crate::chunked::{ChunkedDecoder, ChunkedError};
 use crate::handler::{BodyLength, Handler, Request, Response, Status, Version};
 use crate::session::Context;
+use crate::target::{self, TargetError};
 
 /// Header fields a head may have at most, whatever the options say (the
 /// parser's array lives on the stack).
@@ -272,9 +273,7 @@ impl<S> Http1<S> {
             Err(httparse::Error::TooManyHeaders) => {
                 return refused(out, cx, Status::HEADER_FIELDS_TOO_LARGE);
             }
-            Err(httparse::Error::Version) => {
-                return refused(out, cx, Status::VERSION_NOT_SUPPORTED);
-            }
+            Err(httparse::Error::Version) => return refused(out, cx, version_refusal(bytes)),
             Err(_) => return refused(out, cx, Status::BAD_REQUEST),
         };
         self.scanned = 0;
@@ -291,18 +290,32 @@ impl<S> Http1<S> {
             return refused(out, cx, Status::HEADER_FIELDS_TOO_LARGE);
         }
         let version = if minor == 0 { Version::Http10 } else { Version::Http11 };
+        let target = match target::parse(method, target) {
+            Ok(target) => target,
+            Err(TargetError::Invalid) => return refused(out, cx, Status::BAD_REQUEST),
+            Err(TargetError::Connect) => return refused(out, cx, Status::NOT_IMPLEMENTED),
+        };
         let fields = match Fields::read(parsed.headers, version) {
             Ok(fields) => fields,
             Err(status) => return refused(out, cx, status),
         };
+        // An absolute-form target names the authority; the Host field's
+        // value is then ignored (RFC 9112 §3.2.2).
+        let authority = target.authority.or(fields.host).unwrap_or_default();
         if let BodyLength::Known(length) = fields.body
             && length > limits.max_body
         {
             return refused(out, cx, Status::CONTENT_TOO_LARGE);
         }
         let head_only = method == "HEAD";
-        let request =
-            Request { method, target, version, headers: parsed.headers, body: fields.body };
+        let request = Request {
+            method,
+            target: target.path_and_query,
+            authority,
+            version,
+            headers: parsed.headers,
+            body: fields.body,
+        };
         let state = handler.head(&request);
         let framing = match fields.body {
             BodyLength::Empty => {
@@ -468,22 +481,46 @@ impl<'g> Cursor<'g> {
     }
 }
 
+/// The answer to a request line httparse refused at its version: `505`
+/// for a well-formed line with another version (`HTTP/2.0`, `HTTP/1.2`),
+/// `400` when the line is not `method SP target SP HTTP/DIGIT...` (a
+/// lowercase name, an extra space). `bytes` is the head so far, so a line
+/// split anywhere gets the same answer.
+fn version_refusal(bytes: &[u8]) -> Status {
+    // httparse skips empty lines before the request line.
+    let start = bytes.iter().position(|&b| b != b'\r' && b != b'\n').unwrap_or(bytes.len());
+    let line = &bytes[start..];
+    let line = &line[..line.iter().position(|&b| b == b'\r' || b == b'\n').unwrap_or(line.len())];
+    let mut words = line.split(|&b| b == b' ');
+    match (words.next(), words.next(), words.next(), words.next()) {
+        (Some(_), Some(_), Some([b'H', b'T', b'T', b'P', b'/', major, ..]), None)
+            if major.is_ascii_digit() =>
+        {
+            Status::VERSION_NOT_SUPPORTED
+        }
+        _ => Status::BAD_REQUEST,
+    }
+}
+
 /// What the header fields say about framing and the connection.
-struct Fields {
+struct Fields<'a> {
     body: BodyLength,
     keep_alive: bool,
     expect_continue: bool,
+    /// The Host field's value (validated), if there is one.
+    host: Option<&'a str>,
 }
 
-impl Fields {
+impl<'a> Fields<'a> {
     /// Reads the fields that matter to the server, refusing a request whose
-    /// framing is ambiguous (RFC 9112 §6) or that it cannot serve.
-    fn read(headers: &[httparse::Header<'_>], version: Version) -> Result<Self, Status> {
+    /// framing is ambiguous (RFC 9112 §6), whose Host is missing, repeated
+    /// or invalid (§3.2), or that it cannot serve.
+    fn read(headers: &[httparse::Header<'a>], version: Version) -> Result<Self, Status> {
         let mut length: Option<u64> = None;
         let mut transfer_encoding = false;
         let mut chunked = false;
         let mut unsupported_coding = false;
-        let mut hosts = 0;
+        let mut host: Option<&'a str> = None;
         let mut close = false;
         let mut keep_alive_asked = false;
         let mut expect_continue = false;
@@ -528,7 +565,15 @@ impl Fields {
                         }
                     }
                 }
-                Field::Host => hosts += 1,
+                Field::Host => {
+                    // More than one Host line, or an invalid value: 400
+                    // for any version (RFC 9112 §3.2).
+                    if host.is_some() || !target::is_valid_host(value) {
+                        return Err(Status::BAD_REQUEST);
+                    }
+                    // A valid value is ASCII.
+                    host = Some(std::str::from_utf8(value).map_err(|_| Status::BAD_REQUEST)?);
+                }
                 Field::Connection => {
                     for token in value.split(|&b| b == b',').map(<[u8]>::trim_ascii) {
                         close |= token.eq_ignore_ascii_case(b"close");
@@ -552,7 +597,7 @@ impl Fields {
         if transfer_encoding && !chunked {
             return Err(Status::BAD_REQUEST);
         }
-        if version == Version::Http11 && hosts != 1 {
+        if version == Version::Http11 && host.is_none() {
             return Err(Status::BAD_REQUEST);
         }
         let body = match (chunked, length) {
@@ -564,7 +609,12 @@ impl Fields {
             Version::Http11 => !close,
             Version::Http10 => keep_alive_asked && !close,
         };
-        Ok(Self { body, keep_alive, expect_continue: expect_continue && body != BodyLength::Empty })
+        Ok(Self {
+            body,
+            keep_alive,
+            expect_continue: expect_continue && body != BodyLength::Empty,
+            host,
+        })
     }
 }
 
@@ -596,4 +646,62 @@ fn parse_length(value: &[u8]) -> Option<u64> {
         return None;
     }
     Some(value.iter().fold(0, |n, &d| n * 10 + u64::from(d - b'0')))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `Fields::read` over `(name, value)` lines.
+    fn fields(version: Version, lines: &[(&'static str, &'static [u8])]) -> Result<(), Status> {
+        let headers: Vec<httparse::Header<'static>> =
+            lines.iter().map(|&(name, value)| httparse::Header { name, value }).collect();
+        Fields::read(&headers, version).map(drop)
+    }
+
+    #[test]
+    fn host_is_required_in_1_1_single_and_valid_in_any_version() {
+        use Version::{Http10, Http11};
+        assert_eq!(fields(Http11, &[("Host", b"a")]), Ok(()));
+        assert_eq!(fields(Http11, &[("host", b"")]), Ok(()));
+        assert_eq!(fields(Http10, &[]), Ok(()));
+        assert_eq!(fields(Http10, &[("Host", b"[::1]:80")]), Ok(()));
+        for (version, lines) in [
+            (Http11, &[][..]),
+            (Http11, &[("Host", &b"a"[..]), ("Host", b"a")]),
+            (Http10, &[("Host", b"a"), ("HOST", b"b")]),
+            (Http11, &[("Host", b"a b")]),
+            (Http10, &[("Host", b"u@a")]),
+        ] {
+            assert_eq!(fields(version, lines), Err(Status::BAD_REQUEST), "{version:?} {lines:?}");
+        }
+    }
+
+    /// `505` only for a well-formed request line with another version;
+    /// the same answer wherever the line is cut, as long as httparse
+    /// already refused it.
+    #[test]
+    fn a_bad_version_slot_is_400_another_version_505() {
+        for (line, status) in [
+            (&b"GET / HTTP/2.0\r\n\r\n"[..], Status::VERSION_NOT_SUPPORTED),
+            (b"\r\nGET / HTTP/1.2\r\n\r\n", Status::VERSION_NOT_SUPPORTED),
+            (b"GET / HTTP/9\r\n\r\n", Status::VERSION_NOT_SUPPORTED),
+            (b"GET / http/1.1\r\n\r\n", Status::BAD_REQUEST),
+            (b"GET /  HTTP/1.1\r\n\r\n", Status::BAD_REQUEST),
+            (b"GET / HTTP/x.1\r\n\r\n", Status::BAD_REQUEST),
+            (b"GET / HTTP-1.1\r\n\r\n", Status::BAD_REQUEST),
+            (b"GET / 1.1\r\n\r\n", Status::BAD_REQUEST),
+        ] {
+            let mut refused = 0;
+            for end in 1..=line.len() {
+                let mut headers = [httparse::EMPTY_HEADER; 4];
+                let result = httparse::Request::new(&mut headers).parse(&line[..end]);
+                if result == Err(httparse::Error::Version) {
+                    refused += 1;
+                    assert_eq!(version_refusal(&line[..end]), status, "{:?}", &line[..end]);
+                }
+            }
+            assert!(refused > 0, "httparse refused {line:?} at its version");
+        }
+    }
 }

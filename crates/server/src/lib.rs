@@ -70,6 +70,7 @@ mod options;
 mod server;
 mod session;
 mod syntax;
+mod target;
 mod worker;
 
 pub use handler::{BodyLength, Field, Handler, Request, Response, ResponseError, Status, Version};

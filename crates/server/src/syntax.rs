@@ -1,4 +1,4 @@
-//! Character classes of HTTP's grammar (RFC 9110 §5.5-5.6),
+//! Character classes of HTTP's grammar (RFC 9110 §5.5-5.6, RFC 3986 §2),
 //! as 256-entry tables built at compile time: one load per byte.
 
 /// A table of the bytes `c` for which `$accepts` holds, built at compile
@@ -54,6 +54,29 @@ pub(crate) const QDTEXT: [bool; 256] =
 pub(crate) const QUOTED_PAIR: [bool; 256] =
     table!(|c| matches!(c, b'\t' | b' '..=b'~') || c >= 0x80);
 
+/// `unreserved / sub-delims` (RFC 3986 §2.2-2.3): the bytes of a reg-name
+/// other than `pct-encoded`'s `%`.
+pub(crate) const REG_NAME: [bool; 256] = table!(|c| {
+    c.is_ascii_alphanumeric()
+        || matches!(
+            c,
+            b'-' | b'.'
+                | b'_'
+                | b'~'
+                | b'!'
+                | b'$'
+                | b'&'
+                | b'\''
+                | b'('
+                | b')'
+                | b'*'
+                | b'+'
+                | b','
+                | b';'
+                | b'='
+        )
+});
+
 /// Whether `byte` is SP or HTAB (`OWS`, `BWS` and `RWS` are made of these).
 pub(crate) const fn is_whitespace(byte: u8) -> bool {
     matches!(byte, b' ' | b'\t')
@@ -70,6 +93,10 @@ mod tests {
             String::from_utf8(all(&TOKEN)).unwrap(),
             "!#$%&'*+-.0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ^_`abcdefghijklmnopqrstuvwxyz|~"
         );
+        assert_eq!(
+            String::from_utf8(all(&REG_NAME)).unwrap(),
+            "!$&'()*+,-.0123456789;=ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz~"
+        );
         for b in [0u8, b'\r', b'\n', 0x7f, 0x1f] {
             assert!(!FIELD_VALUE[usize::from(b)] && !QDTEXT[usize::from(b)], "{b:#x}");
             assert!(!QUOTED_PAIR[usize::from(b)], "{b:#x}");
@@ -81,6 +108,6 @@ mod tests {
                     && FIELD_VALUE[usize::from(b)]
             );
         }
-        assert!(FIELD_VALUE[0x80] && QDTEXT[0xff] && !TOKEN[0x80]);
+        assert!(FIELD_VALUE[0x80] && QDTEXT[0xff] && !TOKEN[0x80] && !REG_NAME[0x80]);
     }
 }

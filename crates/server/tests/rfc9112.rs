@@ -1,7 +1,10 @@
 //! RFC 9112 strictness over real TCP: what a smuggling suite sends (chunk
-//! sizes a proxy could read another way, chunk extensions and trailers)
-//! gets `400` and a graceful close, and nothing pipelined behind it is
-//! answered; valid extensions and trailers are served.
+//! sizes a proxy could read another way, chunk extensions and trailers,
+//! Host values, request-target forms, message syntax) gets
+//! `400` and a graceful close, and nothing pipelined behind it is
+//! answered; what the RFC requires a server to accept (absolute-form,
+//! valid extensions and trailers, an empty Host) is served. The table of
+//! requirements that points at these tests: `docs/rfc9112.md`.
 
 mod common;
 
@@ -155,6 +158,180 @@ fn trailer_fields_are_validated_and_bounded() {
     let many: String = (0..200).map(|i| format!("X-{i}: v\r\n")).collect();
     let body = format!("5\r\nhello\r\n0\r\n{many}\r\n");
     refused_alone(addr, &chunked(body.as_bytes()), 400);
+    server.handle().shutdown();
+    server.join().unwrap();
+}
+
+/// RFC 9112 §3.2: a server MUST respond 400 to an HTTP/1.1 request without
+/// Host, and to any request with more than one Host line or an invalid
+/// Host value; valid is `uri-host [ ":" port ]` (RFC 9110 §7.2, RFC 3986
+/// §3.2.2), and empty when the target URI has no authority.
+#[test]
+fn host_values_are_validated() {
+    let (server, addr) = start(options(), Echo);
+    for host in [
+        &b""[..],
+        b"example.com",
+        b"example.com:8080",
+        b"example.com:",
+        b"127.0.0.1",
+        b"127.0.0.1:80",
+        b"[::1]",
+        b"[::1]:8080",
+        b"[2001:db8::7]",
+        b"[v1.fe80::a+en1]",
+        b"xn--bcher-kva.example",
+        b"a-b_c~d.e!$&'()*+,;=",
+        b"%41%62c",
+    ] {
+        let request = [&b"GET /h HTTP/1.1\r\nHost: "[..], host, b"\r\n\r\n"].concat();
+        assert_eq!(served(addr, &request).text(), "/h", "{:?}", String::from_utf8_lossy(host));
+    }
+    for host in [
+        &b"a b"[..],
+        b"a/b",
+        b"a?b",
+        b"a#b",
+        b"user@a",
+        b"user:pass@a",
+        b"a:b",
+        b"a:80:80",
+        b"a:80a",
+        b"http://a",
+        b"[::1",
+        b"::1",
+        b"[::1]x",
+        b"[::1]:a",
+        b"[zz::1]",
+        b"[1.2.3.4]",
+        b"[v1.]",
+        b"a%zz",
+        b"a%4",
+        b"a\"b",
+        b"a\\b",
+        b"a<b>",
+        b"caf\xc3\xa9",
+        b"a\tb",
+    ] {
+        let request = [&b"GET /h HTTP/1.1\r\nHost: "[..], host, b"\r\n\r\n"].concat();
+        refused_alone(addr, &request, 400);
+    }
+    // More than one Host line, in HTTP/1.1 and in HTTP/1.0 alike ("any
+    // request message"), even when they agree; an invalid Host in 1.0.
+    for request in [
+        &b"GET /h HTTP/1.1\r\nHost: a\r\nHost: a\r\n\r\n"[..],
+        b"GET /h HTTP/1.0\r\nHost: a\r\nHost: b\r\n\r\n",
+        b"GET /h HTTP/1.0\r\nHost: a b\r\n\r\n",
+        b"GET /h HTTP/1.1\r\n\r\n",
+    ] {
+        refused_alone(addr, request, 400);
+    }
+    server.handle().shutdown();
+    server.join().unwrap();
+}
+
+/// RFC 9112 §3.2.2: a server MUST accept the absolute-form; the handler
+/// sees the path and query, the authority comes from the target, and the
+/// Host field's value is ignored (it must still be there, and valid, in
+/// HTTP/1.1: §3.2). §3.2.3-3.2.4: authority-form only with CONNECT, which
+/// this server does not tunnel (501); asterisk-form only with OPTIONS.
+#[test]
+fn request_target_forms() {
+    let (server, addr) = start(options(), Echo);
+    for (request, target) in [
+        (&b"GET http://a/x?y=1 HTTP/1.1\r\nHost: a\r\n\r\n"[..], "/x?y=1"),
+        (b"GET http://a/x HTTP/1.1\r\nHost: other.example\r\n\r\n", "/x"),
+        (b"GET HTTP://A:8080/x HTTP/1.1\r\nHost: a:8080\r\n\r\n", "/x"),
+        (b"GET https://a/x HTTP/1.1\r\nHost: a\r\n\r\n", "/x"),
+        (b"GET http://a HTTP/1.1\r\nHost: a\r\n\r\n", "/"),
+        (b"GET http://[::1]:80/x HTTP/1.1\r\nHost: \r\n\r\n", "/x"),
+        (b"GET http://a/x HTTP/1.0\r\nConnection: keep-alive\r\n\r\n", "/x"),
+        (b"OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n", "*"),
+    ] {
+        assert_eq!(served(addr, request).text(), target, "{:?}", String::from_utf8_lossy(request));
+    }
+    for request in [
+        // Not a form at all.
+        &b"GET x HTTP/1.1\r\nHost: a\r\n\r\n"[..],
+        b"GET ?x HTTP/1.1\r\nHost: a\r\n\r\n",
+        // absolute-form: another scheme, no authority, an empty host,
+        // userinfo, a bad port, a fragment; and no Host in HTTP/1.1.
+        b"GET ftp://a/x HTTP/1.1\r\nHost: a\r\n\r\n",
+        b"GET http:/x HTTP/1.1\r\nHost: a\r\n\r\n",
+        b"GET http:x HTTP/1.1\r\nHost: a\r\n\r\n",
+        b"GET http:///x HTTP/1.1\r\nHost: a\r\n\r\n",
+        b"GET http://:80/x HTTP/1.1\r\nHost: a\r\n\r\n",
+        b"GET http://u@a/x HTTP/1.1\r\nHost: a\r\n\r\n",
+        b"GET http://a:x/x HTTP/1.1\r\nHost: a\r\n\r\n",
+        b"GET http://a/x#f HTTP/1.1\r\nHost: a\r\n\r\n",
+        b"GET http://a/x HTTP/1.1\r\n\r\n",
+        b"GET http://a/x HTTP/1.1\r\nHost: a b\r\n\r\n",
+        // asterisk-form with another method; authority-form without CONNECT.
+        b"GET * HTTP/1.1\r\nHost: a\r\n\r\n",
+        b"GET a:80 HTTP/1.1\r\nHost: a\r\n\r\n",
+        // CONNECT with anything but a valid authority-form.
+        b"CONNECT /x HTTP/1.1\r\nHost: a\r\n\r\n",
+        b"CONNECT a HTTP/1.1\r\nHost: a\r\n\r\n",
+        b"CONNECT a: HTTP/1.1\r\nHost: a\r\n\r\n",
+        b"CONNECT http://a:80 HTTP/1.1\r\nHost: a\r\n\r\n",
+    ] {
+        refused_alone(addr, request, 400);
+    }
+    refused_alone(addr, b"CONNECT a:443 HTTP/1.1\r\nHost: a:443\r\n\r\n", 501);
+    server.handle().shutdown();
+    server.join().unwrap();
+}
+
+/// The handler's `Request::authority`: the absolute-form target's, not
+/// the Host field's (RFC 9112 §3.2.2); otherwise the Host field's value.
+#[test]
+fn the_authority_comes_from_an_absolute_target_then_from_host() {
+    let (server, addr) = start(options(), Echo);
+    for (request, authority) in [
+        (&b"GET /authority HTTP/1.1\r\nHost: host.example:81\r\n\r\n"[..], "host.example:81"),
+        (
+            b"GET http://target.example:8080/authority HTTP/1.1\r\nHost: host.example\r\n\r\n",
+            "target.example:8080",
+        ),
+        (b"GET http://[::1]/authority?x HTTP/1.1\r\nHost: \r\n\r\n", "[::1]"),
+        (b"GET /authority HTTP/1.1\r\nHost: \r\n\r\n", ""),
+        (b"GET /authority HTTP/1.0\r\nConnection: keep-alive\r\n\r\n", ""),
+    ] {
+        assert_eq!(
+            served(addr, request).text(),
+            authority,
+            "{:?}",
+            String::from_utf8_lossy(request)
+        );
+    }
+    server.handle().shutdown();
+    server.join().unwrap();
+}
+
+/// RFC 9112 §2.2, §3 and §5: the message syntax a server MUST reject
+/// (whitespace before the first field line, whitespace between a field
+/// name and its colon, obs-fold, a bare CR) and request-line separators
+/// other than one SP (lenient parsing is a smuggling vector).
+#[test]
+fn message_syntax_a_server_must_reject() {
+    let (server, addr) = start(options(), Echo);
+    for request in [
+        &b"GET / HTTP/1.1\r\n Host: t\r\n\r\n"[..],
+        b"GET / HTTP/1.1\r\n\tHost: t\r\n\r\n",
+        b"GET / HTTP/1.1\r\nHost : t\r\n\r\n",
+        b"GET / HTTP/1.1\r\nHost\t: t\r\n\r\n",
+        b"GET / HTTP/1.1\r\nHost: t\r\nX: a\r\n b\r\n\r\n",
+        b"GET / HTTP/1.1\rHost: t\r\n\r\n",
+        b"GET / HTTP/1.1\r\nHost: t\r\nX: a\rb\r\n\r\n",
+        b"GET / HTTP/1.1\r\nHost: t\r\nX: a\x00b\r\n\r\n",
+        b"GET  / HTTP/1.1\r\nHost: t\r\n\r\n",
+        b"GET /  HTTP/1.1\r\nHost: t\r\n\r\n",
+        b"GET\t/ HTTP/1.1\r\nHost: t\r\n\r\n",
+        b"GET / HTTP/1.1 \r\nHost: t\r\n\r\n",
+        b" GET / HTTP/1.1\r\nHost: t\r\n\r\n",
+    ] {
+        refused_alone(addr, request, 400);
+    }
     server.handle().shutdown();
     server.join().unwrap();
 }

@@ -29,7 +29,8 @@ pub const FNV_START: u64 = 0xcbf2_9ce4_8422_2325;
 
 /// Test routes: `/echo` answers `len=<body bytes> fnv=<hash>`; `/stream`
 /// streams `n` numbered lines (`/stream?n`); `/panic` panics in the
-/// handler; anything else answers its path.
+/// handler; `/authority` answers the request's authority; anything else
+/// answers its target.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Echo;
 
@@ -62,9 +63,11 @@ impl Handler for Echo {
             "/panic" => Route::Panic,
             _ => Route::Path,
         };
+        let shown =
+            if request.path() == "/authority" { request.authority() } else { request.target() };
         let mut path = [0u8; 32];
-        let path_len = request.target().len().min(32);
-        path[..path_len].copy_from_slice(&request.target().as_bytes()[..path_len]);
+        let path_len = shown.len().min(32);
+        path[..path_len].copy_from_slice(&shown.as_bytes()[..path_len]);
         EchoState { route, len: 0, hash: FNV_START, path, path_len }
     }
 

@@ -1,0 +1,313 @@
+//! The request-target's four forms (RFC 9112 §3.2) and the Host field's
+//! value (RFC 9110 §7.2): which the server accepts, and what a handler
+//! sees of them.
+//!
+//! ```text
+//! request-target = origin-form      absolute-path [ "?" query ]     any method
+//!                / absolute-form    absolute-URI                    any method
+//!                / authority-form   uri-host ":" port               CONNECT only
+//!                / asterisk-form    "*"                             OPTIONS only
+//! Host           = uri-host [ ":" port ]
+//! uri-host       = IP-literal / IPv4address / reg-name
+//! ```
+//!
+//! - origin-form: the handler sees the target as sent; its authority is
+//!   the Host field's value.
+//! - absolute-form (`http://a/x?y`, scheme `http` or `https` in any case):
+//!   a server MUST accept it and take the authority from it, ignoring the
+//!   Host field's value (§3.2.2). The handler sees the path and query
+//!   (`/x?y`; `/` when both are empty). The authority must name a host
+//!   (RFC 9110 §4.2.1) and carry no userinfo (RFC 9110 §4.2.4 treats it
+//!   as an error).
+//! - authority-form: only CONNECT, which this server does not tunnel: a
+//!   valid one is `501`, anything else `400` (RFC 9110 §9.3.6).
+//! - asterisk-form: only OPTIONS.
+//!
+//! No form carries a fragment (`#` delimits one in a URI and is not part
+//! of any form's grammar), so a target with `#` is `400`. The other bytes
+//! of a path or query are httparse's (visible ASCII and obs-text), not
+//! percent-decoded.
+//!
+//! A Host value is `uri-host [ ":" port ]`, or empty (what a client sends
+//! when the target URI has no authority, §3.2): an IP-literal in brackets
+//! (IPv6 or IPvFuture), or a reg-name of unreserved, sub-delims and
+//! percent-encoded bytes (which an IPv4 address also matches), then an
+//! optional port of digits. Userinfo, whitespace, paths and anything else
+//! are invalid (`400`).
+
+use std::net::Ipv6Addr;
+
+use crate::syntax::REG_NAME;
+
+/// The largest port number of a CONNECT target.
+const MAX_PORT: u32 = 65_535;
+
+/// A request-target the server accepts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Target<'a> {
+    /// What the handler sees as the target: the origin-form as sent, the
+    /// path and query of an absolute-form, or `*`.
+    pub(crate) path_and_query: &'a str,
+    /// The authority of an absolute-form target (`host[:port]`).
+    pub(crate) authority: Option<&'a str>,
+}
+
+/// Why a request-target is refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TargetError {
+    /// Not a form the method may use (answered with 400).
+    Invalid,
+    /// A valid CONNECT: this server opens no tunnels (answered with 501).
+    Connect,
+}
+
+/// Classifies `target` for `method`.
+pub(crate) fn parse<'a>(method: &str, target: &'a str) -> Result<Target<'a>, TargetError> {
+    let bytes = target.as_bytes();
+    if method == "CONNECT" {
+        return Err(if is_authority_form(bytes) {
+            TargetError::Connect
+        } else {
+            TargetError::Invalid
+        });
+    }
+    if bytes.contains(&b'#') {
+        return Err(TargetError::Invalid);
+    }
+    match bytes {
+        [b'/', ..] => Ok(Target { path_and_query: target, authority: None }),
+        b"*" if method == "OPTIONS" => Ok(Target { path_and_query: target, authority: None }),
+        _ => absolute_form(target).ok_or(TargetError::Invalid),
+    }
+}
+
+/// An `http` or `https` absolute-URI with a host: its authority, path and
+/// query.
+fn absolute_form(target: &str) -> Option<Target<'_>> {
+    let (scheme, rest) = target.split_once("://")?;
+    if !scheme.eq_ignore_ascii_case("http") && !scheme.eq_ignore_ascii_case("https") {
+        return None;
+    }
+    let end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let (authority, path_and_query) = rest.split_at(end);
+    let (host, _) = split_host(authority.as_bytes())?;
+    if host.is_empty() {
+        return None;
+    }
+    let path_and_query = if path_and_query.is_empty() { "/" } else { path_and_query };
+    Some(Target { path_and_query, authority: Some(authority) })
+}
+
+/// `uri-host ":" port` with a host and a port from 0 to 65535.
+fn is_authority_form(target: &[u8]) -> bool {
+    let Some((host, Some(port))) = split_host(target) else {
+        return false;
+    };
+    !host.is_empty()
+        && !port.is_empty()
+        && port.len() <= 5
+        && port.iter().fold(0, |n, &d| n * 10 + u32::from(d - b'0')) <= MAX_PORT
+}
+
+/// Whether `value` is a valid Host field value: `uri-host [ ":" port ]`,
+/// possibly empty.
+pub(crate) fn is_valid_host(value: &[u8]) -> bool {
+    split_host(value).is_some()
+}
+
+/// Splits `uri-host [ ":" port ]` into the host and the port's digits;
+/// `None` when it is not that.
+fn split_host(value: &[u8]) -> Option<(&[u8], Option<&[u8]>)> {
+    let (host, rest) = if let [b'[', literal @ ..] = value {
+        let close = literal.iter().position(|&b| b == b']')?;
+        if !is_ip_literal(&literal[..close]) {
+            return None;
+        }
+        value.split_at(close + 2)
+    } else {
+        let end = value.iter().position(|&b| b == b':').unwrap_or(value.len());
+        let (host, rest) = value.split_at(end);
+        if !is_reg_name(host) {
+            return None;
+        }
+        (host, rest)
+    };
+    match rest {
+        [] => Some((host, None)),
+        [b':', port @ ..] if port.iter().all(u8::is_ascii_digit) => Some((host, Some(port))),
+        _ => None,
+    }
+}
+
+/// `*( unreserved / pct-encoded / sub-delims )`.
+fn is_reg_name(host: &[u8]) -> bool {
+    let mut i = 0;
+    while i < host.len() {
+        if host[i] == b'%' {
+            let (Some(a), Some(b)) = (host.get(i + 1), host.get(i + 2)) else {
+                return false;
+            };
+            if !a.is_ascii_hexdigit() || !b.is_ascii_hexdigit() {
+                return false;
+            }
+            i += 3;
+        } else if REG_NAME[usize::from(host[i])] {
+            i += 1;
+        } else {
+            return false;
+        }
+    }
+    true
+}
+
+/// The inside of `"[" ( IPv6address / IPvFuture ) "]"`.
+fn is_ip_literal(literal: &[u8]) -> bool {
+    if let [b'v' | b'V', rest @ ..] = literal {
+        // IPvFuture = "v" 1*HEXDIG "." 1*( unreserved / sub-delims / ":" )
+        let Some(dot) = rest.iter().position(|&b| b == b'.') else {
+            return false;
+        };
+        let (version, address) = (&rest[..dot], &rest[dot + 1..]);
+        return !version.is_empty()
+            && version.iter().all(u8::is_ascii_hexdigit)
+            && !address.is_empty()
+            && address.iter().all(|&b| b == b':' || REG_NAME[usize::from(b)]);
+    }
+    std::str::from_utf8(literal).is_ok_and(|text| text.parse::<Ipv6Addr>().is_ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn origin(path_and_query: &str) -> Result<Target<'_>, TargetError> {
+        Ok(Target { path_and_query, authority: None })
+    }
+
+    fn absolute<'a>(
+        path_and_query: &'a str,
+        authority: &'a str,
+    ) -> Result<Target<'a>, TargetError> {
+        Ok(Target { path_and_query, authority: Some(authority) })
+    }
+
+    #[test]
+    fn the_four_forms() {
+        assert_eq!(parse("GET", "/"), origin("/"));
+        assert_eq!(parse("GET", "/a/b?c=d&e"), origin("/a/b?c=d&e"));
+        assert_eq!(parse("OPTIONS", "*"), origin("*"));
+        assert_eq!(parse("GET", "http://a/x?y"), absolute("/x?y", "a"));
+        assert_eq!(parse("POST", "HTTPS://Example.COM:8443/x"), absolute("/x", "Example.COM:8443"));
+        assert_eq!(parse("GET", "http://a"), absolute("/", "a"));
+        assert_eq!(parse("GET", "http://a:80"), absolute("/", "a:80"));
+        assert_eq!(parse("GET", "http://a?q"), absolute("?q", "a"));
+        assert_eq!(parse("GET", "http://[::1]:8080/"), absolute("/", "[::1]:8080"));
+        assert_eq!(parse("OPTIONS", "http://a"), absolute("/", "a"));
+        assert_eq!(parse("CONNECT", "a:443"), Err(TargetError::Connect));
+        assert_eq!(parse("CONNECT", "[::1]:0"), Err(TargetError::Connect));
+        assert_eq!(parse("CONNECT", "a:65535"), Err(TargetError::Connect));
+    }
+
+    #[test]
+    fn invalid_targets() {
+        for (method, target) in [
+            ("GET", "x"),
+            ("GET", "?x"),
+            ("GET", "/a#b"),
+            ("GET", "*"),
+            ("POST", "*"),
+            ("OPTIONS", "*x"),
+            ("GET", "a:80"),
+            ("GET", "ftp://a/x"),
+            ("GET", "http:/x"),
+            ("GET", "http:x"),
+            ("GET", "http://"),
+            ("GET", "http:///x"),
+            ("GET", "http://:80/x"),
+            ("GET", "http://u@a/x"),
+            ("GET", "http://u:p@a/x"),
+            ("GET", "http://a:x/x"),
+            ("GET", "http://a/x#f"),
+            ("GET", "http://a%zz/"),
+            ("GET", "http://[::1/"),
+            ("GET", "http+x://a/"),
+            ("CONNECT", "/x"),
+            ("CONNECT", "*"),
+            ("CONNECT", "a"),
+            ("CONNECT", "a:"),
+            ("CONNECT", ":443"),
+            ("CONNECT", "a:65536"),
+            ("CONNECT", "a:000443"),
+            ("CONNECT", "http://a:80"),
+            ("CONNECT", "u@a:80"),
+        ] {
+            assert_eq!(parse(method, target), Err(TargetError::Invalid), "{method} {target}");
+        }
+    }
+
+    #[test]
+    fn valid_hosts() {
+        for host in [
+            "",
+            "a",
+            "example.com",
+            "example.com:",
+            "example.com:8080",
+            "127.0.0.1",
+            "127.0.0.1:65536",
+            "[::1]",
+            "[::1]:80",
+            "[2001:db8::ff00:42:8329]",
+            "[::ffff:192.0.2.1]",
+            "[v1.fe80::a+en1]",
+            "[V7.x]",
+            "a-b_c~d.e!$&'()*+,;=",
+            "%41%62c",
+            ":80",
+        ] {
+            assert!(is_valid_host(host.as_bytes()), "{host:?}");
+        }
+    }
+
+    #[test]
+    fn invalid_hosts() {
+        for host in [
+            &b"a b"[..],
+            b" a",
+            b"a\t",
+            b"a/b",
+            b"a?b",
+            b"a#b",
+            b"a@b",
+            b"u:p@a",
+            b"a:b",
+            b"a:80:80",
+            b"a:80a",
+            b"a:-1",
+            b"http://a",
+            b"[::1",
+            b"::1",
+            b"[::1]x",
+            b"[::1]:a",
+            b"[]",
+            b"[zz::1]",
+            b"[1.2.3.4]",
+            b"[::1%eth0]",
+            b"[v1.]",
+            b"[v.x]",
+            b"[vx.y]",
+            b"[v1.a b]",
+            b"a%",
+            b"a%4",
+            b"a%zz",
+            b"a\"b",
+            b"a\\b",
+            b"a<b>",
+            b"a[b]",
+            b"caf\xc3\xa9",
+            b"a\x00",
+        ] {
+            assert!(!is_valid_host(host), "{:?}", String::from_utf8_lossy(host));
+        }
+    }
+}
