@@ -468,7 +468,9 @@ impl<'a> Response<'a> {
         Ok(())
     }
 
-    /// Writes a piece of a streamed body.
+    /// Writes a piece of a streamed body. A status without a body (1xx,
+    /// 204, 304) streams nothing: its head carries no framing field and the
+    /// bytes are dropped.
     ///
     /// # Errors
     /// [`ResponseError::Finished`] after [`body`](Self::body).
@@ -478,7 +480,10 @@ impl<'a> Response<'a> {
             Phase::Status | Phase::Headers => {
                 self.start_head()?;
                 let mut tail = Tail::new();
-                if self.version == Version::Http11 {
+                if self.status.bodiless() {
+                    // 1xx, 204, 304: no body, so no framing field (RFC 9112
+                    // §6.1 forbids Transfer-Encoding in 1xx and 204).
+                } else if self.version == Version::Http11 {
                     tail.push(b"Transfer-Encoding: chunked\r\n");
                 } else {
                     // HTTP/1.0 has no chunked coding: the end of the body
@@ -490,7 +495,7 @@ impl<'a> Response<'a> {
             }
             Phase::Streaming => {}
         }
-        if bytes.is_empty() || self.head_only {
+        if bytes.is_empty() || self.head_only || self.status.bodiless() {
             return Ok(());
         }
         if self.version == Version::Http11 {
@@ -512,7 +517,7 @@ impl<'a> Response<'a> {
                 let _ = self.body(b"");
             }
             Phase::Streaming => {
-                if self.version == Version::Http11 && !self.head_only {
+                if self.version == Version::Http11 && !self.head_only && !self.status.bodiless() {
                     self.out.extend_from_slice(b"0\r\n\r\n");
                 }
             }
@@ -699,6 +704,28 @@ mod tests {
         );
     }
 
+    /// RFC 9112 §6.1: no Transfer-Encoding in a 1xx or 204 response, and
+    /// (§6.3) no body after a 1xx, 204 or 304 head, streamed or not, for
+    /// HTTP/1.1 and 1.0 alike (a 1.0 client keeps its connection).
+    #[test]
+    fn a_bodiless_status_streams_no_framing_and_no_body() {
+        for version in [Version::Http11, Version::Http10] {
+            for status in [Status::NO_CONTENT, Status::new(304).unwrap(), Status::CONTINUE] {
+                let (text, keep_alive) = respond(version, false, |r| {
+                    r.status(status).unwrap();
+                    r.write(b"ignored").unwrap();
+                    r.write(b"too").unwrap();
+                });
+                assert!(!text.contains("Transfer-Encoding"), "{text}");
+                assert!(
+                    text.ends_with("GMT\r\n\r\n") || text.ends_with("keep-alive\r\n\r\n"),
+                    "{text}"
+                );
+                assert!(keep_alive, "{version:?} {status:?}");
+            }
+        }
+    }
+
     #[test]
     fn the_path_of_a_target_with_an_empty_path_is_the_root() {
         let request = |target| Request {
@@ -714,6 +741,16 @@ mod tests {
         assert_eq!(request("/x").path(), "/x");
         assert_eq!(request("*").path(), "*");
         assert_eq!(request("/x").authority(), "a");
+    }
+
+    /// RFC 9112 §4: the space after the status code is sent even when the
+    /// reason phrase is empty.
+    #[test]
+    fn a_status_without_a_reason_keeps_its_space() {
+        let (text, _) = respond(Version::Http11, false, |r| {
+            r.status(Status::new(299).unwrap()).unwrap();
+        });
+        assert!(text.starts_with("HTTP/1.1 299 \r\n"), "{text}");
     }
 
     #[test]

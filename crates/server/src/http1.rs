@@ -591,11 +591,18 @@ impl<'a> Fields<'a> {
         if transfer_encoding && length.is_some() {
             return Err(Status::BAD_REQUEST);
         }
-        if unsupported_coding {
-            return Err(Status::NOT_IMPLEMENTED);
-        }
+        // Chunked not final: the body cannot be framed, a MUST 400 (§6.3)
+        // ahead of the SHOULD 501 for a coding the server does not know.
         if transfer_encoding && !chunked {
             return Err(Status::BAD_REQUEST);
+        }
+        // HTTP/1.0 has no transfer codings: such a message's framing is
+        // faulty (§6.1).
+        if transfer_encoding && version == Version::Http10 {
+            return Err(Status::BAD_REQUEST);
+        }
+        if unsupported_coding {
+            return Err(Status::NOT_IMPLEMENTED);
         }
         if version == Version::Http11 && host.is_none() {
             return Err(Status::BAD_REQUEST);
@@ -674,6 +681,31 @@ mod tests {
             (Http10, &[("Host", b"u@a")]),
         ] {
             assert_eq!(fields(version, lines), Err(Status::BAD_REQUEST), "{version:?} {lines:?}");
+        }
+    }
+
+    #[test]
+    fn transfer_encoding_must_end_in_chunked_and_needs_1_1() {
+        use Version::{Http10, Http11};
+        let host = ("Host", &b"a"[..]);
+        let te = |value: &'static [u8]| ("Transfer-Encoding", value);
+        assert_eq!(fields(Http11, &[host, te(b"chunked")]), Ok(()));
+        assert_eq!(fields(Http11, &[host, te(b"gzip, chunked")]), Err(Status::NOT_IMPLEMENTED));
+        for (version, value) in [
+            (Http11, &b"gzip"[..]),
+            (Http11, b""),
+            (Http11, b"chunked, gzip"),
+            (Http11, b"chunked, chunked"),
+            (Http11, b"chunked;a=b"),
+            (Http10, b"chunked"),
+            (Http10, b"gzip, chunked"),
+        ] {
+            assert_eq!(
+                fields(version, &[host, te(value)]),
+                Err(Status::BAD_REQUEST),
+                "{version:?} {:?}",
+                String::from_utf8_lossy(value)
+            );
         }
     }
 

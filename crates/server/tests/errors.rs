@@ -51,7 +51,9 @@ fn identical_duplicate_content_length_is_accepted() {
 #[test]
 fn unsupported_features_get_501_417_505() {
     let (server, addr) = start(options(), Echo);
-    refused(addr, b"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip\r\n\r\n", 501);
+    // A coding other than chunked, with chunked last: framed, but not
+    // supported. Without chunked last the framing is unknown: 400 (see
+    // tests/rfc9112.rs).
     refused(
         addr,
         b"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",

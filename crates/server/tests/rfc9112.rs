@@ -1,6 +1,6 @@
 //! RFC 9112 strictness over real TCP: what a smuggling suite sends (chunk
 //! sizes a proxy could read another way, chunk extensions and trailers,
-//! Host values, request-target forms, message syntax) gets
+//! Host values, request-target forms, framing a server MUST refuse) gets
 //! `400` and a graceful close, and nothing pipelined behind it is
 //! answered; what the RFC requires a server to accept (absolute-form,
 //! valid extensions and trailers, an empty Host) is served. The table of
@@ -304,6 +304,36 @@ fn the_authority_comes_from_an_absolute_target_then_from_host() {
             String::from_utf8_lossy(request)
         );
     }
+    server.handle().shutdown();
+    server.join().unwrap();
+}
+
+/// RFC 9112 §6.1: an HTTP/1.0 message with Transfer-Encoding has faulty
+/// framing; §6.3: a request whose Transfer-Encoding does not end in
+/// chunked cannot be framed: 400 and close (a MUST, over §6.1's SHOULD of
+/// 501 for an unknown coding).
+#[test]
+fn framing_a_server_must_refuse() {
+    let (server, addr) = start(options(), Echo);
+    for request in [
+        &b"POST /echo HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"[..],
+        b"POST /echo HTTP/1.0\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\nhello",
+        b"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip\r\n\r\n",
+        b"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked, gzip\r\n\r\n",
+        b"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked;q=1\r\n\r\n0\r\n\r\n",
+        b"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: \"chunked\"\r\n\r\n0\r\n\r\n",
+        b"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: xchunked\r\n\r\n0\r\n\r\n",
+        b"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding:\r\n\r\n",
+        b"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: gzip\r\n\r\n",
+    ] {
+        refused_alone(addr, request, 400);
+    }
+    // A known-but-unsupported coding under a final chunked is framed: 501.
+    refused_alone(
+        addr,
+        b"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n",
+        501,
+    );
     server.handle().shutdown();
     server.join().unwrap();
 }
