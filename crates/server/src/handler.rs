@@ -759,6 +759,10 @@ mod tests {
             assert_eq!(r.header("Bad Name", "x").unwrap_err(), ResponseError::InvalidHeaderName);
             assert_eq!(r.header("X", "a\r\nb").unwrap_err(), ResponseError::InvalidHeaderValue);
             assert_eq!(r.header("content-length", "1").unwrap_err(), ResponseError::ReservedHeader);
+            assert_eq!(
+                r.header("Transfer-Encoding", "gzip").unwrap_err(),
+                ResponseError::ReservedHeader
+            );
             assert_eq!(Status::new(42).unwrap_err(), ResponseError::InvalidStatus(42));
             r.header("X", "1").unwrap();
             assert_eq!(r.status(Status::NOT_FOUND).unwrap_err(), ResponseError::HeadSent);

@@ -44,8 +44,12 @@
 //!
 //! | input | answer |
 //! |---|---|
-//! | malformed request line or header, obs-fold, bad `Content-Length`, differing duplicate `Content-Length`, `Content-Length` with `Transfer-Encoding`, chunked not last, HTTP/1.1 without exactly one `Host`, malformed chunked body | `400` |
-//! | a transfer coding other than chunked | `501` |
+//! | malformed request line or header, obs-fold, bad `Content-Length`, differing duplicate `Content-Length`, `Content-Length` with `Transfer-Encoding`, `Transfer-Encoding` not ending in chunked or in HTTP/1.0 | `400` |
+//! | HTTP/1.1 without `Host`, more than one `Host` line, a `Host` value that is not `uri-host [ ":" port ]` | `400` |
+//! | a target that is no request-target form (RFC 9112 §3.2) or has a fragment | `400` |
+//! | a chunked body off the RFC 9112 §7.1 grammar, or extensions or trailers past their bounds | `400` |
+//! | a valid CONNECT (no tunnels) | `501` |
+//! | a transfer coding other than chunked, under a final chunked | `501` |
 //! | request line over [`Options::max_request_line`] | `414` |
 //! | head over [`Options::max_head`] or more fields than [`Options::max_headers`] | `431` |
 //! | body over [`Options::max_body`] | `413` |
@@ -55,8 +59,18 @@
 //! | idle for [`Options::keep_alive_timeout`] | close |
 //! | past [`Options::max_connections`] | `503` and close |
 //!
-//! Typed errors: [`ServerError`] (bind, start, join), [`OptionsError`],
-//! [`ResponseError`] (a handler's misuse of [`Response`]).
+//! An absolute-form target (`GET http://host/path HTTP/1.1`) is accepted:
+//! the handler sees `/path`, and [`Request::authority`] is the target's
+//! authority rather than the Host field's. `docs/rfc9112.md` in the
+//! repository lists every MUST of RFC 9112 sections 2 to 9 with where it
+//! is kept and the test that shows it.
+//!
+//! # Errors
+//!
+//! Typed errors: [`ServerError`] (bind, start, join), [`OptionsError`]
+//! (from [`Server::bind`], which checks every option first with
+//! [`Options::validate`]), [`ResponseError`] (a handler's misuse of
+//! [`Response`]).
 
 #![forbid(unsafe_code)]
 

@@ -49,6 +49,9 @@ fn stalled_bodies_get_408() {
     client.send(b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\nabc");
     let reply = client.reply().unwrap();
     assert_eq!(reply.status, 408);
+    // The body is incomplete: the connection closes (RFC 9112 §6.3).
+    assert!(reply.closes());
+    client.expect_closed();
     server.handle().shutdown();
     server.join().unwrap();
 }
