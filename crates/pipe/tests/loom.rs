@@ -266,6 +266,68 @@ fn cancelled_read_at_least_vs_paused_writer() {
     });
 }
 
+/// A read_at_least holding credit is failed by a second reader on another
+/// thread while the writer (pause_at 1) pauses and commits: the credit comes
+/// back once, the writer is never stuck, every byte arrives once.
+#[test]
+fn conflict_on_a_read_at_least_with_credit_vs_paused_writer() {
+    model(|| {
+        let (mut writer, reader) = new_pipe(Options::new().pause_at(1).resume_at(1));
+        writer.put_slice(b"a").unwrap();
+        let reader = Arc::new(reader);
+        let writer = thread::spawn(move || {
+            writer.flush_blocking().unwrap();
+            writer.put_slice(b"b").unwrap();
+            writer.close();
+        });
+        let second = {
+            let reader = reader.clone();
+            thread::spawn(move || match reader.try_read() {
+                Ok(Some(guard)) => drop(guard),
+                Ok(None) | Err(ReadError::ConcurrentRead) => {}
+                Err(e) => panic!("{e}"),
+            })
+        };
+        {
+            let mut read = std::pin::pin!(reader.read_at_least(5));
+            match poll_once(read.as_mut()) {
+                std::task::Poll::Pending => {
+                    let _ = poll_once(read.as_mut());
+                }
+                std::task::Poll::Ready(Err(ReadError::ConcurrentRead)) => {}
+                std::task::Poll::Ready(r) => panic!("{:?}", r.map(|g| g.len())),
+            }
+        }
+        second.join().unwrap();
+        assert_eq!(drain(&reader).0, b"ab");
+        writer.join().unwrap();
+    });
+}
+
+/// read_at_least that completes through the writer's close with credit,
+/// its guard dropped unadvanced: the next read sees every byte, and the
+/// writer, paused at resume_at 1 meanwhile, finished.
+#[test]
+fn read_at_least_completed_by_close_returns_its_credit() {
+    model(|| {
+        let (mut writer, reader) = new_pipe(Options::new().pause_at(1).resume_at(1));
+        writer.put_slice(b"a").unwrap();
+        let writer = thread::spawn(move || {
+            writer.flush_blocking().unwrap();
+            writer.put_slice(b"b").unwrap();
+            writer.close();
+        });
+        let guard = loom::future::block_on(reader.read_at_least(5)).unwrap();
+        assert!(guard.is_completed());
+        assert_eq!(guard.to_vec(), b"ab");
+        drop(guard);
+        let guard = reader.try_read().unwrap().expect("2 bytes unexamined");
+        assert_eq!(guard.to_vec(), b"ab");
+        guard.consume(2).unwrap();
+        writer.join().unwrap();
+    });
+}
+
 /// Counts its wakes (a plain std atomic: read after the model's joins).
 struct CountingWaker(AtomicUsize);
 

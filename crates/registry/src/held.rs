@@ -10,17 +10,22 @@
 //! ```
 //!
 //! would spin forever. To rule that out, every `Ref` records its entry's
-//! state word (an address, unique among live entries) in a list of its
-//! thread's while it lives, and a removal looks there before it waits: an
+//! key in a list of its thread's while it lives: the registry's number
+//! (unique for the process's life) and the address of the entry's state
+//! word (unique among that registry's live entries; a slot is reused only
+//! once no `Ref` holds it, and a leaked `Ref` holds it forever). The
+//! registry's number keeps a leaked `Ref` of a dropped registry from
+//! matching a later registry whose words sit at the same address. A
+//! removal looks in its thread's list before it waits: an
 //! entry this thread holds is removed as `discard` removes it, its value
 //! dropped by the last `Ref` to let go. A `Ref` is `!Send`, so it is dropped
 //! on the thread whose list has it.
 //!
-//! The list is a thread-local stack of addresses, `INLINE` of them in the
+//! The list is a thread-local stack of keys, `INLINE` of them in the
 //! thread-local itself and the rest in a heap vector that exists only
 //! while a thread holds more than `INLINE` `Ref`s at once. `Ref`s mostly
 //! drop in reverse order, so recording one and letting it go are a few
-//! instructions each: a push, and a pop of the address on top. The
+//! instructions each: a push, and a pop of the key on top. The
 //! thread-local has no destructor (the vector is freed when it empties),
 //! so every access is a plain load from the thread's block; if a thread
 //! ends while holding more than `INLINE` `Ref`s (only leaked ones can
@@ -29,17 +34,20 @@
 use core::cell::Cell;
 use core::ptr;
 
+/// An entry's key: its registry's number and its state word's address.
+pub(crate) type Key = (u64, usize);
+
 /// Addresses kept in the thread-local before the list spills to the heap.
 const INLINE: usize = 16;
 
 /// One thread's held addresses: `inline[..len.min(INLINE)]`, then the
 /// spilled vector's.
 struct Held {
-    inline: [Cell<usize>; INLINE],
+    inline: [Cell<Key>; INLINE],
     len: Cell<usize>,
     /// The addresses past `INLINE`, from `Box::into_raw`; null while
     /// `len <= INLINE`.
-    spill: Cell<*mut Vec<usize>>,
+    spill: Cell<*mut Vec<Key>>,
 }
 
 #[cfg(not(falconet_registry_loom))]
@@ -57,14 +65,14 @@ crate::primitive::thread_local! {
 impl Held {
     const fn new() -> Self {
         Self {
-            inline: [const { Cell::new(0) }; INLINE],
+            inline: [const { Cell::new((0, 0)) }; INLINE],
             len: Cell::new(0),
             spill: Cell::new(ptr::null_mut()),
         }
     }
 
     #[inline]
-    fn push(&self, address: usize) {
+    fn push(&self, address: Key) {
         let len = self.len.get();
         match self.inline.get(len) {
             Some(cell) => cell.set(address),
@@ -74,7 +82,7 @@ impl Held {
     }
 
     #[cold]
-    fn push_spilled(&self, address: usize) {
+    fn push_spilled(&self, address: Key) {
         if self.spill.get().is_null() {
             self.spill.set(Box::into_raw(Box::new(Vec::new())));
         }
@@ -85,7 +93,7 @@ impl Held {
 
     /// Removes one occurrence of `address`; the top of the list first.
     #[inline]
-    fn remove(&self, address: usize) {
+    fn remove(&self, address: Key) {
         let len = self.len.get();
         if (1..=INLINE).contains(&len) && self.inline[len - 1].get() == address {
             self.len.set(len - 1);
@@ -97,7 +105,7 @@ impl Held {
     /// Removes one occurrence of `address` that is not on top of the inline
     /// part, filling its place with the list's top entry.
     #[cold]
-    fn remove_below_top(&self, address: usize) {
+    fn remove_below_top(&self, address: Key) {
         let len = self.len.get();
         let inline = &self.inline[..len.min(INLINE)];
         if len <= INLINE {
@@ -124,7 +132,7 @@ impl Held {
         }
     }
 
-    fn contains(&self, address: usize) -> bool {
+    fn contains(&self, address: Key) -> bool {
         let len = self.len.get();
         self.inline[..len.min(INLINE)].iter().any(|cell| cell.get() == address)
             // SAFETY: `len > INLINE`, so the spill is a live box.
@@ -132,20 +140,20 @@ impl Held {
     }
 }
 
-/// Records that this thread now holds a `Ref` to the entry at `address`.
+/// Records that this thread now holds a `Ref` to the entry `address`.
 #[inline]
-pub(crate) fn hold(address: usize) {
+pub(crate) fn hold(address: Key) {
     let _ = HELD.try_with(|held| held.push(address));
 }
 
 /// Records that this thread dropped a `Ref` to the entry at `address`.
 #[inline]
-pub(crate) fn let_go(address: usize) {
+pub(crate) fn let_go(address: Key) {
     let _ = HELD.try_with(|held| held.remove(address));
 }
 
 /// Whether this thread holds a `Ref` to the entry at `address`.
-pub(crate) fn holds(address: usize) -> bool {
+pub(crate) fn holds(address: Key) -> bool {
     HELD.try_with(|held| held.contains(address)).unwrap_or(false)
 }
 
@@ -158,8 +166,9 @@ mod tests {
         let held = Held::new();
         // Past the inline part, with repeats, let go in two orders.
         let addresses: Vec<usize> = (1..=40).chain([3, 3, 35]).collect();
+        let key = |a: usize| (7, a);
         for &address in &addresses {
-            held.push(address);
+            held.push(key(address));
         }
         let mut left = addresses.clone();
         let order: Vec<usize> = addresses
@@ -170,17 +179,19 @@ mod tests {
             .collect();
         for address in order {
             for candidate in 0..=41 {
-                assert_eq!(held.contains(candidate), left.contains(&candidate), "{candidate}");
+                assert_eq!(held.contains(key(candidate)), left.contains(&candidate), "{candidate}");
             }
-            held.remove(address);
+            held.remove(key(address));
             let at = left.iter().position(|&a| a == address).unwrap();
             left.remove(at);
             assert_eq!(held.len.get(), left.len());
             assert_eq!(held.spill.get().is_null(), left.len() <= INLINE, "freed when empty");
         }
         // Letting go of an address not held changes nothing.
-        held.push(7);
-        held.remove(8);
-        assert!(held.contains(7));
+        held.push(key(7));
+        held.remove(key(8));
+        held.remove((8, 7));
+        assert!(held.contains(key(7)));
+        assert!(!held.contains((8, 7)), "another registry's entry at the same address");
     }
 }

@@ -84,8 +84,11 @@ impl<T> Registry<T> {
     /// 256, or `max_connections` is 0 or more than the shards can address.
     pub fn with_options(options: Options) -> Result<Self, OptionsError> {
         let (shards, max_connections) = options.validate()?;
+        // A number no other registry of this process has (`held.rs`).
+        static NEXT_UID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        let uid = NEXT_UID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Ok(Self {
-            shards: (0..shards).map(|_| CachePadded::new(Shard::new())).collect(),
+            shards: (0..shards).map(|_| CachePadded::new(Shard::new(uid))).collect(),
             len: CachePadded::new(AtomicUsize::new(0)),
             max_connections,
         })
@@ -166,7 +169,7 @@ impl<T> Registry<T> {
     /// thread holds a `Ref` to it (removed as above).
     pub fn remove(&self, id: ConnectionId) -> Option<T> {
         let (shard, state) = self.locate(id)?;
-        if held::holds(address(state)) {
+        if held::holds(key(shard, state)) {
             self.discard(id);
             return None;
         }
@@ -322,7 +325,7 @@ impl<'a, T> Ref<'a, T> {
     unsafe fn acquired(shard: &'a Shard<T>, state: &'a AtomicU64, id: ConnectionId) -> Self {
         // SAFETY: a referenced slot is reserved, so its values are allocated.
         let value = unsafe { shard.value(id.slot()) }.get();
-        held::hold(address(state));
+        held::hold(key(shard, state));
         Ref { shard, state, id, value: ManuallyDrop::new(value) }
     }
 
@@ -354,7 +357,7 @@ impl<T> Drop for Ref<'_, T> {
     fn drop(&mut self) {
         // SAFETY: dropped once, here; we no longer read the value.
         unsafe { ManuallyDrop::drop(&mut self.value) };
-        held::let_go(address(self.state));
+        held::let_go(key(self.shard, self.state));
         if slot::release(self.state) {
             // SAFETY: we dropped the last reference of a discarded entry.
             drop(unsafe { Registry::finish_take(self.shard, self.id.slot(), self.state) });
@@ -400,11 +403,11 @@ impl<T> fmt::Debug for Drain<'_, T> {
     }
 }
 
-/// An entry's identity among the live entries, for the held list: the
-/// address of its slot's state word.
+/// An entry's key in the held list (`held.rs`): its registry's number and
+/// the address of its slot's state word.
 #[inline]
-fn address(state: &AtomicU64) -> usize {
-    core::ptr::from_ref(state).addr()
+fn key<T>(shard: &Shard<T>, state: &AtomicU64) -> held::Key {
+    (shard.uid, core::ptr::from_ref(state).addr())
 }
 
 /// The shard this thread inserts into: threads are numbered in the order

@@ -79,6 +79,8 @@ pub(crate) struct Book {
 
 /// One shard of a registry.
 pub(crate) struct Shard<T> {
+    /// The registry's number (see `held.rs`).
+    pub(crate) uid: u64,
     book: Mutex<Book>,
     pages: [Page<T>; PAGES],
 }
@@ -97,9 +99,10 @@ unsafe fn free_slice<E>(first: *mut E, len: usize) {
 }
 
 impl<T> Shard<T> {
-    pub(crate) fn new() -> Self {
+    pub(crate) fn new(uid: u64) -> Self {
         let empty = PageBook { present: false, free: NONE, bump: 0, live: 0 };
         Self {
+            uid,
             book: Mutex::new(Book { pages: [empty; PAGES] }),
             pages: std::array::from_fn(|_| Page {
                 states: AtomicPtr::new(ptr::null_mut()),

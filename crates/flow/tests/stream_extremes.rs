@@ -1,0 +1,95 @@
+//! No sequence of calls, with arguments biased to the edges, makes
+//! a window (CAS or twins) panic, and StreamInput's two windows agree with
+//! a composition of the lock twins.
+#![cfg(not(falconet_flow_loom))]
+
+use std::sync::Arc;
+
+use falconet_flow::{InputFlow, InputWindow, MAX_WINDOW, StdInputWindow, StreamInput};
+use proptest::prelude::*;
+
+fn edge() -> impl Strategy<Value = u32> {
+    prop_oneof![
+        Just(0u32),
+        Just(1),
+        Just(MAX_WINDOW - 1),
+        Just(MAX_WINDOW),
+        Just(MAX_WINDOW + 1),
+        Just(u32::MAX),
+        Just(MAX_WINDOW / 2),
+        Just(MAX_WINDOW / 2 + 1),
+        any::<u32>(),
+        0u32..100,
+    ]
+}
+
+#[derive(Clone, Debug)]
+enum Op {
+    Advance(u32),
+    Release(u32),
+    Abort,
+    Disable,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        4 => edge().prop_map(Op::Advance),
+        4 => edge().prop_map(Op::Release),
+        1 => Just(Op::Abort),
+        1 => Just(Op::Disable),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(3000))]
+
+    #[test]
+    fn stream_input_cas_and_twins_agree_and_never_panic(
+        conn_initial in edge(),
+        conn_threshold in edge(),
+        stream_initial in edge(),
+        ops in proptest::collection::vec(op(), 0..40),
+    ) {
+        let cas_conn = <InputWindow as InputFlow>::with_threshold(conn_initial, conn_threshold);
+        let twin_conn = StdInputWindow::with_threshold(conn_initial, conn_threshold);
+        prop_assert_eq!(cas_conn.as_ref().err(), twin_conn.as_ref().err());
+        let (Ok(cas_conn), Ok(twin_conn)) = (cas_conn, twin_conn) else { return Ok(()) };
+        let cas = StreamInput::new(Arc::new(cas_conn), stream_initial);
+        let twin = StreamInput::new(Arc::new(twin_conn), stream_initial);
+        prop_assert_eq!(cas.as_ref().err(), twin.as_ref().err());
+        let (Ok(cas), Ok(twin)) = (cas, twin) else { return Ok(()) };
+        for op in ops {
+            match op {
+                Op::Advance(n) => prop_assert_eq!(format!("{:?}", cas.try_advance(n)), format!("{:?}", twin.try_advance(n))),
+                Op::Release(n) => prop_assert_eq!(cas.release(n), twin.release(n)),
+                Op::Abort => prop_assert_eq!(cas.abort(), twin.abort()),
+                Op::Disable => { cas.disable_updates(); twin.disable_updates(); }
+            }
+            prop_assert_eq!(cas.stream().state(), twin.stream().state());
+            prop_assert_eq!(cas.connection().state(), twin.connection().state());
+        }
+    }
+
+    #[test]
+    fn a_window_with_reset_never_panics(
+        initial in edge(), threshold in edge(), again in edge(),
+        ops in proptest::collection::vec(op(), 0..60),
+    ) {
+        let Ok(mut cas) = <InputWindow as InputFlow>::with_threshold(initial, threshold) else { return Ok(()) };
+        let Ok(twin) = StdInputWindow::with_threshold(initial, threshold) else { panic!("twin refused") };
+        for op in &ops {
+            match *op {
+                Op::Advance(n) => prop_assert_eq!(cas.try_advance(n), twin.try_advance(n)),
+                Op::Release(n) => prop_assert_eq!(cas.release(n), twin.release(n)),
+                Op::Abort => prop_assert_eq!(cas.abort(), twin.abort()),
+                Op::Disable => { cas.disable_updates(); twin.disable_updates(); }
+            }
+        }
+        if cas.reset(again).is_ok() {
+            for op in &ops {
+                if let Op::Advance(n) = *op { let _ = cas.try_advance(n); }
+                if let Op::Release(n) = *op { let _ = cas.release(n); }
+            }
+        }
+    }
+}
