@@ -68,7 +68,7 @@ pub(crate) struct Published {
 }
 
 impl Published {
-    const fn new() -> Self {
+    fn new() -> Self {
         Self { len: AtomicUsize::new(0), hits: AtomicU64::new(0) }
     }
 
