@@ -94,7 +94,7 @@ mod writer;
 pub use error::{AdvanceError, OptionsError, PutError, ReadError, WriteError};
 pub use io::IoReader;
 pub use options::{DEFAULT_PAUSE_AT, DEFAULT_RESUME_AT, Options};
-pub use reader::{ReadFuture, Reader};
+pub use reader::{ReadFuture, Readable, Reader};
 pub use view::{Chunks, ReadGuard, View};
 pub use writer::{Flush, Writer};
 

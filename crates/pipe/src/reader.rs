@@ -406,6 +406,74 @@ impl Reader {
     }
 }
 
+/// Waits until a read of a shared [`Reader`] would return at once
+/// (unexamined bytes, or the end of the stream), without taking the bytes:
+/// then call [`try_read`](Reader::try_read). An owned future, for a reader
+/// shared through an `Arc` whose waiting is polled from a struct that also
+/// holds the reader (an event loop, a body adapter), where
+/// [`read`](Reader::read)'s borrowing future cannot live.
+///
+/// While it waits it is a pending read (see [`Reader`]'s rule): a read
+/// begun meanwhile fails with [`ReadError::ConcurrentRead`] and fails this
+/// wait too. Dropping it gives the wait up; nothing is examined or
+/// consumed either way.
+///
+/// # Errors
+/// [`ReadError::ConcurrentRead`] (see [`Reader`]'s rule).
+#[must_use = "futures do nothing unless polled"]
+pub struct Readable {
+    reader: Arc<Reader>,
+    /// The wait has begun (owns `PENDING`) and not finished.
+    began: bool,
+}
+
+impl Readable {
+    /// A wait on `reader`.
+    pub fn new(reader: &Arc<Reader>) -> Self {
+        Self { reader: Arc::clone(reader), began: false }
+    }
+}
+
+impl Future for Readable {
+    type Output = Result<(), ReadError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        if !this.began {
+            // Acquire: as in `read_now`.
+            let state = this.reader.shared.state.load(Ordering::Acquire);
+            if (unexamined(state) > 0 || has(state, WRITER_CLOSED))
+                && !has(state, PENDING | HOLDING)
+            {
+                return Poll::Ready(Ok(()));
+            }
+            this.reader.begin()?;
+            this.began = true;
+        }
+        let result = match this.reader.poll_read(Some(cx), None) {
+            Poll::Pending => return Poll::Pending,
+            Poll::Ready(result) => result,
+        };
+        this.began = false;
+        // Ready: give the bytes back untouched (no credit: `min` is None).
+        Poll::Ready(result.map(|snapshot| this.reader.release(&snapshot, 0, 0)))
+    }
+}
+
+impl Drop for Readable {
+    fn drop(&mut self) {
+        if self.began {
+            self.reader.cancel();
+        }
+    }
+}
+
+impl core::fmt::Debug for Readable {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Readable").field("began", &self.began).finish_non_exhaustive()
+    }
+}
+
 impl Drop for Reader {
     fn drop(&mut self) {
         // AcqRel: Release orders our last reads before the writer's reuse of

@@ -328,6 +328,34 @@ fn read_at_least_completed_by_close_returns_its_credit() {
     });
 }
 
+/// `readable` (the owned wait an event loop keeps across polls) against a
+/// commit and a close on another thread: the wait is woken (no lost
+/// wakeup), takes nothing, and the reads after it see every byte once.
+#[test]
+fn readable_vs_commit_and_close() {
+    model(|| {
+        let (mut writer, reader) = new_pipe(Options::new());
+        let reader = Arc::new(reader);
+        let writer = thread::spawn(move || {
+            writer.put_slice(b"a").unwrap();
+            writer.close();
+        });
+        let mut bytes = Vec::new();
+        loop {
+            loom::future::block_on(falconet_pipe::Readable::new(&reader)).unwrap();
+            let read = reader.try_read().unwrap().expect("readable means a read returns");
+            bytes.extend(read.to_vec());
+            let (len, done) = (read.len(), read.is_completed());
+            read.consume(len).unwrap();
+            if done {
+                break;
+            }
+        }
+        assert_eq!(bytes, b"a");
+        writer.join().unwrap();
+    });
+}
+
 /// Counts its wakes (a plain std atomic: read after the model's joins).
 struct CountingWaker(AtomicUsize);
 

@@ -541,3 +541,35 @@ fn a_cancelled_read_at_least_above_the_pause_threshold_pauses_the_writer_again()
     reader.try_read().unwrap().unwrap().consume(20).unwrap();
     assert!(poll_once(std::pin::pin!(writer.flush())).is_ready());
 }
+
+#[test]
+fn readable_waits_for_bytes_or_the_end_and_takes_nothing() {
+    let pool = small_pool();
+    let (mut writer, reader) = new_pipe(&pool, Options::new());
+    let reader = Arc::new(reader);
+    let mut wait = std::pin::pin!(falconet_pipe::Readable::new(&reader));
+    assert!(poll_once(wait.as_mut()).is_pending(), "nothing written");
+    // While it waits it is a pending read: a second read conflicts, and
+    // the wait fails too.
+    assert_eq!(reader.try_read().unwrap_err(), ReadError::ConcurrentRead);
+    assert_eq!(poll_once(wait.as_mut()), std::task::Poll::Ready(Err(ReadError::ConcurrentRead)));
+    let mut wait = std::pin::pin!(falconet_pipe::Readable::new(&reader));
+    assert!(poll_once(wait.as_mut()).is_pending());
+    writer.put_slice(b"abc").unwrap();
+    assert_eq!(poll_once(wait.as_mut()), std::task::Poll::Ready(Ok(())));
+    // Nothing was taken: the read sees every byte; a wait after bytes
+    // that are there is ready at once.
+    assert!(poll_once(std::pin::pin!(falconet_pipe::Readable::new(&reader))).is_ready());
+    let read = reader.try_read().unwrap().unwrap();
+    assert_eq!(read.to_vec(), b"abc");
+    read.consume(3).unwrap();
+    // Dropped while waiting: the next read works.
+    assert!(poll_once(std::pin::pin!(falconet_pipe::Readable::new(&reader))).is_pending());
+    assert!(reader.try_read().unwrap().is_none());
+    // The end of the stream makes it ready too.
+    let mut wait = std::pin::pin!(falconet_pipe::Readable::new(&reader));
+    assert!(poll_once(wait.as_mut()).is_pending());
+    writer.close();
+    assert_eq!(poll_once(wait.as_mut()), std::task::Poll::Ready(Ok(())));
+    assert!(reader.try_read().unwrap().unwrap().is_completed());
+}
