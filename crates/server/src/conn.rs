@@ -103,6 +103,11 @@ impl<H: Handler> Conn<H> {
         }
     }
 
+    /// Ties the connection to its id and its worker's queue (see `link.rs`).
+    pub(crate) fn attach(&mut self, id: u64, notify: std::sync::Arc<crate::link::Notify>) {
+        self.session.attach(id, notify);
+    }
+
     /// Handles readiness: reads what there is, answers it, writes once.
     pub(crate) fn ready(
         &mut self,
@@ -161,6 +166,8 @@ impl<H: Handler> Conn<H> {
                 Progress::Close => return self.settle(flushed, now),
                 Progress::OutputFull if self.writable => {}
                 Progress::OutputFull => return Ok(Verdict::Open),
+                // The application wakes the connection when it has more.
+                Progress::Waiting => return Ok(Verdict::Open),
                 Progress::NeedInput if self.eof => return self.settle(flushed, now),
                 Progress::NeedInput if self.readable && self.session.wants_input(cx) => {}
                 Progress::NeedInput => return Ok(Verdict::Open),
@@ -240,7 +247,9 @@ impl<H: Handler> Conn<H> {
                 Verdict::Open
             };
         }
-        let late = if self.session.in_body() {
+        let late = if self.session.in_body() || self.session.with_application() {
+            // A body arriving, or the application answering: bytes must
+            // move (or the application answer) within the I/O timeout.
             waited >= timeouts.io
         } else {
             self.head_started.is_some_and(|started| now.saturating_sub(started) >= timeouts.header)

@@ -1,8 +1,11 @@
-//! The TechEmpower endpoints: `GET /plaintext` and `GET /json`.
+//! The TechEmpower endpoints, `GET /plaintext` and `GET /json` ([`Hello`]),
+//! and, with the `tokio` feature, the same plus two endpoints answered off
+//! the event loop ([`Demo`]): `GET /delay?ms=N` and `POST /echo`.
 
 use std::fmt::{self, Write as _};
 
-use crate::handler::{Field, Handler, Request, Response, Status};
+use crate::handler::{Field, Handler, Request, Status};
+use crate::response::Response;
 
 /// Serves `GET /plaintext` (`Hello, World!`) and `GET /json`
 /// (`{"message":"Hello, World!"}`, serialized per request as the
@@ -92,6 +95,136 @@ impl fmt::Display for JsonString<'_> {
         f.write_char('"')
     }
 }
+
+/// [`Hello`]'s endpoints, and two answered on application threads (a
+/// tokio runtime) while the worker serves its other connections:
+///
+/// - `GET /delay?ms=N` answers `delayed N ms` after `N` milliseconds
+///   (`0..=10000`; any other query is `400`), without blocking its worker;
+/// - `POST /echo` streams the request body back (sized or chunked, any
+///   length up to `max_body`), read straight out of the connection's pipe
+///   by a task on the runtime, and written back through a
+///   [`Responder`](crate::Responder) as it is read.
+#[cfg(feature = "tokio")]
+#[derive(Clone, Debug)]
+pub struct Demo {
+    runtime: tokio::runtime::Handle,
+}
+
+/// Where a request to [`Demo`] goes.
+#[cfg(feature = "tokio")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DemoRoute {
+    /// One of [`Hello`]'s.
+    Hello(Route),
+    /// `/delay` with a valid `ms`.
+    Delay(u64),
+    /// `/delay` with a missing or invalid `ms`.
+    BadDelay,
+    /// `POST /echo`.
+    Echo,
+}
+
+/// The longest `/delay`, in milliseconds.
+#[cfg(feature = "tokio")]
+pub const MAX_DELAY_MS: u64 = 10_000;
+
+#[cfg(feature = "tokio")]
+impl Demo {
+    /// Answers deferred requests with tasks on `runtime`.
+    pub fn new(runtime: tokio::runtime::Handle) -> Self {
+        Self { runtime }
+    }
+
+    /// `ms=N` from a query, if it is the only parameter and `N` is
+    /// `0..=MAX_DELAY_MS` in plain digits.
+    fn delay(target: &str) -> Option<u64> {
+        let query = target.split_once('?')?.1;
+        let digits = query.strip_prefix("ms=")?;
+        if digits.is_empty() || digits.len() > 5 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        digits.parse().ok().filter(|&ms| ms <= MAX_DELAY_MS)
+    }
+}
+
+#[cfg(feature = "tokio")]
+impl Handler for Demo {
+    type State = DemoRoute;
+
+    fn head(&self, request: &Request<'_>) -> DemoRoute {
+        match (request.path(), request.method()) {
+            ("/delay", "GET" | "HEAD") => {
+                Self::delay(request.target()).map_or(DemoRoute::BadDelay, DemoRoute::Delay)
+            }
+            ("/delay", _) => DemoRoute::Hello(Route::MethodNotAllowed),
+            ("/echo", "POST") => {
+                request.stream_body();
+                DemoRoute::Echo
+            }
+            ("/echo", _) => DemoRoute::Hello(Route::MethodNotAllowed),
+            _ => DemoRoute::Hello(Hello.head(request)),
+        }
+    }
+
+    fn respond(&self, route: DemoRoute, response: &mut Response<'_>) {
+        match route {
+            DemoRoute::Hello(route) => Hello.respond(route, response),
+            DemoRoute::BadDelay => {
+                let _ = response
+                    .status(Status::BAD_REQUEST)
+                    .and_then(|r| r.body(format!("ms must be 0..={MAX_DELAY_MS}\n").as_bytes()));
+            }
+            DemoRoute::Delay(ms) => {
+                let Ok(responder) = response.defer() else { return };
+                self.runtime.spawn(async move {
+                    tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+                    let _ = responder.body(format!("delayed {ms} ms").as_bytes());
+                });
+            }
+            DemoRoute::Echo => {
+                let body = response.take_body();
+                let Ok(responder) = response.defer() else { return };
+                self.runtime.spawn(echo(body, responder));
+            }
+        }
+    }
+}
+
+/// Streams `body` back through `responder`, a piece at a time.
+#[cfg(feature = "tokio")]
+async fn echo(body: Option<crate::RequestBody>, mut responder: crate::Responder) {
+    use tokio::io::AsyncReadExt;
+
+    let Some(mut body) = body else {
+        // A POST without a body: an empty echo.
+        let _ = responder.body(b"");
+        return;
+    };
+    let _ = responder.field(APPLICATION_OCTET_STREAM);
+    let mut buf = vec![0; ECHO_PIECE];
+    loop {
+        match body.read(&mut buf).await {
+            Ok(0) => break,
+            Ok(n) => {
+                if responder.write(&buf[..n]).await.is_err() {
+                    return; // the client is gone
+                }
+            }
+            // The body failed (the client left, or it was malformed): the
+            // response is cut, and the connection closes.
+            Err(_) => return,
+        }
+    }
+    let _ = responder.finish();
+}
+
+/// Bytes an echo reads and writes at a time.
+#[cfg(feature = "tokio")]
+const ECHO_PIECE: usize = 16 * 1024;
+
+#[cfg(feature = "tokio")]
+const APPLICATION_OCTET_STREAM: Field = Field::new("Content-Type: application/octet-stream");
 
 /// A small buffer on the stack that `write!` fills (no allocation).
 struct StackBuf {

@@ -1,6 +1,6 @@
 //! HTTP/1.x over a pipe: request heads, bodies and responses, in order.
 //!
-//! A connection is in one of three phases:
+//! A connection is in one of four phases:
 //!
 //! ```text
 //!            head complete, no body: respond
@@ -9,12 +9,25 @@
 //!   +-------------+  head with a body  +---------+
 //!   |    Head     | -----------------> |  Body   | -- last byte: respond --> Head
 //!   +-------------+                    +---------+
-//!          | bad input, Connection: close, end of stream mid-request
-//!          v
+//!     |        |                         ^  (a returned body's rest is drained here,
+//!     |        | head with a body,       |   without the handler)
+//!     |        | stream_body(): respond  |
+//!     |        v at once, body lent      | returned unfinished
+//!     |   +---------+ --returned done--> Head
+//!     |   |  Lent   |
+//!     |   +---------+ --returned broken--> Closed
+//!     | bad input, Connection: close, end of stream mid-request
+//!     v
 //!   +-------------+
 //!   |   Closed    |  (the last response is flushed, then the socket closes)
 //!   +-------------+
 //! ```
+//!
+//! Orthogonally, a response may be *awaited*: deferred to an application
+//! thread ([`Response::defer`](crate::Response::defer)). While one is, no
+//! new head is parsed (pipelined requests keep their order; their bytes
+//! stay unexamined in the pipe, which bounds how far input runs ahead),
+//! though a body being drained still is.
 //!
 //! Each call to [`Http1::process`] takes everything the pipe holds and
 //! answers every complete request in it, appending responses to one
@@ -29,13 +42,17 @@
 //! so a head sent a byte at a time costs one parse per line, not per byte.
 
 use std::mem::MaybeUninit;
+use std::sync::Arc;
 
 use falconet_pipe::{Chunks, ReadGuard, Reader};
 
 use crate::chunked::{ChunkedDecoder, ChunkedError};
-use crate::handler::{BodyLength, Handler, Request, Response, Status, Version};
+use crate::handler::{BodyLength, Handler, Request, Status, Version};
+use crate::link::Returned;
+use crate::response::{Answered, AppSlots, BodyOffer, Response};
 use crate::session::Context;
 use crate::target::{self, TargetError};
+use crate::wire::Encoder;
 
 /// Header fields a head may have at most, whatever the options say (the
 /// parser's array lives on the stack).
@@ -50,6 +67,10 @@ pub enum Progress {
     OutputFull,
     /// Write the output, then close.
     Close,
+    /// The application has the exchange (a deferred response, or a lent
+    /// request body): write the output; the connection resumes when the
+    /// application wakes it.
+    Waiting,
 }
 
 /// Where a connection's HTTP/1 exchange stands.
@@ -58,19 +79,24 @@ pub(crate) struct Http1<S> {
     phase: Phase<S>,
     /// Bytes of the current partial head already parsed without success.
     scanned: usize,
+    /// A deferred response is in flight.
+    awaiting: bool,
 }
 
 #[derive(Debug)]
 enum Phase<S> {
     Head,
     Body(Exchange<S>),
+    /// The body is with the application.
+    Lent,
     Closed,
 }
 
 /// A request whose body is arriving.
 #[derive(Debug)]
 struct Exchange<S> {
-    state: S,
+    /// `None` once answered: the body is drained without the handler.
+    state: Option<S>,
     framing: Framing,
     received: u64,
     version: Version,
@@ -78,11 +104,22 @@ struct Exchange<S> {
     keep_alive: bool,
 }
 
+/// How a request body is framed, and how much of it is left.
 #[derive(Debug)]
-enum Framing {
+pub(crate) enum Framing {
     /// Bytes left of a `Content-Length` body.
     Length(u64),
     Chunked(ChunkedDecoder),
+}
+
+impl Framing {
+    /// Whether the body has ended.
+    pub(crate) fn is_done(&self) -> bool {
+        match self {
+            Self::Length(left) => *left == 0,
+            Self::Chunked(decoder) => decoder.is_done(),
+        }
+    }
 }
 
 /// What a head came to.
@@ -93,34 +130,81 @@ enum Head<S> {
     Done(usize),
     /// Parsed with a body to come.
     Body(usize, Exchange<S>),
+    /// Parsed with a body the handler reads itself (`stream_body`).
+    Stream(usize, Exchange<S>),
     /// Answered with an error; the connection closes.
     Refused,
 }
 
 /// One step within one read.
-enum Step {
+enum Step<S> {
     /// Everything buffered was examined.
     Wait,
-    /// Stop: output is full.
+    /// Stop: output is full, or a response was deferred (the rest stays
+    /// unexamined).
     Pause,
     /// Stop: closing.
     Close,
+    /// Stop: lend this body to the handler, once the read is released.
+    Lend(Exchange<S>),
 }
 
 impl<S> Http1<S> {
     pub(crate) fn new() -> Self {
-        Self { phase: Phase::Head, scanned: 0 }
+        Self { phase: Phase::Head, scanned: 0, awaiting: false }
     }
 
     /// Whether no request is under way (between requests, nothing parsed of
-    /// the next).
+    /// the next, no response awaited).
     pub(crate) fn is_between_requests(&self) -> bool {
-        matches!(self.phase, Phase::Head) && self.scanned == 0
+        matches!(self.phase, Phase::Head) && self.scanned == 0 && !self.awaiting
     }
 
-    /// Whether a request body is arriving.
+    /// Whether a request body is arriving (to the handler, the
+    /// application, or the drain).
     pub(crate) fn in_body(&self) -> bool {
-        matches!(self.phase, Phase::Body(_))
+        matches!(self.phase, Phase::Body(_) | Phase::Lent)
+    }
+
+    /// Whether the application has the exchange (a deferred response or a
+    /// lent body).
+    pub(crate) fn with_application(&self) -> bool {
+        self.awaiting || matches!(self.phase, Phase::Lent)
+    }
+
+    /// Whether the request body is lent to the application.
+    pub(crate) fn is_lent(&self) -> bool {
+        matches!(self.phase, Phase::Lent)
+    }
+
+    /// The deferred response ended: `keep_alive` false closes the
+    /// connection after it.
+    pub(crate) fn response_done(&mut self, keep_alive: bool) {
+        self.awaiting = false;
+        if !keep_alive {
+            self.phase = Phase::Closed;
+        }
+    }
+
+    /// The lent body came back: resume after it, drain its rest, or close
+    /// after a failed one.
+    pub(crate) fn returned(&mut self, returned: Returned) {
+        if !self.is_lent() {
+            return;
+        }
+        self.phase = match returned.framing {
+            None => Phase::Closed,
+            Some(framing) if framing.is_done() => Phase::Head,
+            Some(framing) => Phase::Body(Exchange {
+                state: None,
+                framing,
+                received: returned.received,
+                // Unused: the request was answered.
+                version: Version::Http11,
+                head_only: false,
+                keep_alive: true,
+            }),
+        };
     }
 
     /// Whether the exchange is over (the connection closes after its output).
@@ -136,10 +220,11 @@ impl<S> Http1<S> {
     /// Handles everything `input` holds; see [`Progress`].
     pub(crate) fn process<H>(
         &mut self,
-        input: &Reader,
+        input: &Arc<Reader>,
         out: &mut Vec<u8>,
         handler: &H,
         cx: &mut Context,
+        app: &mut AppSlots,
     ) -> Progress
     where
         H: Handler<State = S>,
@@ -150,6 +235,9 @@ impl<S> Http1<S> {
             }
             if out.len() >= cx.limits.max_pending_output {
                 return Progress::OutputFull;
+            }
+            if self.is_lent() || (self.awaiting && matches!(self.phase, Phase::Head)) {
+                return Progress::Waiting;
             }
             let guard = match input.try_read() {
                 Ok(Some(guard)) => guard,
@@ -170,16 +258,24 @@ impl<S> Http1<S> {
                     Phase::Head if pos == len => {
                         break if completed { Step::Close } else { Step::Wait };
                     }
-                    Phase::Head => match self.head(&guard, cursor.at(pos), pos, out, handler, cx) {
-                        Head::Partial if completed => break Step::Close,
-                        Head::Partial => break Step::Wait,
-                        Head::Done(used) => pos += used,
-                        Head::Body(used, exchange) => {
-                            pos += used;
-                            self.phase = Phase::Body(exchange);
+                    Phase::Head if self.awaiting => break Step::Pause,
+                    Phase::Head => {
+                        match self.head(&guard, cursor.at(pos), pos, out, handler, cx, app) {
+                            Head::Partial if completed => break Step::Close,
+                            Head::Partial => break Step::Wait,
+                            Head::Done(used) => pos += used,
+                            Head::Body(used, exchange) => {
+                                pos += used;
+                                self.phase = Phase::Body(exchange);
+                            }
+                            Head::Stream(used, exchange) => {
+                                pos += used;
+                                break Step::Lend(exchange);
+                            }
+                            Head::Refused => break Step::Close,
                         }
-                        Head::Refused => break Step::Close,
-                    },
+                    }
+                    Phase::Lent => break Step::Pause,
                     Phase::Body(_) if pos == len => {
                         break if completed { Step::Close } else { Step::Wait };
                     }
@@ -190,7 +286,7 @@ impl<S> Http1<S> {
                             Ok((used, true)) => {
                                 pos += used;
                                 let more = pos < len;
-                                self.respond(out, handler, cx, more);
+                                self.respond(out, handler, cx, app, more);
                             }
                             Err(status) => {
                                 refuse(out, cx, status);
@@ -201,24 +297,28 @@ impl<S> Http1<S> {
                 }
             };
             let examined = match step {
-                Step::Pause => pos,
+                Step::Pause | Step::Lend(_) => pos,
                 Step::Wait | Step::Close => len,
             };
             // Cannot fail: both positions are within the read.
             let _ = guard.advance_to(pos, examined);
             match step {
                 Step::Wait => {}
+                // Deferred or lent: the loop's first check says so.
+                Step::Pause if self.with_application() => {}
                 Step::Pause => return Progress::OutputFull,
                 Step::Close => {
                     self.phase = Phase::Closed;
                     return Progress::Close;
                 }
+                Step::Lend(exchange) => self.lend(exchange, input, out, handler, cx, app),
             }
         }
     }
 
     /// Parses the head at `pos` (`first`: the rest of the block holding
     /// it); answers it when it has no body.
+    #[allow(clippy::too_many_arguments)]
     fn head<H>(
         &mut self,
         guard: &ReadGuard<'_>,
@@ -227,6 +327,7 @@ impl<S> Http1<S> {
         out: &mut Vec<u8>,
         handler: &H,
         cx: &mut Context,
+        app: &mut AppSlots,
     ) -> Head<S>
     where
         H: Handler<State = S>,
@@ -315,14 +416,14 @@ impl<S> Http1<S> {
             version,
             headers: parsed.headers,
             body: fields.body,
+            stream: std::cell::Cell::new(false),
         };
         let state = handler.head(&request);
         let framing = match fields.body {
             BodyLength::Empty => {
                 let keep_alive = keep_open(fields.keep_alive, used < available, cx);
-                if !respond_with(state, out, handler, cx, version, head_only, keep_alive) {
-                    self.phase = Phase::Closed;
-                }
+                let encoder = Encoder::new(version, head_only, keep_alive);
+                self.answer(state, encoder, out, handler, cx, app);
                 return Head::Done(used);
             }
             BodyLength::Known(length) => Framing::Length(length),
@@ -331,17 +432,73 @@ impl<S> Http1<S> {
         if fields.expect_continue && version == Version::Http11 {
             out.extend_from_slice(b"HTTP/1.1 100 Continue\r\n\r\n");
         }
-        Head::Body(
-            used,
-            Exchange {
-                state,
-                framing,
-                received: 0,
-                version,
-                head_only,
-                keep_alive: fields.keep_alive,
-            },
-        )
+        let exchange = Exchange {
+            state: Some(state),
+            framing,
+            received: 0,
+            version,
+            head_only,
+            keep_alive: fields.keep_alive,
+        };
+        if request.stream.get() { Head::Stream(used, exchange) } else { Head::Body(used, exchange) }
+    }
+
+    /// Answers a request whose body the handler reads itself: offers the
+    /// body to `respond` (the read of the head is released, so the
+    /// application may read at once), then lends it, or drains it when it
+    /// was not taken.
+    fn lend<H>(
+        &mut self,
+        mut exchange: Exchange<S>,
+        input: &Arc<Reader>,
+        out: &mut Vec<u8>,
+        handler: &H,
+        cx: &mut Context,
+        app: &mut AppSlots,
+    ) where
+        H: Handler<State = S>,
+    {
+        let Some(state) = exchange.state.take() else { return };
+        app.offer = Some(BodyOffer {
+            reader: Arc::clone(input),
+            framing: std::mem::replace(&mut exchange.framing, Framing::Length(0)),
+            received: 0,
+            max_body: cx.limits.max_body,
+        });
+        let keep_alive = keep_open(exchange.keep_alive, false, cx);
+        let encoder = Encoder::new(exchange.version, exchange.head_only, keep_alive);
+        self.phase = Phase::Lent;
+        self.answer(state, encoder, out, handler, cx, app);
+        if let Some(offer) = app.offer.take() {
+            // Not taken: the server reads the body and discards it.
+            exchange.framing = offer.framing;
+            if !self.is_closed() {
+                self.phase = Phase::Body(exchange);
+            }
+        }
+    }
+
+    /// Calls `respond` and settles what it did: answered now (closing if
+    /// it asked to) or deferred.
+    fn answer<H>(
+        &mut self,
+        state: S,
+        encoder: Encoder,
+        out: &mut Vec<u8>,
+        handler: &H,
+        cx: &mut Context,
+        app: &mut AppSlots,
+    ) where
+        H: Handler<State = S>,
+    {
+        let mut response = Response::new(out, cx.date.fields(), encoder, app);
+        handler.respond(state, &mut response);
+        cx.requests += 1;
+        match response.finish() {
+            Answered::Now { keep_alive: true } => {}
+            Answered::Now { keep_alive: false } => self.phase = Phase::Closed,
+            Answered::Later => self.awaiting = true,
+        }
     }
 
     /// The head is incomplete: wait, or refuse it if it is already too long.
@@ -358,27 +515,24 @@ impl<S> Http1<S> {
         Head::Partial
     }
 
-    /// The body is complete: answer it.
-    fn respond<H>(&mut self, out: &mut Vec<u8>, handler: &H, cx: &mut Context, more: bool)
-    where
+    /// The body is complete: answer it (unless it was answered already).
+    fn respond<H>(
+        &mut self,
+        out: &mut Vec<u8>,
+        handler: &H,
+        cx: &mut Context,
+        app: &mut AppSlots,
+        more: bool,
+    ) where
         H: Handler<State = S>,
     {
         let Phase::Body(exchange) = std::mem::replace(&mut self.phase, Phase::Head) else {
             return;
         };
+        let Some(state) = exchange.state else { return };
         let keep_alive = keep_open(exchange.keep_alive, more, cx);
-        let keep = respond_with(
-            exchange.state,
-            out,
-            handler,
-            cx,
-            exchange.version,
-            exchange.head_only,
-            keep_alive,
-        );
-        if !keep {
-            self.phase = Phase::Closed;
-        }
+        let encoder = Encoder::new(exchange.version, exchange.head_only, keep_alive);
+        self.answer(state, encoder, out, handler, cx, app);
     }
 }
 
@@ -387,22 +541,6 @@ impl<S> Http1<S> {
 /// (requests already received are still answered).
 fn keep_open(keep_alive: bool, more: bool, cx: &Context) -> bool {
     keep_alive && (more || !cx.draining)
-}
-
-#[allow(clippy::too_many_arguments)]
-fn respond_with<H: Handler>(
-    state: H::State,
-    out: &mut Vec<u8>,
-    handler: &H,
-    cx: &mut Context,
-    version: Version,
-    head_only: bool,
-    keep_alive: bool,
-) -> bool {
-    let mut response = Response::new(out, cx.date.fields(), version, head_only, keep_alive);
-    handler.respond(state, &mut response);
-    cx.requests += 1;
-    response.finish()
 }
 
 /// Feeds body bytes from `piece` to the handler. Returns the bytes used and
@@ -416,8 +554,10 @@ fn body<H: Handler>(
     match &mut exchange.framing {
         Framing::Length(left) => {
             let n = usize::try_from(*left).unwrap_or(usize::MAX).min(piece.len());
-            if n > 0 {
-                handler.body(&mut exchange.state, &piece[..n]);
+            if n > 0
+                && let Some(state) = &mut exchange.state
+            {
+                handler.body(state, &piece[..n]);
             }
             *left -= n as u64;
             exchange.received += n as u64;
@@ -431,7 +571,9 @@ fn body<H: Handler>(
             })?;
             if let Some(data) = data.filter(|d| !d.is_empty()) {
                 exchange.received += data.len() as u64;
-                handler.body(&mut exchange.state, data);
+                if let Some(state) = &mut exchange.state {
+                    handler.body(state, data);
+                }
             }
             Ok((used, decoder.is_done()))
         }
@@ -440,11 +582,10 @@ fn body<H: Handler>(
 
 /// Writes an error response that closes the connection.
 pub(crate) fn refuse(out: &mut Vec<u8>, cx: &Context, status: Status) {
-    let mut response = Response::new(out, cx.date.fields(), Version::Http11, false, false);
+    let mut encoder = Encoder::new(Version::Http11, false, false);
     // Cannot fail: a fresh response accepts a status and a body.
-    let _ = response.status(status);
-    let _ = response.body(b"");
-    response.finish();
+    let _ = encoder.status(status);
+    let _ = encoder.body(out, cx.date.fields(), b"");
 }
 
 fn refused<S>(out: &mut Vec<u8>, cx: &Context, status: Status) -> Head<S> {

@@ -74,20 +74,25 @@
 
 #![forbid(unsafe_code)]
 
+mod body;
 mod chunked;
 mod conn;
 mod date;
 mod handler;
 pub mod hello;
 mod http1;
+mod link;
 mod options;
+mod response;
 mod server;
 mod session;
 mod syntax;
 mod target;
+mod wire;
 mod worker;
 
-pub use handler::{BodyLength, Field, Handler, Request, Response, ResponseError, Status, Version};
+pub use body::RequestBody;
+pub use handler::{BodyLength, Field, Handler, Request, ResponseError, Status, Version};
 pub use http1::{MAX_HEADERS_LIMIT, Progress};
 pub use options::{
     Accept, DEFAULT_HEADER_TIMEOUT, DEFAULT_IO_TIMEOUT, DEFAULT_KEEP_ALIVE_TIMEOUT,
@@ -96,6 +101,7 @@ pub use options::{
     DEFAULT_MAX_REQUEST_LINE, DEFAULT_SHUTDOWN_TIMEOUT, MAX_CONNECTIONS, MAX_HEAD, MAX_POOL_BYTES,
     MAX_TIMEOUT, MAX_WORKERS, MIN_POOL_BYTES, MIN_REQUEST_LINE, MIN_TIMEOUT, Options, OptionsError,
 };
+pub use response::{Responder, Response};
 pub use server::{Handle, Running, Server, ServerError, Stats};
 pub use session::{Context, Session};
 

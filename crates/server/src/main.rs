@@ -13,11 +13,13 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::{Parser, ValueEnum};
-use falconet_server::{Accept, Handle, Options, Server, ServerError, hello::Hello};
+use falconet_server::{Accept, Handle, Options, Server, ServerError, hello::Demo};
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
-/// falconet: a thin HTTP/1.1 server serving GET /plaintext and GET /json.
+/// falconet: a thin HTTP/1.1 server serving GET /plaintext, GET /json,
+/// GET /delay?ms=N (answered N ms later, off the event loop) and POST /echo
+/// (the body streamed back, read on an application thread).
 #[derive(Parser, Debug)]
 #[command(version)]
 struct Args {
@@ -39,10 +41,21 @@ struct Args {
     /// Seconds an idle keep-alive connection stays open.
     #[arg(long, default_value_t = falconet_server::DEFAULT_KEEP_ALIVE_TIMEOUT.as_secs())]
     keep_alive_timeout: u64,
-    /// Seconds a graceful shutdown waits before closing what is left.
+    /// Seconds a graceful shutdown waits before closing what is left
+    /// (in-flight /delay and /echo requests included).
     #[arg(long, default_value_t = falconet_server::DEFAULT_SHUTDOWN_TIMEOUT.as_secs())]
     shutdown_timeout: u64,
+    /// Largest request body in bytes (POST /echo streams it back).
+    #[arg(long, default_value_t = ECHO_MAX_BODY)]
+    max_body: u64,
+    /// Threads of the tokio runtime that answers /delay and /echo.
+    #[arg(long, default_value_t = 1)]
+    app_threads: usize,
 }
+
+/// The binary's default body limit: /echo is meant for large bodies, and
+/// it streams them (memory stays at the pipes' thresholds).
+const ECHO_MAX_BODY: u64 = 1 << 40;
 
 /// Exit status for options the server cannot run with (clap's status for
 /// arguments it cannot parse).
@@ -70,12 +83,25 @@ fn main() -> ExitCode {
         })
         .max_connections(args.max_connections)
         .keep_alive_timeout(Duration::from_secs(args.keep_alive_timeout))
-        .shutdown_timeout(Duration::from_secs(args.shutdown_timeout));
+        .shutdown_timeout(Duration::from_secs(args.shutdown_timeout))
+        .max_body(args.max_body);
     if let Some(workers) = args.workers {
         options = options.workers(workers);
     }
     let workers = options.worker_count();
-    let server = match Server::bind(args.addr, options, Hello) {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(args.app_threads.max(1))
+        .thread_name("falconet-app")
+        .enable_time()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("falconet: cannot start the application runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let server = match Server::bind(args.addr, options, Demo::new(runtime.handle().clone())) {
         Ok(server) => server,
         Err(error @ ServerError::Options(_)) => {
             eprintln!("falconet: {error}");
@@ -131,7 +157,7 @@ fn main() -> ExitCode {
 }
 
 /// Once a second: requests/s, open connections, pool use.
-fn print_stats(handle: &Handle<Hello>) {
+fn print_stats(handle: &Handle<Demo>) {
     let mut last = handle.stats();
     let mut at = Instant::now();
     while !handle.is_shutting_down() {

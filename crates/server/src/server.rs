@@ -17,6 +17,7 @@ use socket2::{Domain, Protocol, Socket, Type};
 
 use crate::conn::{Connection, Timeouts};
 use crate::handler::Handler;
+use crate::link::Notify;
 use crate::options::{Accept, Options, OptionsError};
 use crate::session::Context;
 use crate::worker::{LISTENER, WAKER, Worker};
@@ -103,7 +104,8 @@ impl From<OptionsError> for ServerError {
 pub struct Server<H: Handler> {
     shared: Arc<Shared<H>>,
     workers: Vec<Worker<H>>,
-    wakers: Arc<[Waker]>,
+    /// Each worker's queue, whose `mio::Waker` wakes its poll.
+    notifies: Arc<[Arc<Notify>]>,
     local_addr: SocketAddr,
 }
 
@@ -148,7 +150,7 @@ impl<H: Handler> Server<H> {
         }
 
         let mut workers = Vec::with_capacity(options.workers);
-        let mut wakers = Vec::with_capacity(options.workers);
+        let mut notifies = Vec::with_capacity(options.workers);
         let timeouts = Timeouts::from_options(&options);
         let shared = Arc::new(Shared {
             registry,
@@ -162,7 +164,8 @@ impl<H: Handler> Server<H> {
         });
         for (index, (listener, cx)) in listeners.into_iter().zip(contexts).enumerate() {
             let poll = Poll::new()?;
-            wakers.push(Waker::new(poll.registry(), WAKER)?);
+            let notify = Arc::new(Notify::new(Some(Waker::new(poll.registry(), WAKER)?)));
+            notifies.push(Arc::clone(&notify));
             let mut listener = TcpListener::from_std(listener);
             poll.registry().register(&mut listener, LISTENER, Interest::READABLE)?;
             workers.push(Worker {
@@ -171,9 +174,11 @@ impl<H: Handler> Server<H> {
                 listener: Some(listener),
                 shared: shared.clone(),
                 cx,
+                notify,
+                woken: Vec::new(),
             });
         }
-        Ok(Self { shared, workers, wakers: wakers.into(), local_addr })
+        Ok(Self { shared, workers, notifies: notifies.into(), local_addr })
     }
 
     /// The address the server listens on.
@@ -183,7 +188,7 @@ impl<H: Handler> Server<H> {
 
     /// A handle to stop the server and read its counters.
     pub fn handle(&self) -> Handle<H> {
-        Handle { shared: self.shared.clone(), wakers: self.wakers.clone() }
+        Handle { shared: self.shared.clone(), notifies: self.notifies.clone() }
     }
 
     /// Starts the worker threads.
@@ -270,12 +275,13 @@ impl<H: Handler> Running<H> {
 /// Stops a server and reads its counters; cheap to clone and `Send`.
 pub struct Handle<H: Handler> {
     shared: Arc<Shared<H>>,
-    wakers: Arc<[Waker]>,
+    /// Each worker's queue, whose `mio::Waker` wakes its poll.
+    notifies: Arc<[Arc<Notify>]>,
 }
 
 impl<H: Handler> Clone for Handle<H> {
     fn clone(&self) -> Self {
-        Self { shared: self.shared.clone(), wakers: self.wakers.clone() }
+        Self { shared: self.shared.clone(), notifies: self.notifies.clone() }
     }
 }
 
@@ -292,8 +298,8 @@ impl<H: Handler> Handle<H> {
     pub fn shutdown(&self) {
         // Release pairs with the workers' Acquire load of the flag.
         self.shared.shutdown.store(true, Ordering::Release);
-        for waker in self.wakers.iter() {
-            let _ = waker.wake();
+        for notify in self.notifies.iter() {
+            let _ = notify.wake_poll();
         }
     }
 

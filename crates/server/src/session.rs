@@ -2,17 +2,20 @@
 
 use std::future::Future;
 use std::io;
-use std::pin::pin;
+use std::pin::{Pin, pin};
+use std::sync::Arc;
 use std::task::Waker;
 use std::time::SystemTime;
 
-use falconet_pipe::{Reader, WriteError, Writer};
+use falconet_pipe::{Readable, Reader, WriteError, Writer};
 use falconet_pool::Pool;
 
 use crate::date::DateCache;
-use crate::handler::Handler;
+use crate::handler::{Handler, Status};
 use crate::http1::{Http1, MAX_HEADERS_LIMIT, Progress};
+use crate::link::Notify;
 use crate::options::{Options, OptionsError};
+use crate::response::AppSlots;
 
 /// The limits a session enforces (copied from [`Options`]).
 #[derive(Clone, Copy, Debug)]
@@ -94,8 +97,13 @@ impl Context {
 pub struct Session<H: Handler> {
     /// `None` once the input ended.
     writer: Option<Writer>,
-    reader: Reader,
+    /// Shared with a request body lent to the application.
+    reader: Arc<Reader>,
     http: Http1<H::State>,
+    /// What responses may hand to the application.
+    app: AppSlots,
+    /// The output pipe of the deferred response in flight.
+    pending: Option<PendingOutput>,
     out: Vec<u8>,
     /// Bytes of `out` already sent.
     sent: usize,
@@ -116,8 +124,10 @@ impl<H: Handler> Session<H> {
         let read_space = (pool.block_size() / 4).max(1);
         Ok(Self {
             writer: Some(writer),
-            reader,
+            reader: Arc::new(reader),
             http: Http1::new(),
+            app: AppSlots::new(pool.clone()),
+            pending: None,
             out: Vec::new(),
             sent: 0,
             read_space,
@@ -153,29 +163,122 @@ impl<H: Handler> Session<H> {
         }
     }
 
+    /// Ties the session to its connection id and its worker's queue, so
+    /// application threads can wake it (see `link.rs`).
+    pub(crate) fn attach(&mut self, id: u64, notify: Arc<Notify>) {
+        self.app.attach(id, notify);
+    }
+
     /// Whether the session takes more input now: not closing, input not
     /// ended, and not paused by back-pressure (unparsed input at the pipe's
-    /// threshold, or output at `max_pending_output`).
+    /// threshold, or output at `max_pending_output`). While the request
+    /// body is lent to the application, the pause ends when the
+    /// application reads: its read wakes the connection.
     pub fn wants_input(&mut self, cx: &Context) -> bool {
         if self.http.is_closed() || self.output().len() >= cx.limits.max_pending_output {
             return false;
         }
+        let waker = match self.app.existing_link() {
+            Some(link) if self.http.is_lent() => link.waker(),
+            _ => Waker::noop().clone(),
+        };
         let Some(writer) = self.writer.as_mut() else {
             return false;
         };
         // The pipe's flush completes at once below its pause threshold.
-        let mut poll_cx = std::task::Context::from_waker(Waker::noop());
+        let mut poll_cx = std::task::Context::from_waker(&waker);
         pin!(writer.flush()).poll(&mut poll_cx).is_ready()
     }
 
     /// Answers every complete request buffered, appending the responses to
-    /// the output; see [`Progress`].
+    /// the output, and moves what deferred responses wrote into it, in
+    /// order; see [`Progress`].
     pub fn process(&mut self, handler: &H, cx: &mut Context) -> Progress {
         if self.sent == self.out.len() {
             self.out.clear();
             self.sent = 0;
         }
-        self.http.process(&self.reader, &mut self.out, handler, cx)
+        loop {
+            if self.http.is_lent()
+                && let Some(returned) = self.app.existing_link().and_then(|l| l.take_returned())
+            {
+                self.http.returned(returned);
+            }
+            let answered = self.pump(cx);
+            let progress =
+                self.http.process(&self.reader, &mut self.out, handler, cx, &mut self.app);
+            if let Some(output) = self.app.deferred.take() {
+                self.pending =
+                    Some(PendingOutput { reader: Arc::new(output), readable: None, sent: 0 });
+                continue;
+            }
+            if progress == Progress::Waiting && answered {
+                continue;
+            }
+            return progress;
+        }
+    }
+
+    /// Copies what the deferred response in flight has written into the
+    /// output, as far as `max_pending_output` allows; when it has ended,
+    /// settles it. Returns whether it ended. With nothing to copy, the
+    /// output pipe wakes the connection when there is.
+    fn pump(&mut self, cx: &Context) -> bool {
+        let Some(pending) = &mut self.pending else { return false };
+        loop {
+            let room = cx.limits.max_pending_output.saturating_sub(self.out.len() - self.sent);
+            if room == 0 {
+                return false;
+            }
+            // A wait in progress owns the pipe's read: finish it first.
+            if let Some(readable) = &mut pending.readable {
+                let waker = self.app.link().waker();
+                let mut poll_cx = std::task::Context::from_waker(&waker);
+                if Pin::new(readable).poll(&mut poll_cx).is_pending() {
+                    return false;
+                }
+                pending.readable = None;
+            }
+            let guard = match pending.reader.try_read() {
+                Ok(Some(guard)) => guard,
+                Ok(None) => {
+                    // Nothing yet: wait, with the connection's waker.
+                    pending.readable = Some(Readable::new(&pending.reader));
+                    continue;
+                }
+                // The connection is the output pipe's only reader.
+                Err(_) => return false,
+            };
+            let mut taken = 0;
+            for chunk in guard.chunks() {
+                let n = chunk.len().min(room - taken);
+                self.out.extend_from_slice(&chunk[..n]);
+                taken += n;
+                if taken == room {
+                    break;
+                }
+            }
+            let all = taken == guard.len();
+            let (completed, failed) = (guard.is_completed(), guard.error().is_some());
+            let _ = guard.advance_to(taken, taken);
+            pending.sent += taken as u64;
+            if !(all && completed) {
+                continue;
+            }
+            // The response ended: finished, or its responder dropped.
+            let sent = pending.sent;
+            self.pending = None;
+            if failed {
+                if sent == 0 {
+                    crate::http1::refuse(&mut self.out, cx, Status::INTERNAL_SERVER_ERROR);
+                }
+                self.http.close();
+            } else {
+                let close = self.app.existing_link().is_some_and(|link| link.take_close_after());
+                self.http.response_done(!close);
+            }
+            return true;
+        }
     }
 
     /// Responses not yet sent.
@@ -194,12 +297,18 @@ impl<H: Handler> Session<H> {
 
     /// Whether no request is under way and nothing waits to be sent.
     pub fn is_idle(&self) -> bool {
-        self.http.is_between_requests() && self.output().is_empty()
+        self.http.is_between_requests() && self.output().is_empty() && self.pending.is_none()
     }
 
     /// Whether a request body is arriving.
     pub(crate) fn in_body(&self) -> bool {
         self.http.in_body()
+    }
+
+    /// Whether the application has the exchange (a deferred response in
+    /// flight or a lent request body).
+    pub fn with_application(&self) -> bool {
+        self.http.with_application() || self.pending.is_some()
     }
 
     /// Whether the session is over: it closes once its output is sent.
@@ -211,10 +320,23 @@ impl<H: Handler> Session<H> {
     /// and nothing more is parsed.
     pub(crate) fn refuse(&mut self, status: crate::Status, cx: &Context) {
         if !self.http.is_closed() {
-            crate::http1::refuse(&mut self.out, cx, status);
+            // With the application holding the exchange, a response may be
+            // half sent: no status can follow it, only the close.
+            if !self.with_application() {
+                crate::http1::refuse(&mut self.out, cx, status);
+            }
             self.http.close();
         }
     }
+}
+
+/// The reading end of a deferred response's output pipe.
+struct PendingOutput {
+    reader: Arc<Reader>,
+    /// The wait for the responder's next bytes, kept across polls.
+    readable: Option<Readable>,
+    /// Bytes of the response moved into the output so far.
+    sent: u64,
 }
 
 impl<H: Handler> std::fmt::Debug for Session<H> {

@@ -25,6 +25,7 @@ use parking_lot::Mutex;
 
 use crate::conn::{Conn, Connection, Readiness, Verdict};
 use crate::handler::Handler;
+use crate::link::Notify;
 use crate::server::Shared;
 use crate::session::{Context, Session};
 
@@ -48,6 +49,10 @@ pub(crate) struct Worker<H: Handler> {
     pub(crate) listener: Option<TcpListener>,
     pub(crate) shared: Arc<Shared<H>>,
     pub(crate) cx: Context,
+    /// The connections application threads woke (their `Link`s push here).
+    pub(crate) notify: Arc<Notify>,
+    /// Scratch for the woken ids.
+    pub(crate) woken: Vec<u64>,
 }
 
 impl<H: Handler> Worker<H> {
@@ -75,7 +80,7 @@ impl<H: Handler> Worker<H> {
                             accept_paused_until = Some(Instant::now() + ACCEPT_BACKOFF);
                         }
                     }
-                    WAKER => {}
+                    WAKER => self.wake_woken(now),
                     token => {
                         let readiness = Readiness {
                             readable: event.is_readable(),
@@ -183,6 +188,7 @@ impl<H: Handler> Worker<H> {
         let registered = match (usize::try_from(id.as_u64()), self.shared.registry.get(id)) {
             (Ok(token), Some(entry)) => {
                 let mut conn = entry.inner.lock();
+                conn.attach(id.as_u64(), Arc::clone(&self.notify));
                 self.poll.registry().register(
                     &mut conn.socket,
                     Token(token),
@@ -221,6 +227,22 @@ impl<H: Handler> Worker<H> {
             // which may be this one.
             self.shared.registry.discard(id);
         }
+    }
+
+    /// Drives the connections application threads woke: a deferred
+    /// response wrote or ended, a lent body was read from or came back.
+    fn wake_woken(&mut self, now: u64) {
+        let mut woken = std::mem::take(&mut self.woken);
+        self.notify.take(&mut woken);
+        for &id in &woken {
+            // A woken connection drives as if its socket were ready: its
+            // remembered readiness decides what it reads and writes.
+            let readiness = Readiness { readable: false, writable: false, read_closed: false };
+            if let Ok(token) = usize::try_from(id) {
+                self.ready(Token(token), readiness, now);
+            }
+        }
+        self.woken = woken;
     }
 
     /// The timer: closes idle and late connections (worker 0 only).

@@ -7,7 +7,51 @@ use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
-use falconet_server::{Handler, Options, Request, Response, Running, Server, Status};
+use falconet_server::{Handle, Handler, Options, Request, Response, Running, Server, Status};
+
+/// A server on 127.0.0.1 with a free port, shut down gracefully (and
+/// joined) when dropped, so a failing test never leaves one running.
+pub struct TestServer<H: Handler> {
+    running: Option<Running<H>>,
+    handle: Handle<H>,
+    pub addr: SocketAddr,
+}
+
+impl<H: Handler> TestServer<H> {
+    pub fn handle(&self) -> &Handle<H> {
+        &self.handle
+    }
+
+    /// Shuts down and waits for the workers; panics if one failed.
+    pub fn stop(mut self) {
+        self.handle.shutdown();
+        if let Some(running) = self.running.take() {
+            running.join().expect("the workers stopped cleanly");
+        }
+    }
+}
+
+impl<H: Handler> Drop for TestServer<H> {
+    fn drop(&mut self) {
+        self.handle.shutdown();
+        if let Some(running) = self.running.take() {
+            // Not while unwinding from a failed assertion: a second panic
+            // would abort the test binary.
+            let joined = running.join();
+            if !std::thread::panicking() {
+                joined.expect("the workers stopped cleanly");
+            }
+        }
+    }
+}
+
+/// A server on 127.0.0.1 with a free port.
+pub fn serve<H: Handler>(options: Options, handler: H) -> TestServer<H> {
+    let server = Server::bind("127.0.0.1:0", options, handler).expect("bind");
+    let addr = server.local_addr();
+    let handle = server.handle();
+    TestServer { running: Some(server.start().expect("start")), handle, addr }
+}
 
 /// A server on 127.0.0.1 with a free port.
 pub fn start<H: Handler>(options: Options, handler: H) -> (Running<H>, SocketAddr) {

@@ -1,0 +1,278 @@
+//! A request body read on the application's thread, straight out of the
+//! connection's input pipe.
+//!
+//! The handover, in order (the parser is the worker's HTTP/1 state machine):
+//!
+//! ```text
+//!   parser: head read; Request::stream_body() was called
+//!   parser: consumes the head's bytes and releases its read of the pipe
+//!   parser: Response::take_body() hands out a RequestBody; the parser is LENT:
+//!           it parses nothing, but the worker keeps reading the socket into
+//!           the pipe until the pipe pauses (back-pressure, with the link as
+//!           the waker that resumes it)
+//!   app:    reads (any thread): each read is a read of the pipe, de-framed
+//!           (Content-Length or chunked) and bounded by max_body; consumed
+//!           blocks go back to the pool from this thread
+//!   app:    the body ends (or the RequestBody drops): it is handed back
+//!           through the link with its framing; the worker resumes parsing,
+//!           draining an unread rest first (or closing, if it was malformed)
+//! ```
+//!
+//! The reads are the pipe's, so the pipe's one-read-at-a-time rule holds
+//! here too: a second thread reading the same body (through `&RequestBody`)
+//! while a read is outstanding fails with
+//! [`ReadError::ConcurrentRead`](falconet_pipe::ReadError), and neither
+//! read consumes a byte. The framing state is touched only by the thread
+//! whose pipe read succeeded, under a lock that is therefore never
+//! contended.
+
+use std::future::Future as _;
+use std::io;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use falconet_pipe::{ReadGuard, Readable, Reader};
+use parking_lot::Mutex;
+
+use crate::chunked::ChunkedError;
+use crate::http1::Framing;
+use crate::link::{Link, Returned};
+
+/// A request body being read by the application, from any thread.
+///
+/// Made by [`Response::take_body`](crate::Response::take_body) for a
+/// request whose head called
+/// [`Request::stream_body`](crate::Request::stream_body). Read it with
+/// `std::io::Read` (also through `&RequestBody`, from several threads:
+/// see the concurrency rule in the module docs), with tokio's `AsyncRead`
+/// (feature `tokio`), or as an `http_body::Body` (feature `tower`).
+/// Reads return the body de-chunked; `Ok(0)` is its end.
+///
+/// # Errors
+/// Reads fail with `io::ErrorKind::UnexpectedEof` when the client closed
+/// before the body ended, `InvalidData` for a malformed chunked body,
+/// `FileTooLarge` past `max_body` (a chunked body; a `Content-Length`
+/// past it was refused before the handler ran), the client's connection
+/// error (a reset), or `Other` wrapping
+/// [`falconet_pipe::ReadError::ConcurrentRead`] for a read that overlapped
+/// another. After an error the body is over; the connection closes after
+/// its response.
+#[derive(Debug)]
+pub struct RequestBody {
+    reader: Arc<Reader>,
+    state: Mutex<BodyState>,
+    link: Arc<Link>,
+    /// The async read's wait for bytes, kept across polls.
+    readable: Option<Readable>,
+}
+
+#[derive(Debug)]
+struct BodyState {
+    /// `None` once handed back.
+    framing: Option<Framing>,
+    received: u64,
+    max_body: u64,
+    /// The body failed: reads repeat this.
+    failed: Option<io::ErrorKind>,
+}
+
+impl RequestBody {
+    pub(crate) fn new(
+        reader: Arc<Reader>,
+        framing: Framing,
+        received: u64,
+        max_body: u64,
+        link: Arc<Link>,
+    ) -> Self {
+        let state = BodyState { framing: Some(framing), received, max_body, failed: None };
+        Self { reader, state: Mutex::new(state), link, readable: None }
+    }
+
+    /// Whether the whole body has been read (the next read returns 0).
+    pub fn is_end(&self) -> bool {
+        self.state.lock().framing.is_none()
+    }
+
+    /// Reads into `out`, waiting on this thread for bytes.
+    fn read_blocking_into(&self, out: &mut [u8]) -> io::Result<usize> {
+        if out.is_empty() {
+            return Ok(0);
+        }
+        loop {
+            if let Some(result) = self.finished() {
+                return result;
+            }
+            let guard = self.reader.read_blocking().map_err(io::Error::other)?;
+            if let Some(n) = self.take(guard, out)? {
+                return Ok(n);
+            }
+        }
+    }
+
+    /// The answer of a body that is over: `Some(Ok(0))` at its end, its
+    /// error after a failure, `None` while it goes on.
+    fn finished(&self) -> Option<io::Result<usize>> {
+        let state = self.state.lock();
+        match (&state.framing, state.failed) {
+            (_, Some(kind)) => Some(Err(io::Error::new(kind, "the request body failed"))),
+            (None, None) => Some(Ok(0)),
+            (Some(_), None) => None,
+        }
+    }
+
+    /// De-frames what `guard` holds into `out`. `Some(n)` when `n > 0`
+    /// bytes were produced or the body ended (`Some(0)`); `None` when the
+    /// read held only framing and the caller must wait for more.
+    fn take(&self, guard: ReadGuard<'_>, out: &mut [u8]) -> io::Result<Option<usize>> {
+        let mut guarded = self.state.lock();
+        let state = &mut *guarded;
+        let Some(framing) = state.framing.as_mut() else {
+            return Ok(Some(0));
+        };
+        let mut used = 0;
+        let mut produced = 0;
+        let mut error = None;
+        for chunk in guard.chunks() {
+            let mut chunk = chunk;
+            while !chunk.is_empty() && produced < out.len() && !framing.is_done() {
+                let room = out.len() - produced;
+                let (n, data) = match framing {
+                    Framing::Length(left) => {
+                        let n =
+                            usize::try_from(*left).unwrap_or(usize::MAX).min(chunk.len()).min(room);
+                        *left -= n as u64;
+                        (n, &chunk[..n])
+                    }
+                    Framing::Chunked(decoder) => {
+                        let budget = state.max_body - state.received;
+                        // Data is a part of the input: a piece no longer
+                        // than the room yields no more data than fits.
+                        let piece = &chunk[..chunk.len().min(room.max(1))];
+                        match decoder.decode(piece, budget) {
+                            Ok((n, data)) => (n, data.unwrap_or_default()),
+                            Err(ChunkedError::Malformed) => {
+                                error = Some(io::ErrorKind::InvalidData);
+                                break;
+                            }
+                            Err(ChunkedError::TooLarge) => {
+                                error = Some(io::ErrorKind::FileTooLarge);
+                                break;
+                            }
+                        }
+                    }
+                };
+                out[produced..produced + data.len()].copy_from_slice(data);
+                produced += data.len();
+                state.received += data.len() as u64;
+                used += n;
+                chunk = &chunk[n..];
+            }
+            if error.is_some() || produced == out.len() || framing.is_done() {
+                break;
+            }
+        }
+        let done = framing.is_done();
+        let starved = !done && error.is_none() && used == guard.len();
+        let completed = guard.is_completed();
+        let writer_error = guard.error().map(io::Error::kind);
+        // All examined when it is all used: wait for new bytes, not these.
+        let _ = guard.advance_to(used, used);
+        if error.is_none() && starved && completed && produced == 0 {
+            // The client's end of stream (or its connection error) before
+            // the body's end.
+            error = Some(writer_error.unwrap_or(io::ErrorKind::UnexpectedEof));
+        }
+        if let Some(kind) = error {
+            state.failed = Some(kind);
+            let received = state.received;
+            state.framing = None;
+            drop(guarded);
+            // Malformed or cut short: the parser cannot resume after it.
+            self.link.hand_back(Returned { framing: None, received });
+            return Err(io::Error::new(kind, "the request body failed"));
+        }
+        if done {
+            self.hand_back(state);
+            return Ok(Some(produced));
+        }
+        Ok((produced > 0).then_some(produced))
+    }
+
+    /// Gives the framing back to the parser (once).
+    fn hand_back(&self, state: &mut BodyState) {
+        if let Some(framing) = state.framing.take() {
+            self.link.hand_back(Returned { framing: Some(framing), received: state.received });
+        }
+    }
+
+    /// Polls a read into `out` (the async adapters).
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    pub(crate) fn poll_read_into(
+        &mut self,
+        cx: &mut Context<'_>,
+        out: &mut [u8],
+    ) -> Poll<io::Result<usize>> {
+        if out.is_empty() {
+            return Poll::Ready(Ok(0));
+        }
+        loop {
+            if let Some(result) = self.finished() {
+                self.readable = None;
+                return Poll::Ready(result);
+            }
+            // A wait in progress owns the pipe's read: finish it first.
+            if let Some(readable) = &mut self.readable {
+                let waited = std::task::ready!(std::pin::Pin::new(readable).poll(cx));
+                self.readable = None;
+                waited.map_err(io::Error::other)?;
+            }
+            match self.reader.try_read() {
+                Ok(Some(guard)) => {
+                    if let Some(n) = self.take(guard, out)? {
+                        return Poll::Ready(Ok(n));
+                    }
+                }
+                Ok(None) => self.readable = Some(Readable::new(&self.reader)),
+                Err(error) => return Poll::Ready(Err(io::Error::other(error))),
+            }
+        }
+    }
+}
+
+impl io::Read for RequestBody {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        self.read_blocking_into(out)
+    }
+}
+
+/// Reads through a shared reference, as `&File` does: several threads may
+/// hold one, and the pipe's rule decides between overlapping reads.
+impl io::Read for &RequestBody {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        self.read_blocking_into(out)
+    }
+}
+
+impl Drop for RequestBody {
+    fn drop(&mut self) {
+        // The parser drains what the application left (or closes after a
+        // failure).
+        let mut state = self.state.lock();
+        self.hand_back(&mut state);
+    }
+}
+
+#[cfg(feature = "tokio")]
+impl tokio::io::AsyncRead for RequestBody {
+    fn poll_read(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let out = buf.initialize_unfilled();
+        let n = std::task::ready!(this.poll_read_into(cx, out))?;
+        buf.advance(n);
+        Poll::Ready(Ok(()))
+    }
+}

@@ -1,0 +1,168 @@
+//! How application threads reach a connection's worker.
+//!
+//! A connection whose handler answers later ([`Responder`](crate::Responder))
+//! or reads its request body on another thread
+//! ([`RequestBody`](crate::RequestBody)) gets a [`Link`], made the first
+//! time it needs one and kept for the connection's life. The link is the
+//! connection's `Waker`: waking it puts the connection's id on its worker's
+//! [`Notify`] queue and wakes the worker's poll (a `mio::Waker`), which
+//! then drives the connection as if its socket were ready. Application
+//! threads wake it when:
+//!
+//! - a deferred response's output pipe gets bytes or ends (the worker
+//!   polls it with this waker: [`falconet_pipe::Readable`]);
+//! - a lent request body frees room in the input pipe (the worker paused
+//!   its socket reads, polling the pipe's flush with this waker);
+//! - a lent request body is handed back ([`Link::hand_back`]).
+//!
+//! Nothing else crosses: bytes travel in the pipes, whose own protocol
+//! (`falconet-pipe`'s state word) orders them; the link carries only ids
+//! and two small facts (a returned body's framing, "close after this
+//! response"), each behind a lock held for a few instructions.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Wake, Waker};
+
+use parking_lot::Mutex;
+
+use crate::http1::Framing;
+
+/// One worker's queue of connections that application threads woke.
+#[derive(Debug, Default)]
+pub(crate) struct Notify {
+    woken: Mutex<Vec<u64>>,
+    /// Wakes the worker's poll; `None` for a session driven by hand.
+    poll: Option<mio::Waker>,
+}
+
+impl Notify {
+    /// A queue that wakes `poll` (a worker's), or nothing (`None`).
+    pub(crate) fn new(poll: Option<mio::Waker>) -> Self {
+        Self { woken: Mutex::new(Vec::new()), poll }
+    }
+
+    /// Queues `id` and wakes the worker if the queue was empty (a worker
+    /// that drains a non-empty queue sees every id in it).
+    pub(crate) fn push(&self, id: u64) {
+        let first = {
+            let mut woken = self.woken.lock();
+            woken.push(id);
+            woken.len() == 1
+        };
+        if first && let Some(poll) = &self.poll {
+            // A failed wake leaves the id queued: the worker's next poll
+            // (at most a timer tick away) drains it.
+            if let Err(error) = poll.wake() {
+                tracing::warn!(%error, "cannot wake a worker");
+            }
+        }
+    }
+
+    /// Wakes the worker's poll without queuing anything (shutdown).
+    pub(crate) fn wake_poll(&self) -> std::io::Result<()> {
+        self.poll.as_ref().map_or(Ok(()), mio::Waker::wake)
+    }
+
+    /// Moves the queued ids into `into` (emptied first), each once.
+    pub(crate) fn take(&self, into: &mut Vec<u64>) {
+        into.clear();
+        std::mem::swap(&mut *self.woken.lock(), into);
+        into.sort_unstable();
+        into.dedup();
+    }
+}
+
+/// What a lent request body reports when it is handed back.
+#[derive(Debug)]
+pub(crate) struct Returned {
+    /// The framing where the application stopped: done, or the rest to
+    /// drain; `None` after a malformed or cut-short body (the connection
+    /// closes).
+    pub(crate) framing: Option<Framing>,
+    /// Body bytes received so far (against `max_body`).
+    pub(crate) received: u64,
+}
+
+/// A connection's link to the application threads.
+#[derive(Debug)]
+pub(crate) struct Link {
+    id: u64,
+    notify: Arc<Notify>,
+    /// The deferred response in flight asked to close the connection.
+    close_after: AtomicBool,
+    /// The lent body, handed back.
+    returned: Mutex<Option<Returned>>,
+}
+
+impl Link {
+    pub(crate) fn new(id: u64, notify: Arc<Notify>) -> Arc<Self> {
+        Arc::new(Self {
+            id,
+            notify,
+            close_after: AtomicBool::new(false),
+            returned: Mutex::new(None),
+        })
+    }
+
+    /// The connection's waker.
+    pub(crate) fn waker(self: &Arc<Self>) -> Waker {
+        Waker::from(Arc::clone(self))
+    }
+
+    /// The deferred response in flight will close the connection.
+    pub(crate) fn set_close_after(&self) {
+        // Relaxed: the responder closes its output pipe after this store,
+        // and the pipe's Release/Acquire orders it before the worker sees
+        // the response end.
+        self.close_after.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether the response that just ended asked to close (and forgets it).
+    pub(crate) fn take_close_after(&self) -> bool {
+        self.close_after.swap(false, Ordering::Relaxed)
+    }
+
+    /// A lent body comes back to the parser; wakes the worker.
+    pub(crate) fn hand_back(self: &Arc<Self>, returned: Returned) {
+        *self.returned.lock() = Some(returned);
+        self.wake_by_ref();
+    }
+
+    /// The lent body, if it came back.
+    pub(crate) fn take_returned(&self) -> Option<Returned> {
+        self.returned.lock().take()
+    }
+}
+
+impl Wake for Link {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.notify.push(self.id);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn woken_ids_are_drained_once_each() {
+        let notify = Arc::new(Notify::new(None));
+        let (a, b) = (Link::new(7, notify.clone()), Link::new(3, notify.clone()));
+        a.waker().wake_by_ref();
+        b.waker().wake();
+        a.waker().wake();
+        let mut ids = vec![99];
+        notify.take(&mut ids);
+        assert_eq!(ids, [3, 7]);
+        notify.take(&mut ids);
+        assert!(ids.is_empty());
+        a.set_close_after();
+        assert!(a.take_close_after());
+        assert!(!a.take_close_after());
+    }
+}

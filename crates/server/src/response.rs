@@ -1,0 +1,585 @@
+//! The answer to a request: written at once ([`Response`]) or later, from
+//! any thread ([`Responder`]).
+//!
+//! A [`Response`] appends to the connection's output buffer, sent with
+//! every other response of the same read. [`Response::defer`] turns it
+//! into a [`Responder`], which owns the writing end of a fresh
+//! `falconet-pipe` pipe (the *output pipe*) whose reading end the
+//! connection keeps:
+//!
+//! ```text
+//!   application thread                          worker (the connection's)
+//!   Responder::write / body / finish
+//!     -> HTTP/1 bytes into the output pipe  -->  copied into the output buffer
+//!        (pool blocks; flush waits while           in order, behind the responses
+//!         64 KiB are unsent: back-pressure)        before it; woken by the pipe
+//!     -> close: the response is complete         -> the next pipelined request
+//!     -> dropped unfinished: the pipe ends        -> 500, or a close if the head
+//!        with an error                               already went out
+//! ```
+
+use std::sync::Arc;
+
+use falconet_pipe::{Reader, WriteError, Writer};
+use falconet_pool::Pool;
+
+use crate::body::RequestBody;
+use crate::date::{DateCache, FIELDS_LEN};
+use crate::handler::{Field, ResponseError, Status};
+use crate::http1::Framing;
+use crate::link::{Link, Notify};
+use crate::wire::Encoder;
+
+/// What a connection lends its responses: the pool for output pipes, its
+/// link to the application threads, the body a response may take, and the
+/// output pipe of a response that was deferred.
+#[derive(Debug)]
+pub(crate) struct AppSlots {
+    pool: Pool,
+    /// The connection's id and its worker's queue, once attached.
+    id: u64,
+    notify: Option<Arc<Notify>>,
+    link: Option<Arc<Link>>,
+    /// The body the response being written may take.
+    pub(crate) offer: Option<BodyOffer>,
+    /// The output pipe of the response just deferred.
+    pub(crate) deferred: Option<Reader>,
+}
+
+/// A request body ready to be handed to the application.
+#[derive(Debug)]
+pub(crate) struct BodyOffer {
+    pub(crate) reader: Arc<Reader>,
+    pub(crate) framing: Framing,
+    pub(crate) received: u64,
+    pub(crate) max_body: u64,
+}
+
+impl AppSlots {
+    pub(crate) fn new(pool: Pool) -> Self {
+        Self { pool, id: 0, notify: None, link: None, offer: None, deferred: None }
+    }
+
+    /// Ties the connection to its id and its worker's queue.
+    pub(crate) fn attach(&mut self, id: u64, notify: Arc<Notify>) {
+        self.id = id;
+        self.notify = Some(notify);
+        self.link = None;
+    }
+
+    /// The connection's link, made the first time (a session driven by
+    /// hand gets a queue of its own that wakes nothing).
+    pub(crate) fn link(&mut self) -> &Arc<Link> {
+        let (id, notify) = (self.id, &mut self.notify);
+        self.link.get_or_insert_with(|| {
+            Link::new(id, Arc::clone(notify.get_or_insert_with(|| Arc::new(Notify::new(None)))))
+        })
+    }
+
+    /// The link, if one was made.
+    pub(crate) fn existing_link(&self) -> Option<&Arc<Link>> {
+        self.link.as_ref()
+    }
+}
+
+/// The response being written, straight into the connection's output
+/// buffer (sent after the handler returns, with every other response of
+/// the same read).
+///
+/// Call, in order: [`status`](Self::status) (default 200), any
+/// [`header`](Self::header)s, then either [`body`](Self::body) once (sent
+/// with `Content-Length`) or [`write`](Self::write) any number of times
+/// (sent chunked to HTTP/1.1 clients, close-delimited to HTTP/1.0 ones).
+/// Or, before any of it, [`defer`](Self::defer) the answer to another
+/// thread.
+#[derive(Debug)]
+pub struct Response<'a> {
+    out: &'a mut Vec<u8>,
+    /// `Server` and `Date`, rendered once a second.
+    fields: &'a [u8; FIELDS_LEN],
+    encoder: Encoder,
+    app: &'a mut AppSlots,
+}
+
+/// How a response ended, for the connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Answered {
+    /// Complete in the output buffer; whether the connection stays open.
+    Now { keep_alive: bool },
+    /// Deferred: its output pipe is in the slots.
+    Later,
+}
+
+impl<'a> Response<'a> {
+    pub(crate) fn new(
+        out: &'a mut Vec<u8>,
+        fields: &'a [u8; FIELDS_LEN],
+        encoder: Encoder,
+        app: &'a mut AppSlots,
+    ) -> Self {
+        Self { out, fields, encoder, app }
+    }
+
+    /// Sets the status (200 unless set).
+    ///
+    /// # Errors
+    /// [`ResponseError::HeadSent`] after a header or the body.
+    pub fn status(&mut self, status: Status) -> Result<&mut Self, ResponseError> {
+        self.encoder.status(status)?;
+        Ok(self)
+    }
+
+    /// Adds a header field.
+    ///
+    /// # Errors
+    /// [`ResponseError::InvalidHeaderName`], [`ResponseError::InvalidHeaderValue`],
+    /// [`ResponseError::ReservedHeader`], or [`ResponseError::HeadSent`]
+    /// once the body began.
+    pub fn header(
+        &mut self,
+        name: &str,
+        value: impl AsRef<[u8]>,
+    ) -> Result<&mut Self, ResponseError> {
+        self.encoder.header(self.out, self.fields, name, value.as_ref())?;
+        Ok(self)
+    }
+
+    /// Adds a header field checked when the program was compiled (see
+    /// [`Field`]): no check at run time.
+    ///
+    /// # Errors
+    /// [`ResponseError::HeadSent`] once the body began.
+    pub fn field(&mut self, field: Field) -> Result<&mut Self, ResponseError> {
+        self.encoder.field(self.out, self.fields, field.as_str())?;
+        Ok(self)
+    }
+
+    /// Asks to close the connection after this response.
+    ///
+    /// # Errors
+    /// [`ResponseError::HeadSent`] once the body began.
+    pub fn close(&mut self) -> Result<&mut Self, ResponseError> {
+        self.encoder.close()?;
+        Ok(self)
+    }
+
+    /// Writes the whole body (with `Content-Length`) and completes the
+    /// response.
+    ///
+    /// # Errors
+    /// [`ResponseError::Finished`] after another `body`, or
+    /// [`ResponseError::HeadSent`] after [`write`](Self::write).
+    pub fn body(&mut self, body: &[u8]) -> Result<(), ResponseError> {
+        self.encoder.body(self.out, self.fields, body)
+    }
+
+    /// Writes a piece of a streamed body.
+    ///
+    /// # Errors
+    /// [`ResponseError::Finished`] after [`body`](Self::body).
+    pub fn write(&mut self, bytes: &[u8]) -> Result<(), ResponseError> {
+        self.encoder.write(self.out, self.fields, bytes)
+    }
+
+    /// Hands the answer to another thread: the returned [`Responder`]
+    /// (which is `Send`) writes the response whenever it is ready, while
+    /// the worker serves its other connections. Requests pipelined behind
+    /// this one wait for it. Nothing may have been written to this
+    /// `Response`; after `defer` it writes nothing more.
+    ///
+    /// # Errors
+    /// [`ResponseError::HeadSent`] when something was already written,
+    /// [`ResponseError::CannotDefer`] on a second `defer`,
+    /// [`ResponseError::NoMemory`] when no output pipe can be made.
+    pub fn defer(&mut self) -> Result<Responder, ResponseError> {
+        if !self.encoder.is_untouched() {
+            return Err(ResponseError::HeadSent);
+        }
+        if self.app.deferred.is_some() {
+            return Err(ResponseError::CannotDefer);
+        }
+        let (writer, reader) = falconet_pipe::pipe(&self.app.pool, falconet_pipe::Options::new())
+            .map_err(|_| ResponseError::NoMemory)?;
+        self.app.deferred = Some(reader);
+        let link = Arc::clone(self.app.link());
+        Ok(Responder {
+            writer: Some(writer),
+            encoder: self.encoder,
+            fields: None,
+            buf: Vec::new(),
+            link,
+        })
+    }
+
+    /// The request body, for a request whose head called
+    /// [`Request::stream_body`](crate::Request::stream_body): a
+    /// [`RequestBody`] to read on any thread. `None` for other requests,
+    /// and after the first call. A body not taken is read and discarded
+    /// by the server.
+    pub fn take_body(&mut self) -> Option<RequestBody> {
+        let offer = self.app.offer.take()?;
+        let link = Arc::clone(self.app.link());
+        Some(RequestBody::new(offer.reader, offer.framing, offer.received, offer.max_body, link))
+    }
+
+    /// Completes the response.
+    pub(crate) fn finish(mut self) -> Answered {
+        if self.app.deferred.is_some() {
+            return Answered::Later;
+        }
+        Answered::Now { keep_alive: self.encoder.finish(self.out, self.fields) }
+    }
+}
+
+/// A response answered later, from any thread: made by
+/// [`Response::defer`].
+///
+/// Set the status and fields, then send the body whole with
+/// [`body`](Self::body) (with `Content-Length`) or in pieces with
+/// [`write`](Self::write) (async) or [`write_blocking`](Self::write_blocking)
+/// (sent chunked to HTTP/1.1 clients, close-delimited to HTTP/1.0 ones)
+/// and [`finish`](Self::finish). Pieces wait while 64 KiB of the response
+/// are not yet sent (the output pipe's back-pressure), so a slow client
+/// slows the producer instead of filling memory.
+///
+/// Dropped without finishing (an error, a panic), the connection answers
+/// `500` if nothing was sent yet, and otherwise closes (the client sees a
+/// cut response, never a wrong one).
+///
+/// # Errors
+/// Every method returns the [`ResponseError`]s of [`Response`]'s, and
+/// [`ResponseError::Closed`] once the connection is gone (stop producing),
+/// [`ResponseError::NoMemory`] when the server's pool is exhausted.
+#[derive(Debug)]
+pub struct Responder {
+    /// The output pipe; `None` once finished or failed.
+    writer: Option<Writer>,
+    encoder: Encoder,
+    /// `Server` and `Date`, rendered when the head is written.
+    fields: Option<[u8; FIELDS_LEN]>,
+    /// Head and framing bytes on their way into the pipe.
+    buf: Vec<u8>,
+    link: Arc<Link>,
+}
+
+impl Responder {
+    /// Sets the status (200 unless set).
+    ///
+    /// # Errors
+    /// [`ResponseError::HeadSent`] after a header or the body.
+    pub fn status(&mut self, status: Status) -> Result<&mut Self, ResponseError> {
+        self.encoder.status(status)?;
+        Ok(self)
+    }
+
+    /// Adds a header field.
+    ///
+    /// # Errors
+    /// As [`Response::header`].
+    pub fn header(
+        &mut self,
+        name: &str,
+        value: impl AsRef<[u8]>,
+    ) -> Result<&mut Self, ResponseError> {
+        let fields = self.fields();
+        self.encoder.header(&mut self.buf, &fields, name, value.as_ref())?;
+        Ok(self)
+    }
+
+    /// Adds a header field checked at compile time.
+    ///
+    /// # Errors
+    /// [`ResponseError::HeadSent`] once the body began.
+    pub fn field(&mut self, field: Field) -> Result<&mut Self, ResponseError> {
+        let fields = self.fields();
+        self.encoder.field(&mut self.buf, &fields, field.as_str())?;
+        Ok(self)
+    }
+
+    /// Asks to close the connection after this response.
+    ///
+    /// # Errors
+    /// [`ResponseError::HeadSent`] once the body began.
+    pub fn close(&mut self) -> Result<&mut Self, ResponseError> {
+        self.encoder.close()?;
+        Ok(self)
+    }
+
+    /// Sends the whole body (with `Content-Length`) and completes the
+    /// response. Does not wait for back-pressure: the bytes are already in
+    /// memory.
+    ///
+    /// # Errors
+    /// As [`Response::body`], and [`ResponseError::Closed`],
+    /// [`ResponseError::NoMemory`].
+    pub fn body(mut self, body: &[u8]) -> Result<(), ResponseError> {
+        let fields = self.fields();
+        self.encoder.sized_head(&mut self.buf, &fields, body.len() as u64)?;
+        self.put_buf()?;
+        if self.encoder.sends_body() {
+            self.put(body)?;
+        }
+        self.complete()
+    }
+
+    /// Sends a piece of a streamed body, first waiting while the client is
+    /// 64 KiB behind.
+    ///
+    /// # Errors
+    /// [`ResponseError::Finished`] after [`body`](Self::body) or
+    /// [`finish`](Self::finish), [`ResponseError::Closed`],
+    /// [`ResponseError::NoMemory`].
+    pub async fn write(&mut self, bytes: &[u8]) -> Result<(), ResponseError> {
+        let writer = self.writer.as_mut().ok_or(ResponseError::Closed)?;
+        if let Err(error) = writer.flush().await {
+            return Err(self.abandon(error));
+        }
+        self.write_now(bytes)
+    }
+
+    /// [`write`](Self::write), waiting on this thread.
+    ///
+    /// # Errors
+    /// As [`write`](Self::write).
+    pub fn write_blocking(&mut self, bytes: &[u8]) -> Result<(), ResponseError> {
+        let writer = self.writer.as_mut().ok_or(ResponseError::Closed)?;
+        if let Err(error) = writer.flush_blocking() {
+            return Err(self.abandon(error));
+        }
+        self.write_now(bytes)
+    }
+
+    /// Completes the response: an empty body if none was sent, the end of
+    /// a streamed one.
+    ///
+    /// # Errors
+    /// [`ResponseError::Closed`], [`ResponseError::NoMemory`].
+    pub fn finish(mut self) -> Result<(), ResponseError> {
+        let fields = self.fields();
+        self.encoder.finish(&mut self.buf, &fields);
+        self.put_buf()?;
+        self.complete()
+    }
+
+    /// Gives the response up: `500` if nothing was sent yet, else the
+    /// connection closes. Dropping the responder does the same.
+    pub fn fail(self) {}
+
+    /// Whether the connection is gone (nothing written will be read).
+    pub fn is_closed(&self) -> bool {
+        self.writer.as_ref().is_none_or(Writer::is_reader_closed)
+    }
+
+    fn write_now(&mut self, bytes: &[u8]) -> Result<(), ResponseError> {
+        let fields = self.fields();
+        self.encoder.start_stream(&mut self.buf, &fields)?;
+        if !bytes.is_empty() && self.encoder.sends_body() {
+            self.encoder.chunk_prefix(&mut self.buf, bytes.len());
+            self.put_buf()?;
+            self.put(bytes)?;
+            self.encoder.chunk_suffix(&mut self.buf);
+        }
+        self.put_buf()
+    }
+
+    /// The `Server` and `Date` fields, rendered the first time (when the
+    /// head is about to be written).
+    fn fields(&mut self) -> [u8; FIELDS_LEN] {
+        *self.fields.get_or_insert_with(|| *DateCache::new().fields())
+    }
+
+    fn put_buf(&mut self) -> Result<(), ResponseError> {
+        let buf = std::mem::take(&mut self.buf);
+        let result = self.put(&buf);
+        self.buf = buf;
+        self.buf.clear();
+        result
+    }
+
+    fn put(&mut self, bytes: &[u8]) -> Result<(), ResponseError> {
+        if bytes.is_empty() {
+            return Ok(());
+        }
+        let writer = self.writer.as_mut().ok_or(ResponseError::Closed)?;
+        match writer.put_slice(bytes) {
+            Ok(()) => Ok(()),
+            Err(error) => Err(self.abandon(error.error())),
+        }
+    }
+
+    /// The response is complete: tell the connection whether it stays
+    /// open, and end the output pipe.
+    fn complete(&mut self) -> Result<(), ResponseError> {
+        let writer = self.writer.take().ok_or(ResponseError::Closed)?;
+        if !self.encoder.keep_alive() {
+            self.link.set_close_after();
+        }
+        writer.close();
+        Ok(())
+    }
+
+    /// Abandons the response after a pipe error (the drop of the writer
+    /// tells the connection), and says why.
+    fn abandon(&mut self, error: WriteError) -> ResponseError {
+        self.writer = None;
+        match error {
+            WriteError::Lease(_) => ResponseError::NoMemory,
+            _ => ResponseError::Closed,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::handler::{BodyLength, Request, Version};
+
+    const FIELDS: &[u8; FIELDS_LEN] =
+        b"Server: falconet\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\n";
+
+    fn respond(
+        version: Version,
+        head_only: bool,
+        f: impl FnOnce(&mut Response<'_>),
+    ) -> (String, bool) {
+        let mut out = Vec::new();
+        let mut app = AppSlots::new(Pool::new());
+        let encoder = Encoder::new(version, head_only, true);
+        let mut response = Response::new(&mut out, FIELDS, encoder, &mut app);
+        f(&mut response);
+        let Answered::Now { keep_alive } = response.finish() else { panic!("not deferred") };
+        (String::from_utf8(out).unwrap(), keep_alive)
+    }
+
+    #[test]
+    fn sized_body() {
+        let (text, keep_alive) = respond(Version::Http11, false, |r| {
+            r.header("Content-Type", "text/plain").unwrap().body(b"hi").unwrap();
+        });
+        assert_eq!(
+            text,
+            "HTTP/1.1 200 OK\r\nServer: falconet\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\n\
+             Content-Type: text/plain\r\nContent-Length: 2\r\n\r\nhi"
+        );
+        assert!(keep_alive);
+    }
+
+    #[test]
+    fn streamed_body_is_chunked_for_1_1_and_close_delimited_for_1_0() {
+        let (text, keep_alive) = respond(Version::Http11, false, |r| {
+            r.write(b"hello ").unwrap();
+            r.write(b"").unwrap();
+            r.write(b"world, twenty bytes.").unwrap();
+        });
+        assert!(text.ends_with("Transfer-Encoding: chunked\r\n\r\n6\r\nhello \r\n14\r\nworld, twenty bytes.\r\n0\r\n\r\n"));
+        assert!(keep_alive);
+        let (text, keep_alive) = respond(Version::Http10, false, |r| r.write(b"old").unwrap());
+        assert!(text.ends_with("Connection: close\r\n\r\nold"), "{text}");
+        assert!(!keep_alive);
+    }
+
+    #[test]
+    fn head_requests_get_the_length_but_no_body() {
+        let (text, _) = respond(Version::Http11, true, |r| r.body(b"12345").unwrap());
+        assert!(text.ends_with("Content-Length: 5\r\n\r\n"), "{text}");
+    }
+
+    #[test]
+    fn an_empty_response_has_length_zero_and_1_0_keep_alive_is_announced() {
+        let (text, _) = respond(Version::Http10, false, |_| {});
+        assert!(text.ends_with("Content-Length: 0\r\nConnection: keep-alive\r\n\r\n"), "{text}");
+        let (text, _) = respond(Version::Http11, false, |r| {
+            r.status(Status::NO_CONTENT).unwrap();
+        });
+        assert!(
+            text.starts_with("HTTP/1.1 204 No Content\r\n") && text.ends_with("GMT\r\n\r\n"),
+            "{text}"
+        );
+    }
+
+    /// RFC 9112 §6.1: no Transfer-Encoding in a 1xx or 204 response, and
+    /// (§6.3) no body after a 1xx, 204 or 304 head, streamed or not, for
+    /// HTTP/1.1 and 1.0 alike (a 1.0 client keeps its connection).
+    #[test]
+    fn a_bodiless_status_streams_no_framing_and_no_body() {
+        for version in [Version::Http11, Version::Http10] {
+            for status in [Status::NO_CONTENT, Status::new(304).unwrap(), Status::CONTINUE] {
+                let (text, keep_alive) = respond(version, false, |r| {
+                    r.status(status).unwrap();
+                    r.write(b"ignored").unwrap();
+                    r.write(b"too").unwrap();
+                });
+                assert!(!text.contains("Transfer-Encoding"), "{text}");
+                assert!(
+                    text.ends_with("GMT\r\n\r\n") || text.ends_with("keep-alive\r\n\r\n"),
+                    "{text}"
+                );
+                assert!(keep_alive, "{version:?} {status:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_path_of_a_target_with_an_empty_path_is_the_root() {
+        let request = |target| Request {
+            method: "GET",
+            target,
+            authority: "a",
+            version: Version::Http11,
+            headers: &[],
+            body: BodyLength::Empty,
+            stream: std::cell::Cell::new(false),
+        };
+        assert_eq!(request("?q=1").path(), "/", "http://a?q=1 in absolute-form");
+        assert_eq!(request("/x?q").path(), "/x");
+        assert_eq!(request("/x").path(), "/x");
+        assert_eq!(request("*").path(), "*");
+        assert_eq!(request("/x").authority(), "a");
+    }
+
+    /// RFC 9112 §4: the space after the status code is sent even when the
+    /// reason phrase is empty.
+    #[test]
+    fn a_status_without_a_reason_keeps_its_space() {
+        let (text, _) = respond(Version::Http11, false, |r| {
+            r.status(Status::new(299).unwrap()).unwrap();
+        });
+        assert!(text.starts_with("HTTP/1.1 299 \r\n"), "{text}");
+    }
+
+    #[test]
+    fn misuse_is_a_typed_error_and_writes_nothing() {
+        respond(Version::Http11, false, |r| {
+            assert_eq!(r.header("Bad Name", "x").unwrap_err(), ResponseError::InvalidHeaderName);
+            assert_eq!(r.header("X", "a\r\nb").unwrap_err(), ResponseError::InvalidHeaderValue);
+            assert_eq!(r.header("content-length", "1").unwrap_err(), ResponseError::ReservedHeader);
+            assert_eq!(
+                r.header("Transfer-Encoding", "gzip").unwrap_err(),
+                ResponseError::ReservedHeader
+            );
+            assert_eq!(Status::new(42).unwrap_err(), ResponseError::InvalidStatus(42));
+            r.header("X", "1").unwrap();
+            assert_eq!(r.status(Status::NOT_FOUND).unwrap_err(), ResponseError::HeadSent);
+            r.body(b"").unwrap();
+            assert_eq!(r.body(b"").unwrap_err(), ResponseError::Finished);
+            assert_eq!(r.write(b"x").unwrap_err(), ResponseError::Finished);
+        });
+    }
+
+    #[test]
+    fn compile_time_fields() {
+        const TEXT: Field = Field::new("Content-Type: text/plain");
+        let (text, _) = respond(Version::Http11, false, |r| {
+            r.field(TEXT).unwrap().body(b"x").unwrap();
+        });
+        assert!(
+            text.contains("\r\nContent-Type: text/plain\r\nContent-Length: 1\r\n\r\nx"),
+            "{text}"
+        );
+        for bad in ["", "No colon", ": empty", "Bad Name: x", "X:no-space", "Date: now", "X: a\rb"]
+        {
+            let line: &'static str = Box::leak(bad.to_string().into_boxed_str());
+            assert!(std::panic::catch_unwind(|| Field::new(line)).is_err(), "{bad:?}");
+        }
+    }
+}

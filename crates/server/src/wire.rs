@@ -1,0 +1,383 @@
+//! HTTP/1 response encoding: the status line, the server's own fields, the
+//! framing fields and chunked data, as bytes appended to a buffer.
+//!
+//! [`Encoder`] is the one place that decides how a response is framed; the
+//! synchronous [`Response`](crate::Response) drives it into the
+//! connection's output buffer, the deferred [`Responder`](crate::Responder)
+//! into a buffer it hands to its output pipe. The order of calls it
+//! accepts:
+//!
+//! ```text
+//!   Status --status()--> Status --header()/field()--> Headers --header()--> Headers
+//!     |                                                  |
+//!     +--body()----------------------------------------->+--body()--> Done   (Content-Length)
+//!     +--start_stream()--------------------------------->+--start_stream()--> Streaming --finish()--> Done
+//!                                                                             (chunked for 1.1,
+//!                                                                              close-delimited for 1.0)
+//! ```
+
+use crate::date::FIELDS_LEN;
+use crate::handler::{ResponseError, Status, Version};
+use crate::syntax::TOKEN;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// Nothing written yet: the status may change.
+    Status,
+    /// Status line written, header fields may follow.
+    Headers,
+    /// A chunked (or, for HTTP/1.0, close-delimited) body is being written.
+    Streaming,
+    Done,
+}
+
+/// Where a response's encoding stands, and how it is framed.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Encoder {
+    phase: Phase,
+    status: Status,
+    version: Version,
+    head_only: bool,
+    keep_alive: bool,
+}
+
+impl Encoder {
+    pub(crate) fn new(version: Version, head_only: bool, keep_alive: bool) -> Self {
+        Self { phase: Phase::Status, status: Status::OK, version, head_only, keep_alive }
+    }
+
+    /// Sets the status (200 unless set).
+    pub(crate) fn status(&mut self, status: Status) -> Result<(), ResponseError> {
+        if self.phase != Phase::Status {
+            return Err(ResponseError::HeadSent);
+        }
+        self.status = status;
+        Ok(())
+    }
+
+    /// Checks and appends a header field.
+    pub(crate) fn header(
+        &mut self,
+        out: &mut Vec<u8>,
+        fields: &[u8; FIELDS_LEN],
+        name: &str,
+        value: &[u8],
+    ) -> Result<(), ResponseError> {
+        // Folds without early exits: short names and values check in a
+        // few instructions, and the value loop vectorizes.
+        if name.is_empty() || !name.bytes().fold(true, |ok, b| ok & TOKEN[usize::from(b)]) {
+            return Err(ResponseError::InvalidHeaderName);
+        }
+        if value.iter().fold(false, |bad, &b| bad | (b == b'\r') | (b == b'\n') | (b == 0)) {
+            return Err(ResponseError::InvalidHeaderValue);
+        }
+        if is_reserved(name) {
+            return Err(ResponseError::ReservedHeader);
+        }
+        self.start_head(out, fields)?;
+        out.extend_from_slice(name.as_bytes());
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(value);
+        out.extend_from_slice(b"\r\n");
+        Ok(())
+    }
+
+    /// Appends a field checked at compile time (`Name: value`).
+    pub(crate) fn field(
+        &mut self,
+        out: &mut Vec<u8>,
+        fields: &[u8; FIELDS_LEN],
+        line: &str,
+    ) -> Result<(), ResponseError> {
+        self.start_head(out, fields)?;
+        out.extend_from_slice(line.as_bytes());
+        out.extend_from_slice(b"\r\n");
+        Ok(())
+    }
+
+    /// Asks to close the connection after this response.
+    pub(crate) fn close(&mut self) -> Result<(), ResponseError> {
+        if matches!(self.phase, Phase::Streaming | Phase::Done) {
+            return Err(ResponseError::HeadSent);
+        }
+        self.keep_alive = false;
+        Ok(())
+    }
+
+    /// Appends the whole response with a `Content-Length` body.
+    pub(crate) fn body(
+        &mut self,
+        out: &mut Vec<u8>,
+        fields: &[u8; FIELDS_LEN],
+        body: &[u8],
+    ) -> Result<(), ResponseError> {
+        self.sized_head(out, fields, body.len() as u64)?;
+        if self.sends_body() {
+            out.extend_from_slice(body);
+        }
+        self.phase = Phase::Done;
+        Ok(())
+    }
+
+    /// Appends the head of a response whose body of `length` bytes follows
+    /// (the caller sends it, or none for HEAD and bodiless statuses; see
+    /// [`sends_body`](Self::sends_body)).
+    pub(crate) fn sized_head(
+        &mut self,
+        out: &mut Vec<u8>,
+        fields: &[u8; FIELDS_LEN],
+        length: u64,
+    ) -> Result<(), ResponseError> {
+        match self.phase {
+            Phase::Streaming => return Err(ResponseError::HeadSent),
+            Phase::Done => return Err(ResponseError::Finished),
+            Phase::Status | Phase::Headers => {}
+        }
+        self.start_head(out, fields)?;
+        let mut tail = Tail::new();
+        if !self.status.bodiless() {
+            tail.push(b"Content-Length: ");
+            tail.decimal(length);
+            tail.push(b"\r\n");
+        }
+        self.end_head(out, tail);
+        self.phase = Phase::Done;
+        Ok(())
+    }
+
+    /// Starts a streamed body (appending the head), once; later calls do
+    /// nothing.
+    pub(crate) fn start_stream(
+        &mut self,
+        out: &mut Vec<u8>,
+        fields: &[u8; FIELDS_LEN],
+    ) -> Result<(), ResponseError> {
+        match self.phase {
+            Phase::Done => Err(ResponseError::Finished),
+            Phase::Streaming => Ok(()),
+            Phase::Status | Phase::Headers => {
+                self.start_head(out, fields)?;
+                let mut tail = Tail::new();
+                if self.status.bodiless() {
+                    // 1xx, 204, 304: no body, so no framing field (RFC 9112
+                    // §6.1 forbids Transfer-Encoding in 1xx and 204).
+                } else if self.version == Version::Http11 {
+                    tail.push(b"Transfer-Encoding: chunked\r\n");
+                } else {
+                    // HTTP/1.0 has no chunked coding: the end of the body
+                    // is the end of the connection.
+                    self.keep_alive = false;
+                }
+                self.end_head(out, tail);
+                self.phase = Phase::Streaming;
+                Ok(())
+            }
+        }
+    }
+
+    /// Whether body bytes go on the wire (not for HEAD, 1xx, 204, 304).
+    pub(crate) fn sends_body(&self) -> bool {
+        !self.head_only && !self.status.bodiless()
+    }
+
+    /// Whether a streamed body is chunked (HTTP/1.1).
+    pub(crate) fn chunked(&self) -> bool {
+        self.version == Version::Http11
+    }
+
+    /// Appends the framing before `len` bytes of streamed data (the size
+    /// line for chunked); call only when [`sends_body`](Self::sends_body)
+    /// and `len > 0`.
+    pub(crate) fn chunk_prefix(&self, out: &mut Vec<u8>, len: usize) {
+        if self.chunked() {
+            write_hex(out, len as u64);
+            out.extend_from_slice(b"\r\n");
+        }
+    }
+
+    /// Appends the framing after streamed data (its CRLF for chunked).
+    pub(crate) fn chunk_suffix(&self, out: &mut Vec<u8>) {
+        if self.chunked() {
+            out.extend_from_slice(b"\r\n");
+        }
+    }
+
+    /// Appends a whole piece of streamed body.
+    pub(crate) fn write(
+        &mut self,
+        out: &mut Vec<u8>,
+        fields: &[u8; FIELDS_LEN],
+        bytes: &[u8],
+    ) -> Result<(), ResponseError> {
+        self.start_stream(out, fields)?;
+        if !bytes.is_empty() && self.sends_body() {
+            self.chunk_prefix(out, bytes.len());
+            out.extend_from_slice(bytes);
+            self.chunk_suffix(out);
+        }
+        Ok(())
+    }
+
+    /// Completes the response (an empty body if none was written); returns
+    /// whether the connection stays open.
+    pub(crate) fn finish(&mut self, out: &mut Vec<u8>, fields: &[u8; FIELDS_LEN]) -> bool {
+        match self.phase {
+            Phase::Status | Phase::Headers => {
+                // Cannot fail: the phase allows a body.
+                let _ = self.body(out, fields, b"");
+            }
+            Phase::Streaming => {
+                if self.chunked() && self.sends_body() {
+                    out.extend_from_slice(b"0\r\n\r\n");
+                }
+                self.phase = Phase::Done;
+            }
+            Phase::Done => {}
+        }
+        self.keep_alive
+    }
+
+    /// Whether nothing has been appended yet (the status may still change).
+    pub(crate) fn is_untouched(&self) -> bool {
+        self.phase == Phase::Status
+    }
+
+    /// Whether the connection stays open after this response, as far as
+    /// the response knows.
+    pub(crate) fn keep_alive(&self) -> bool {
+        self.keep_alive
+    }
+
+    /// Writes the status line and the server's own fields, once.
+    fn start_head(
+        &mut self,
+        out: &mut Vec<u8>,
+        fields: &[u8; FIELDS_LEN],
+    ) -> Result<(), ResponseError> {
+        match self.phase {
+            Phase::Status => {
+                if self.status == Status::OK {
+                    out.extend_from_slice(b"HTTP/1.1 200 OK\r\n");
+                } else {
+                    out.extend_from_slice(b"HTTP/1.1 ");
+                    write_decimal(out, u64::from(self.status.code()));
+                    out.push(b' ');
+                    out.extend_from_slice(self.status.reason().as_bytes());
+                    out.extend_from_slice(b"\r\n");
+                }
+                out.extend_from_slice(fields);
+                self.phase = Phase::Headers;
+                Ok(())
+            }
+            Phase::Headers => Ok(()),
+            Phase::Streaming => Err(ResponseError::HeadSent),
+            Phase::Done => Err(ResponseError::Finished),
+        }
+    }
+
+    /// Ends the head with `tail` (the framing field), the connection
+    /// field and the blank line: one copy into the output.
+    fn end_head(&mut self, out: &mut Vec<u8>, mut tail: Tail) {
+        match (self.keep_alive, self.version) {
+            (false, _) => tail.push(b"Connection: close\r\n"),
+            (true, Version::Http10) => tail.push(b"Connection: keep-alive\r\n"),
+            (true, Version::Http11) => {}
+        }
+        tail.push(b"\r\n");
+        out.extend_from_slice(tail.as_bytes());
+    }
+}
+
+/// The end of a response head, assembled on the stack: the longest is
+/// `Content-Length: <20 digits>\r\nConnection: keep-alive\r\n\r\n`.
+struct Tail {
+    bytes: [u8; 64],
+    len: usize,
+}
+
+impl Tail {
+    fn new() -> Self {
+        Self { bytes: [0; 64], len: 0 }
+    }
+
+    fn push(&mut self, bytes: &[u8]) {
+        self.bytes[self.len..self.len + bytes.len()].copy_from_slice(bytes);
+        self.len += bytes.len();
+    }
+
+    fn decimal(&mut self, n: u64) {
+        let mut digits = [0u8; 20];
+        let start = format_decimal(&mut digits, n);
+        self.push(&digits[start..]);
+    }
+
+    fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+}
+
+/// The fields the server writes itself.
+fn is_reserved(name: &str) -> bool {
+    is_reserved_bytes(name.as_bytes())
+}
+
+pub(crate) const fn is_reserved_bytes(name: &[u8]) -> bool {
+    let reserved: &[u8] = match name.len() {
+        4 => b"date",
+        10 => b"connection",
+        14 => b"content-length",
+        17 => b"transfer-encoding",
+        _ => return false,
+    };
+    name.eq_ignore_ascii_case(reserved)
+}
+
+pub(crate) fn write_decimal(out: &mut Vec<u8>, n: u64) {
+    let mut digits = [0u8; 20];
+    let start = format_decimal(&mut digits, n);
+    out.extend_from_slice(&digits[start..]);
+}
+
+/// Writes `n` at the end of `digits`; returns where it starts.
+fn format_decimal(digits: &mut [u8; 20], mut n: u64) -> usize {
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            return i;
+        }
+    }
+}
+
+fn write_hex(out: &mut Vec<u8>, mut n: u64) {
+    let mut digits = [0u8; 16];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b"0123456789abcdef"[(n & 0xf) as usize];
+        n >>= 4;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[i..]);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers() {
+        for n in [0, 9, 10, 12345, u64::MAX] {
+            let mut out = Vec::new();
+            write_decimal(&mut out, n);
+            assert_eq!(out, n.to_string().into_bytes());
+            out.clear();
+            write_hex(&mut out, n);
+            assert_eq!(out, format!("{n:x}").into_bytes());
+        }
+    }
+}

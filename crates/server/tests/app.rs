@@ -1,0 +1,358 @@
+//! The application side over real TCP: deferred responses and request
+//! bodies read on application threads (`hello::Demo` on a tokio runtime,
+//! and test handlers on plain threads).
+#![cfg(feature = "tokio")]
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, mpsc};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use common::{Client, options, serve};
+use falconet_server::hello::Demo;
+use falconet_server::{Handler, Options, Request, Response};
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_time().build().unwrap()
+}
+
+#[test]
+fn a_thousand_delays_on_one_worker_are_answered_together() {
+    let runtime = runtime();
+    let server = serve(Options::new().workers(1), Demo::new(runtime.handle().clone()));
+    let mut clients: Vec<Client> = (0..1000).map(|_| Client::connect(server.addr)).collect();
+    let start = Instant::now();
+    for client in &mut clients {
+        client.send(b"GET /delay?ms=200 HTTP/1.1\r\nHost: t\r\n\r\n");
+    }
+    for client in &mut clients {
+        let reply = client.reply().unwrap();
+        assert_eq!((reply.status, reply.text().as_str()), (200, "delayed 200 ms"));
+    }
+    let took = start.elapsed();
+    // Answered one after another this would take 200 s; the bound only
+    // proves they waited together (the goal is 2 s; CI machines
+    // are slower than that, the note records the figure).
+    assert!(took < Duration::from_secs(20), "took {took:?}");
+    eprintln!("1000 x /delay?ms=200 on one worker: {took:?}");
+    // The worker stayed responsive meanwhile, and keeps serving.
+    assert_eq!(clients[0].get("/plaintext").text(), "Hello, World!");
+}
+
+#[test]
+fn delay_queries_are_checked() {
+    let runtime = runtime();
+    let server = serve(options(), Demo::new(runtime.handle().clone()));
+    let mut client = Client::connect(server.addr);
+    for bad in
+        ["/delay", "/delay?ms=", "/delay?ms=10001", "/delay?ms=-1", "/delay?ms=1x", "/delay?n=1"]
+    {
+        assert_eq!(client.get(bad).status, 400, "{bad}");
+    }
+    assert_eq!(client.get("/delay?ms=0").text(), "delayed 0 ms");
+    assert_eq!(client.get("/delay?ms=10").text(), "delayed 10 ms");
+}
+
+#[test]
+fn pipelined_requests_behind_a_delayed_one_are_answered_in_order() {
+    let runtime = runtime();
+    let server = serve(options(), Demo::new(runtime.handle().clone()));
+    let mut client = Client::connect(server.addr);
+    let mut batch = String::new();
+    for i in 0..30 {
+        let path = match i % 3 {
+            0 => format!("/delay?ms={}", 30 - i),
+            1 => "/plaintext".to_string(),
+            _ => "/nothing".to_string(),
+        };
+        batch.push_str(&format!("GET {path} HTTP/1.1\r\nHost: t\r\n\r\n"));
+    }
+    client.send(batch.as_bytes());
+    for i in 0..30 {
+        let reply = client.reply().unwrap();
+        match i % 3 {
+            0 => assert_eq!(reply.text(), format!("delayed {} ms", 30 - i)),
+            1 => assert_eq!(reply.text(), "Hello, World!"),
+            _ => assert_eq!(reply.status, 404),
+        }
+    }
+}
+
+/// Sends a `len`-byte body to `/echo` (chunked or sized) from one thread
+/// while this one reads the echo; checks it byte for byte. Returns the
+/// most pool memory the server held meanwhile.
+fn echo_round_trip(server: &common::TestServer<Demo>, len: usize, chunked: bool) -> usize {
+    let stream = TcpStream::connect(server.addr).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    let mut writer = stream.try_clone().unwrap();
+    let producer = thread::spawn(move || {
+        let framing = if chunked {
+            "Transfer-Encoding: chunked".to_string()
+        } else {
+            format!("Content-Length: {len}")
+        };
+        write!(writer, "POST /echo HTTP/1.1\r\nHost: t\r\n{framing}\r\n\r\n").unwrap();
+        let mut sent = 0;
+        let mut piece = vec![0u8; 61_000];
+        while sent < len {
+            let n = piece.len().min(len - sent);
+            for (i, b) in piece[..n].iter_mut().enumerate() {
+                *b = pattern(sent + i);
+            }
+            if chunked {
+                write!(writer, "{n:x}\r\n").unwrap();
+                writer.write_all(&piece[..n]).unwrap();
+                writer.write_all(b"\r\n").unwrap();
+            } else {
+                writer.write_all(&piece[..n]).unwrap();
+            }
+            sent += n;
+        }
+        if chunked {
+            writer.write_all(b"0\r\n\r\n").unwrap();
+        }
+    });
+    let peak = Arc::new(AtomicU64::new(0));
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let watcher = {
+        let (handle, peak, done) = (server.handle().clone(), peak.clone(), done.clone());
+        thread::spawn(move || {
+            while !done.load(Ordering::Relaxed) {
+                let pool = handle.stats().pool;
+                peak.fetch_max((pool.leased * pool.block_size) as u64, Ordering::Relaxed);
+                thread::sleep(Duration::from_millis(2));
+            }
+        })
+    };
+    let mut client = Client { reader: std::io::BufReader::new(stream) };
+    let reply = client.reply().unwrap();
+    done.store(true, Ordering::Relaxed);
+    producer.join().unwrap();
+    watcher.join().unwrap();
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.body.len(), len, "the whole body came back");
+    let first_wrong = reply.body.iter().enumerate().position(|(i, &b)| b != pattern(i));
+    assert_eq!(first_wrong, None, "byte-exact");
+    peak.load(Ordering::Relaxed) as usize
+}
+
+fn pattern(i: usize) -> u8 {
+    (i % 251) as u8 ^ (i >> 12) as u8
+}
+
+#[test]
+fn a_256_mib_echo_sized_and_chunked_is_byte_exact_with_bounded_pool_use() {
+    let runtime = runtime();
+    let len = 256 << 20;
+    let server =
+        serve(Options::new().workers(1).max_body(1 << 40), Demo::new(runtime.handle().clone()));
+    for chunked in [false, true] {
+        let peak = echo_round_trip(&server, len, chunked);
+        eprintln!(
+            "echo of {} MiB (chunked: {chunked}): peak pool use {} KiB",
+            len >> 20,
+            peak >> 10
+        );
+        // The input pipe pauses at 64 KiB unexamined, the output pipe at
+        // 64 KiB unsent, the output buffer holds at most 64 KiB plus a
+        // piece: a few hundred KiB whatever the body's size.
+        assert!(peak <= 1 << 20, "peak pool use {peak} bytes");
+    }
+}
+
+/// A handler whose application thread reads its body once `gate` opens.
+struct Slow {
+    done: mpsc::Sender<std::io::Result<u64>>,
+    gate: Arc<Gate>,
+}
+
+/// A door the test opens.
+#[derive(Default)]
+struct Gate {
+    open: std::sync::Mutex<bool>,
+    opened: std::sync::Condvar,
+}
+
+impl Gate {
+    fn opened() -> Arc<Self> {
+        Arc::new(Self { open: std::sync::Mutex::new(true), opened: std::sync::Condvar::new() })
+    }
+
+    fn open(&self) {
+        *self.open.lock().unwrap() = true;
+        self.opened.notify_all();
+    }
+
+    fn wait(&self) {
+        let mut open = self.open.lock().unwrap();
+        while !*open {
+            open = self.opened.wait(open).unwrap();
+        }
+    }
+}
+
+impl Handler for Slow {
+    type State = ();
+
+    fn head(&self, request: &Request<'_>) {
+        request.stream_body();
+    }
+
+    fn respond(&self, (): (), response: &mut Response<'_>) {
+        let Some(mut body) = response.take_body() else {
+            let _ = response.body(b"no body");
+            return;
+        };
+        let responder = response.defer().unwrap();
+        let (done, gate) = (self.done.clone(), self.gate.clone());
+        thread::spawn(move || {
+            gate.wait();
+            let mut total = 0u64;
+            let mut buf = vec![0u8; 4096];
+            let result = loop {
+                match body.read(&mut buf) {
+                    Ok(0) => break Ok(total),
+                    Ok(n) => total += n as u64,
+                    Err(error) => break Err(error),
+                }
+            };
+            let answer = format!("{result:?}");
+            done.send(result).unwrap();
+            let _ = responder.body(answer.as_bytes());
+        });
+    }
+}
+
+#[test]
+fn a_slow_application_pushes_the_client_back_with_bounded_memory() {
+    let (done, results) = mpsc::channel();
+    let gate = Arc::new(Gate::default());
+    let server =
+        serve(Options::new().workers(1).max_body(1 << 30), Slow { done, gate: gate.clone() });
+    let mut stream = TcpStream::connect(server.addr).unwrap();
+    let len = 64 << 20;
+    write!(stream, "POST /x HTTP/1.1\r\nHost: t\r\nContent-Length: {len}\r\n\r\n").unwrap();
+    // The application does not read yet: write until TCP pushes back (no
+    // progress for 200 ms).
+    stream.set_write_timeout(Some(Duration::from_millis(200))).unwrap();
+    let mut sent = 0usize;
+    let chunk = vec![7u8; 64 * 1024];
+    while sent < len {
+        match stream.write(&chunk[..chunk.len().min(len - sent)]) {
+            Ok(n) => sent += n,
+            Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => break,
+            Err(error) => panic!("{error}"),
+        }
+    }
+    assert!(sent < len, "the client was never pushed back");
+    let pool = server.handle().stats().pool;
+    let held = pool.leased * pool.block_size;
+    eprintln!("pushed back after {} KiB; the server holds {} KiB of it", sent >> 10, held >> 10);
+    // The socket buffers hold the rest; the server's own share is its
+    // pipe's pause threshold (64 KiB) and the block being filled.
+    assert!(held <= 128 << 10, "{held} bytes held");
+    // The application reads: the client goes on, and every byte arrives.
+    gate.open();
+    stream.set_write_timeout(None).unwrap();
+    while sent < len {
+        sent += stream.write(&chunk[..chunk.len().min(len - sent)]).unwrap();
+    }
+    let result =
+        results.recv_timeout(Duration::from_secs(60)).expect("the application's read ended");
+    assert_eq!(result.unwrap(), len as u64);
+    let mut client = Client { reader: std::io::BufReader::new(stream) };
+    assert_eq!(client.reply().unwrap().status, 200);
+}
+
+#[test]
+fn a_client_reset_mid_body_fails_the_applications_read() {
+    let (done, results) = mpsc::channel();
+    let server = serve(options(), Slow { done, gate: Gate::opened() });
+    let stream = TcpStream::connect(server.addr).unwrap();
+    let socket = socket2::SockRef::from(&stream);
+    (&stream)
+        .write_all(b"POST /x HTTP/1.1\r\nHost: t\r\nContent-Length: 100000\r\n\r\nabc")
+        .unwrap();
+    thread::sleep(Duration::from_millis(50));
+    // A reset, not a clean close: linger 0.
+    socket.set_linger(Some(Duration::ZERO)).unwrap();
+    drop(stream);
+    let result = results.recv_timeout(Duration::from_secs(30)).expect("the read returned");
+    let error = result.expect_err("reset mid-body");
+    assert!(
+        matches!(
+            error.kind(),
+            std::io::ErrorKind::ConnectionReset
+                | std::io::ErrorKind::UnexpectedEof
+                | std::io::ErrorKind::BrokenPipe
+        ),
+        "{error:?}"
+    );
+    // The server goes on.
+    assert_eq!(Client::connect(server.addr).get("/x").status, 200);
+}
+
+#[test]
+fn shutdown_waits_for_a_hundred_delayed_requests() {
+    let runtime = runtime();
+    let server = serve(
+        Options::new().workers(2).shutdown_timeout(Duration::from_secs(10)),
+        Demo::new(runtime.handle().clone()),
+    );
+    let mut clients: Vec<Client> = (0..100).map(|_| Client::connect(server.addr)).collect();
+    for client in &mut clients {
+        client.send(b"GET /delay?ms=300 HTTP/1.1\r\nHost: t\r\n\r\n");
+    }
+    // Wait until the server has them all, then stop it.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while server.handle().stats().requests < 100 && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(5));
+    }
+    server.handle().shutdown();
+    for client in &mut clients {
+        let reply = client.reply().unwrap();
+        assert_eq!(reply.text(), "delayed 300 ms");
+    }
+    // Answered, then closed for the shutdown (idle connections close).
+    for client in &mut clients {
+        client.expect_closed();
+    }
+    server.stop();
+}
+
+/// A handler whose application task panics.
+struct Panicky;
+
+impl Handler for Panicky {
+    type State = bool;
+
+    fn head(&self, request: &Request<'_>) -> bool {
+        request.path() == "/panic"
+    }
+
+    fn respond(&self, panic: bool, response: &mut Response<'_>) {
+        if !panic {
+            let _ = response.body(b"fine");
+            return;
+        }
+        let responder = response.defer().unwrap();
+        thread::spawn(move || {
+            let _keep = responder;
+            panic!("the application task panicked on purpose");
+        });
+    }
+}
+
+#[test]
+fn a_panicking_application_task_gets_its_request_a_500_and_nothing_else() {
+    let server = serve(options(), Panicky);
+    let mut client = Client::connect(server.addr);
+    let other = Client::connect(server.addr).get("/ok");
+    assert_eq!(other.text(), "fine");
+    assert_eq!(client.get("/panic").status, 500);
+    assert_eq!(Client::connect(server.addr).get("/ok").text(), "fine");
+}
