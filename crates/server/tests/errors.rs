@@ -2,11 +2,12 @@
 
 mod common;
 
-use common::{Client, Echo, options, refused, start};
+use common::{Client, Echo, options, refused, serve};
 
 #[test]
 fn malformed_requests_get_400() {
-    let (server, addr) = start(options(), Echo);
+    let server = serve(options(), Echo);
+    let addr = server.addr;
     for request in [
         &b"GARBAGE\r\n\r\n"[..],
         b"GET / HTTP/1.1\r\nHost: t\r\nBad Header\r\n\r\n",
@@ -32,25 +33,25 @@ fn malformed_requests_get_400() {
     ] {
         refused(addr, request, 400);
     }
-    server.handle().shutdown();
-    server.join().unwrap();
+    server.stop();
 }
 
 #[test]
 fn identical_duplicate_content_length_is_accepted() {
-    let (server, addr) = start(options(), Echo);
+    let server = serve(options(), Echo);
+    let addr = server.addr;
     let mut client = Client::connect(addr);
     client.send(
         b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\nhi",
     );
     assert_eq!(client.reply().unwrap().status, 200);
-    server.handle().shutdown();
-    server.join().unwrap();
+    server.stop();
 }
 
 #[test]
 fn unsupported_features_get_501_417_505() {
-    let (server, addr) = start(options(), Echo);
+    let server = serve(options(), Echo);
+    let addr = server.addr;
     // A coding other than chunked, with chunked last: framed, but not
     // supported. Without chunked last the framing is unknown: 400 (see
     // tests/rfc9112.rs).
@@ -65,14 +66,14 @@ fn unsupported_features_get_501_417_505() {
         417,
     );
     refused(addr, b"GET / HTTP/2.0\r\nHost: t\r\n\r\n", 505);
-    server.handle().shutdown();
-    server.join().unwrap();
+    server.stop();
 }
 
 #[test]
 fn limits_get_413_414_431() {
-    let (server, addr) =
-        start(options().max_body(1000).max_request_line(1024).max_head(4096).max_headers(10), Echo);
+    let server =
+        serve(options().max_body(1000).max_request_line(1024).max_head(4096).max_headers(10), Echo);
+    let addr = server.addr;
     // Content-Length over the limit: refused before the body.
     refused(addr, b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 1001\r\n\r\n", 413);
     // Over the limit with the body sent anyway: the response survives the
@@ -109,13 +110,13 @@ fn limits_get_413_414_431() {
     client.send(b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 1000\r\n\r\n");
     client.send(&[b'z'; 1000]);
     assert_eq!(client.reply().unwrap().status, 200);
-    server.handle().shutdown();
-    server.join().unwrap();
+    server.stop();
 }
 
 #[test]
 fn the_end_of_stream_mid_request_closes_quietly() {
-    let (server, addr) = start(options(), Echo);
+    let server = serve(options(), Echo);
+    let addr = server.addr;
     for partial in [
         &b"GET /half HTTP/1.1\r\nHo"[..],
         b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\nabc",
@@ -132,8 +133,7 @@ fn the_end_of_stream_mid_request_closes_quietly() {
     assert_eq!(client.reply().unwrap().text(), "/a");
     assert_eq!(client.reply().unwrap().text(), "/b");
     client.expect_closed();
-    server.handle().shutdown();
-    server.join().unwrap();
+    server.stop();
 }
 
 /// After a refusal the server shuts only its write side and keeps reading
@@ -141,7 +141,8 @@ fn the_end_of_stream_mid_request_closes_quietly() {
 /// the refused body is not reset, so it can read the answer.
 #[test]
 fn refusals_linger_until_the_client_finishes() {
-    let (server, addr) = start(options().max_body(1000), Echo);
+    let server = serve(options().max_body(1000), Echo);
+    let addr = server.addr;
     let mut client = Client::connect(addr);
     client.send(b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 1000000\r\n\r\n");
     let reply = client.reply().unwrap();
@@ -154,6 +155,5 @@ fn refusals_linger_until_the_client_finishes() {
     }
     client.stream().shutdown(std::net::Shutdown::Write).unwrap();
     client.expect_closed();
-    server.handle().shutdown();
-    server.join().unwrap();
+    server.stop();
 }

@@ -6,12 +6,13 @@ mod common;
 use std::io::Write;
 use std::time::Duration;
 
-use common::{Client, Echo, FNV_START, fnv, options, start};
+use common::{Client, Echo, FNV_START, fnv, options, serve};
 use falconet_server::hello::Hello;
 
 #[test]
 fn plaintext_and_json() {
-    let (server, addr) = start(options(), Hello);
+    let server = serve(options(), Hello);
+    let addr = server.addr;
     let mut client = Client::connect(addr);
     let plain = client.get("/plaintext");
     assert_eq!((plain.status, plain.text().as_str()), (200, "Hello, World!"));
@@ -30,13 +31,13 @@ fn plaintext_and_json() {
     assert_eq!(client.reply().unwrap().status, 405);
     // Still the same connection after all of that.
     assert_eq!(client.get("/plaintext").status, 200);
-    server.handle().shutdown();
-    server.join().unwrap();
+    server.stop();
 }
 
 #[test]
 fn http_1_0_closes_unless_asked_to_keep_alive() {
-    let (server, addr) = start(options(), Hello);
+    let server = serve(options(), Hello);
+    let addr = server.addr;
     let mut client = Client::connect(addr);
     client.send(b"GET /plaintext HTTP/1.0\r\n\r\n");
     let reply = client.reply().unwrap();
@@ -53,13 +54,13 @@ fn http_1_0_closes_unless_asked_to_keep_alive() {
     client.send(b"GET /plaintext HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
     assert!(client.reply().unwrap().closes());
     client.expect_closed();
-    server.handle().shutdown();
-    server.join().unwrap();
+    server.stop();
 }
 
 #[test]
 fn pipelined_requests_are_answered_in_order() {
-    let (server, addr) = start(options(), Echo);
+    let server = serve(options(), Echo);
+    let addr = server.addr;
     let mut client = Client::connect(addr);
     let mut batch = Vec::new();
     for i in 0..200 {
@@ -80,13 +81,13 @@ fn pipelined_requests_are_answered_in_order() {
             );
         }
     }
-    server.handle().shutdown();
-    server.join().unwrap();
+    server.stop();
 }
 
 #[test]
 fn requests_split_byte_by_byte() {
-    let (server, addr) = start(options(), Echo);
+    let server = serve(options(), Echo);
+    let addr = server.addr;
     let mut client = Client::connect(addr);
     client.send_bytewise(
         b"GET /first HTTP/1.1\r\nHost: t\r\nX-Long: abcdefghijklmnopqrstuvwxyz\r\n\r\n",
@@ -105,15 +106,15 @@ fn requests_split_byte_by_byte() {
     );
     client.send_bytewise(b"GET /last HTTP/1.1\r\nHost: t\r\n\r\n");
     assert_eq!(client.reply().unwrap().text(), "/last");
-    server.handle().shutdown();
-    server.join().unwrap();
+    server.stop();
 }
 
 /// Bodies bigger than the pipe's pause threshold stream through it (the
 /// socket reader pauses and resumes), for both framings.
 #[test]
 fn large_bodies_stream_through_the_pipe() {
-    let (server, addr) = start(options(), Echo);
+    let server = serve(options(), Echo);
+    let addr = server.addr;
     let body: Vec<u8> =
         (0..3_000_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8).collect();
     let expected = format!("len={} fnv={:x}", body.len(), fnv(FNV_START, &body));
@@ -141,13 +142,13 @@ fn large_bodies_stream_through_the_pipe() {
     assert_eq!(client.reply().unwrap().text(), expected);
     assert_eq!(client.reply().unwrap().text(), expected);
     sender.join().unwrap();
-    server.handle().shutdown();
-    server.join().unwrap();
+    server.stop();
 }
 
 #[test]
 fn expect_100_continue() {
-    let (server, addr) = start(options(), Echo);
+    let server = serve(options(), Echo);
+    let addr = server.addr;
     let mut client = Client::connect(addr);
     client.send(
         b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 4\r\nExpect: 100-continue\r\n\r\n",
@@ -157,7 +158,8 @@ fn expect_100_continue() {
     client.send(b"body");
     assert_eq!(client.reply().unwrap().text(), format!("len=4 fnv={:x}", fnv(FNV_START, b"body")));
     // Refused before the body: 413 and no 100.
-    let (server2, addr2) = start(options().max_body(10), Echo);
+    let server2 = serve(options().max_body(10), Echo);
+    let addr2 = server2.addr;
     let mut client = Client::connect(addr2);
     client.send(
         b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 11\r\nExpect: 100-continue\r\n\r\n",
@@ -166,14 +168,14 @@ fn expect_100_continue() {
     assert_eq!(reply.status, 413);
     assert!(reply.closes());
     for server in [server, server2] {
-        server.handle().shutdown();
-        server.join().unwrap();
+        server.stop();
     }
 }
 
 #[test]
 fn streamed_responses_are_chunked() {
-    let (server, addr) = start(options(), Echo);
+    let server = serve(options(), Echo);
+    let addr = server.addr;
     let mut client = Client::connect(addr);
     let reply = client.get("/stream?1000");
     assert_eq!(reply.header("transfer-encoding"), Some("chunked"));
@@ -184,13 +186,13 @@ fn streamed_responses_are_chunked() {
     client.send(b"GET /stream?3 HTTP/1.0\r\n\r\n");
     let reply = client.reply().unwrap();
     assert_eq!(reply.text(), "line 0\nline 1\nline 2\n");
-    server.handle().shutdown();
-    server.join().unwrap();
+    server.stop();
 }
 
 #[test]
 fn a_panicking_handler_closes_only_its_connection() {
-    let (server, addr) = start(options().workers(1), Echo);
+    let server = serve(options().workers(1), Echo);
+    let addr = server.addr;
     let mut bystander = Client::connect(addr);
     assert_eq!(bystander.get("/before").text(), "/before");
     let mut client = Client::connect(addr);
@@ -198,13 +200,13 @@ fn a_panicking_handler_closes_only_its_connection() {
     client.expect_closed();
     assert_eq!(bystander.get("/after").text(), "/after");
     assert_eq!(Client::connect(addr).get("/new").text(), "/new");
-    server.handle().shutdown();
-    server.join().unwrap();
+    server.stop();
 }
 
 #[test]
 fn a_thousand_concurrent_connections() {
-    let (server, addr) = start(options(), Echo);
+    let server = serve(options(), Echo);
+    let addr = server.addr;
     let mut clients: Vec<Client> = (0..1000).map(|_| Client::connect(addr)).collect();
     for (i, client) in clients.iter_mut().enumerate() {
         client.send(format!("GET /c{i} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes());
@@ -225,6 +227,5 @@ fn a_thousand_concurrent_connections() {
     }
     assert!(server.handle().stats().requests >= 3000);
     drop(clients);
-    server.handle().shutdown();
-    server.join().unwrap();
+    server.stop();
 }

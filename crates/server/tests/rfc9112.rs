@@ -10,7 +10,7 @@ mod common;
 
 use std::net::SocketAddr;
 
-use common::{Client, Echo, FNV_START, Reply, fnv, options, refused, start};
+use common::{Client, Echo, FNV_START, Reply, fnv, options, refused, serve};
 
 /// A valid request pipelined behind a refused one: it must not be answered
 /// (RFC 9112 §9.6: after a response with "close", no further request is
@@ -49,7 +49,8 @@ fn echo_of(body: &[u8]) -> String {
 /// a proxy in front could read `5 0` as 0x50 or `5\t` as 5.
 #[test]
 fn chunk_sizes_follow_the_grammar() {
-    let (server, addr) = start(options(), Echo);
+    let server = serve(options(), Echo);
+    let addr = server.addr;
     for body in [
         &b"5 0\r\nhello\r\n0\r\n\r\n"[..],
         b"5 \r\nhello\r\n0\r\n\r\n",
@@ -70,8 +71,7 @@ fn chunk_sizes_follow_the_grammar() {
     ] {
         refused_alone(addr, &chunked(body), 400);
     }
-    server.handle().shutdown();
-    server.join().unwrap();
+    server.stop();
 }
 
 /// RFC 9112 §7.1.1: `chunk-ext = *( BWS ";" BWS chunk-ext-name [ BWS "="
@@ -81,7 +81,8 @@ fn chunk_sizes_follow_the_grammar() {
 /// against the body limit).
 #[test]
 fn chunk_extensions_are_validated_and_bounded() {
-    let (server, addr) = start(options(), Echo);
+    let server = serve(options(), Echo);
+    let addr = server.addr;
     for body in [
         &b"5;a\r\nhello\r\n0\r\n\r\n"[..],
         b"5;a=b\r\nhello\r\n0\r\n\r\n",
@@ -119,8 +120,7 @@ fn chunk_extensions_are_validated_and_bounded() {
     }
     many.extend_from_slice(b"0\r\n\r\n");
     refused_alone(addr, &chunked(&many), 400);
-    server.handle().shutdown();
-    server.join().unwrap();
+    server.stop();
 }
 
 /// RFC 9112 §7.1.2: `trailer-section = *( field-line CRLF )`: trailer
@@ -129,7 +129,8 @@ fn chunk_extensions_are_validated_and_bounded() {
 /// They are read and discarded (never merged into the header section).
 #[test]
 fn trailer_fields_are_validated_and_bounded() {
-    let (server, addr) = start(options(), Echo);
+    let server = serve(options(), Echo);
+    let addr = server.addr;
     for trailers in [
         &b"X-Sum: 1\r\n"[..],
         b"X-Sum:1\r\nX-Other: a b\tc\r\n",
@@ -158,8 +159,7 @@ fn trailer_fields_are_validated_and_bounded() {
     let many: String = (0..200).map(|i| format!("X-{i}: v\r\n")).collect();
     let body = format!("5\r\nhello\r\n0\r\n{many}\r\n");
     refused_alone(addr, &chunked(body.as_bytes()), 400);
-    server.handle().shutdown();
-    server.join().unwrap();
+    server.stop();
 }
 
 /// RFC 9112 §3.2: a server MUST respond 400 to an HTTP/1.1 request without
@@ -168,7 +168,8 @@ fn trailer_fields_are_validated_and_bounded() {
 /// §3.2.2), and empty when the target URI has no authority.
 #[test]
 fn host_values_are_validated() {
-    let (server, addr) = start(options(), Echo);
+    let server = serve(options(), Echo);
+    let addr = server.addr;
     for host in [
         &b""[..],
         b"example.com",
@@ -226,8 +227,7 @@ fn host_values_are_validated() {
     ] {
         refused_alone(addr, request, 400);
     }
-    server.handle().shutdown();
-    server.join().unwrap();
+    server.stop();
 }
 
 /// RFC 9112 §3.2.2: a server MUST accept the absolute-form; the handler
@@ -237,7 +237,8 @@ fn host_values_are_validated() {
 /// this server does not tunnel (501); asterisk-form only with OPTIONS.
 #[test]
 fn request_target_forms() {
-    let (server, addr) = start(options(), Echo);
+    let server = serve(options(), Echo);
+    let addr = server.addr;
     for (request, target) in [
         (&b"GET http://a/x?y=1 HTTP/1.1\r\nHost: a\r\n\r\n"[..], "/x?y=1"),
         (b"GET http://a/x HTTP/1.1\r\nHost: other.example\r\n\r\n", "/x"),
@@ -278,15 +279,15 @@ fn request_target_forms() {
         refused_alone(addr, request, 400);
     }
     refused_alone(addr, b"CONNECT a:443 HTTP/1.1\r\nHost: a:443\r\n\r\n", 501);
-    server.handle().shutdown();
-    server.join().unwrap();
+    server.stop();
 }
 
 /// The handler's `Request::authority`: the absolute-form target's, not
 /// the Host field's (RFC 9112 §3.2.2); otherwise the Host field's value.
 #[test]
 fn the_authority_comes_from_an_absolute_target_then_from_host() {
-    let (server, addr) = start(options(), Echo);
+    let server = serve(options(), Echo);
+    let addr = server.addr;
     for (request, authority) in [
         (&b"GET /authority HTTP/1.1\r\nHost: host.example:81\r\n\r\n"[..], "host.example:81"),
         (
@@ -304,8 +305,7 @@ fn the_authority_comes_from_an_absolute_target_then_from_host() {
             String::from_utf8_lossy(request)
         );
     }
-    server.handle().shutdown();
-    server.join().unwrap();
+    server.stop();
 }
 
 /// RFC 9112 §6.1: an HTTP/1.0 message with Transfer-Encoding has faulty
@@ -314,7 +314,8 @@ fn the_authority_comes_from_an_absolute_target_then_from_host() {
 /// 501 for an unknown coding).
 #[test]
 fn framing_a_server_must_refuse() {
-    let (server, addr) = start(options(), Echo);
+    let server = serve(options(), Echo);
+    let addr = server.addr;
     for request in [
         &b"POST /echo HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"[..],
         b"POST /echo HTTP/1.0\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\nhello",
@@ -334,8 +335,7 @@ fn framing_a_server_must_refuse() {
         b"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n",
         501,
     );
-    server.handle().shutdown();
-    server.join().unwrap();
+    server.stop();
 }
 
 /// RFC 9112 §2.2, §3 and §5: the message syntax a server MUST reject
@@ -344,7 +344,8 @@ fn framing_a_server_must_refuse() {
 /// other than one SP (lenient parsing is a smuggling vector).
 #[test]
 fn message_syntax_a_server_must_reject() {
-    let (server, addr) = start(options(), Echo);
+    let server = serve(options(), Echo);
+    let addr = server.addr;
     for request in [
         &b"GET / HTTP/1.1\r\n Host: t\r\n\r\n"[..],
         b"GET / HTTP/1.1\r\n\tHost: t\r\n\r\n",
@@ -362,6 +363,5 @@ fn message_syntax_a_server_must_reject() {
     ] {
         refused_alone(addr, request, 400);
     }
-    server.handle().shutdown();
-    server.join().unwrap();
+    server.stop();
 }

@@ -6,11 +6,12 @@ mod common;
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use common::{Client, Echo, FNV_START, fnv, options, start};
+use common::{Client, Echo, FNV_START, fnv, options, serve};
 
 #[test]
 fn requests_in_flight_are_answered_and_idle_connections_closed() {
-    let (server, addr) = start(options().shutdown_timeout(Duration::from_secs(10)), Echo);
+    let server = serve(options().shutdown_timeout(Duration::from_secs(10)), Echo);
+    let addr = server.addr;
     let handle = server.handle().clone();
     // Silent: connected, never sent a byte.
     let mut silent: Vec<Client> = (0..20).map(|_| Client::connect(addr)).collect();
@@ -81,13 +82,13 @@ fn requests_in_flight_are_answered_and_idle_connections_closed() {
 
 #[test]
 fn the_deadline_closes_what_is_left() {
-    let (server, addr) = start(options().shutdown_timeout(Duration::from_millis(300)), Echo);
+    let server = serve(options().shutdown_timeout(Duration::from_millis(300)), Echo);
+    let addr = server.addr;
     let mut stuck = Client::connect(addr);
     stuck.send(b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\nhel");
     std::thread::sleep(Duration::from_millis(100));
     let began = Instant::now();
-    server.handle().shutdown();
-    server.join().unwrap();
+    server.stop();
     let took = began.elapsed();
     assert!(took >= Duration::from_millis(300) && took < Duration::from_secs(5), "{took:?}");
     stuck.expect_closed();
@@ -95,9 +96,9 @@ fn the_deadline_closes_what_is_left() {
 
 #[test]
 fn shutdown_with_no_connections_is_immediate() {
-    let (server, _addr) = start(options(), Echo);
+    let server = serve(options(), Echo);
+    let _addr = server.addr;
     let began = Instant::now();
-    server.handle().shutdown();
-    server.join().unwrap();
+    server.stop();
     assert!(began.elapsed() < Duration::from_secs(2));
 }

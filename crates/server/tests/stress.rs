@@ -11,7 +11,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use common::{Client, Echo, FNV_START, fnv, options, start};
+use common::{Client, Echo, FNV_START, fnv, options, serve};
 
 /// A tiny deterministic generator (xorshift), one per client.
 struct Rng(u64);
@@ -109,7 +109,8 @@ fn clients_hammer_a_two_worker_server() {
         .unwrap_or(2000);
     // A short keep-alive timeout keeps the sweep busy closing abandoned
     // connections while the clients run.
-    let (server, addr) = start(options().keep_alive_timeout(Duration::from_millis(100)), Echo);
+    let server = serve(options().keep_alive_timeout(Duration::from_millis(100)), Echo);
+    let addr = server.addr;
     let handle = server.handle().clone();
     let clients: Vec<_> = (1..=6u64)
         .map(|seed| std::thread::spawn(move || client(addr, seed * 0x9e37_79b9, rounds)))

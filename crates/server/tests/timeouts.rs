@@ -5,14 +5,15 @@ mod common;
 use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
-use common::{Client, Echo, options, start};
+use common::{Client, Echo, options, serve};
 use falconet_server::hello::Hello;
 
 const SHORT: Duration = Duration::from_millis(400);
 
 #[test]
 fn slowloris_heads_get_408() {
-    let (server, addr) = start(options().header_timeout(SHORT), Echo);
+    let server = serve(options().header_timeout(SHORT), Echo);
+    let addr = server.addr;
     let mut client = Client::connect(addr);
     let began = Instant::now();
     // A byte every 100 ms keeps the connection busy but the head late.
@@ -38,13 +39,13 @@ fn slowloris_heads_get_408() {
         "the trickle kept the connection alive for {waited:?}"
     );
     trickle.join().unwrap();
-    server.handle().shutdown();
-    server.join().unwrap();
+    server.stop();
 }
 
 #[test]
 fn stalled_bodies_get_408() {
-    let (server, addr) = start(options().io_timeout(SHORT), Echo);
+    let server = serve(options().io_timeout(SHORT), Echo);
+    let addr = server.addr;
     let mut client = Client::connect(addr);
     client.send(b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\nabc");
     let reply = client.reply().unwrap();
@@ -52,13 +53,13 @@ fn stalled_bodies_get_408() {
     // The body is incomplete: the connection closes (RFC 9112 §6.3).
     assert!(reply.closes());
     client.expect_closed();
-    server.handle().shutdown();
-    server.join().unwrap();
+    server.stop();
 }
 
 #[test]
 fn idle_connections_are_closed_by_the_sweep() {
-    let (server, addr) = start(options().keep_alive_timeout(SHORT), Hello);
+    let server = serve(options().keep_alive_timeout(SHORT), Hello);
+    let addr = server.addr;
     // One that never sent a byte, one idle after a request.
     let mut silent = Client::connect(addr);
     let mut used = Client::connect(addr);
@@ -73,13 +74,13 @@ fn idle_connections_are_closed_by_the_sweep() {
         std::thread::sleep(SHORT / 4);
         assert_eq!(active.get("/plaintext").status, 200);
     }
-    server.handle().shutdown();
-    server.join().unwrap();
+    server.stop();
 }
 
 #[test]
 fn connections_past_the_bound_get_503() {
-    let (server, addr) = start(options().max_connections(3), Hello);
+    let server = serve(options().max_connections(3), Hello);
+    let addr = server.addr;
     let mut held: Vec<Client> = (0..3).map(|_| Client::connect(addr)).collect();
     for client in &mut held {
         assert_eq!(client.get("/plaintext").status, 200);
@@ -102,15 +103,15 @@ fn connections_past_the_bound_get_503() {
         assert!(Instant::now() < deadline, "room was never made");
         std::thread::sleep(Duration::from_millis(20));
     }
-    server.handle().shutdown();
-    server.join().unwrap();
+    server.stop();
 }
 
 /// A client that pipelines without reading is pushed back: the server's
 /// input and output stay bounded, and every response arrives once it reads.
 #[test]
 fn back_pressure_bounds_a_client_that_does_not_read() {
-    let (server, addr) = start(options().workers(1), Hello);
+    let server = serve(options().workers(1), Hello);
+    let addr = server.addr;
     let handle = server.handle().clone();
     let client = Client::connect(addr);
     let mut writer = client.stream().try_clone().unwrap();
@@ -143,14 +144,14 @@ fn back_pressure_bounds_a_client_that_does_not_read() {
         }
     }
     drop(writer);
-    server.handle().shutdown();
-    server.join().unwrap();
+    server.stop();
 }
 
 /// A client that never reads its responses is closed after `io_timeout`.
 #[test]
 fn a_client_that_never_reads_is_closed() {
-    let (server, addr) = start(options().workers(1).io_timeout(SHORT), Hello);
+    let server = serve(options().workers(1).io_timeout(SHORT), Hello);
+    let addr = server.addr;
     let handle = server.handle().clone();
     let client = Client::connect(addr);
     let mut writer = client.stream().try_clone().unwrap();
@@ -164,6 +165,5 @@ fn a_client_that_never_reads_is_closed() {
         std::thread::sleep(Duration::from_millis(20));
     }
     drop(client);
-    server.handle().shutdown();
-    server.join().unwrap();
+    server.stop();
 }

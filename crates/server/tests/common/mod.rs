@@ -22,6 +22,11 @@ impl<H: Handler> TestServer<H> {
         &self.handle
     }
 
+    /// Waits for the workers (after a shutdown started elsewhere).
+    pub fn join(mut self) -> Result<(), falconet_server::ServerError> {
+        self.running.take().map_or(Ok(()), Running::join)
+    }
+
     /// Shuts down and waits for the workers; panics if one failed.
     pub fn stop(mut self) {
         self.handle.shutdown();
@@ -51,13 +56,6 @@ pub fn serve<H: Handler>(options: Options, handler: H) -> TestServer<H> {
     let addr = server.local_addr();
     let handle = server.handle();
     TestServer { running: Some(server.start().expect("start")), handle, addr }
-}
-
-/// A server on 127.0.0.1 with a free port.
-pub fn start<H: Handler>(options: Options, handler: H) -> (Running<H>, SocketAddr) {
-    let server = Server::bind("127.0.0.1:0", options, handler).expect("bind");
-    let addr = server.local_addr();
-    (server.start().expect("start"), addr)
 }
 
 /// Options for tests: two workers, short timeouts where a test wants them.
