@@ -4,13 +4,16 @@
 //! Readiness is edge-triggered, so the connection remembers it: `readable`
 //! stays set until a read comes back short or `WouldBlock` (a short read
 //! drains the socket, so no read is spent learning that it would block),
-//! `writable` until a write comes back short.
+//! `writable` until a write comes back short. The client's end of stream
+//! ([`ClientEnd`]) is first *announced* by the poll (a hang-up: the data
+//! before it is still to be read), then *reached* by a read of 0 bytes.
 //!
-//! Closing is ordered so that the client sees the last response:
+//! Closing is ordered so that the client sees the last response
+//! ([`Phase`]):
 //!
 //! ```text
-//! Open --Close/timeout--> Flushing --output sent--> Lingering --client EOF or linger timeout--> closed
-//!                         (client already gone: closed once the output is sent, or at once)
+//! Open --Close/timeout--> Flushing --output sent--> Lingering --client's end or linger timeout--> closed
+//!                         (client's end reached: closed once the output is sent)
 //! ```
 //!
 //! A lingering connection has shut its write side and reads (discarding)
@@ -71,17 +74,36 @@ impl Timeouts {
     }
 }
 
+/// Where a connection's closing stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// Serving requests.
+    Open,
+    /// The session is over; its last output is being sent.
+    Flushing,
+    /// Our write side is shut; reading (and discarding) until the client's
+    /// end of stream, so unread input does not turn our close into a reset.
+    Lingering,
+}
+
+/// What is known of the client's end of stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ClientEnd {
+    /// Nothing yet.
+    Open,
+    /// The poll reported it: reading the data before it will reach it.
+    Announced,
+    /// A read returned 0: the client sends nothing more.
+    Reached,
+}
+
 pub(crate) struct Conn<H: Handler> {
     pub(crate) socket: TcpStream,
     session: Session<H>,
     readable: bool,
     writable: bool,
-    /// The poll reported the client's end of stream: read until it.
-    hup: bool,
-    /// The client ended its side.
-    eof: bool,
-    /// Our write side is shut; reading until the client's end of stream.
-    lingering: bool,
+    phase: Phase,
+    client_end: ClientEnd,
     /// Last time bytes moved (or the state changed), ms since server start.
     last_progress: u64,
     /// When the current request head's first byte arrived.
@@ -95,9 +117,8 @@ impl<H: Handler> Conn<H> {
             session,
             readable: false,
             writable: true,
-            hup: false,
-            eof: false,
-            lingering: false,
+            phase: Phase::Open,
+            client_end: ClientEnd::Open,
             last_progress: now,
             head_started: None,
         }
@@ -117,7 +138,9 @@ impl<H: Handler> Conn<H> {
         now: u64,
     ) -> Verdict {
         self.readable |= readiness.readable || readiness.read_closed;
-        self.hup |= readiness.read_closed;
+        if readiness.read_closed && self.client_end == ClientEnd::Open {
+            self.client_end = ClientEnd::Announced;
+        }
         let writable = readiness.writable;
         self.writable |= writable;
         match self.drive(handler, cx, now) {
@@ -131,20 +154,23 @@ impl<H: Handler> Conn<H> {
 
     fn drive(&mut self, handler: &H, cx: &mut Context, now: u64) -> io::Result<Verdict> {
         loop {
-            if self.lingering {
+            if self.phase == Phase::Lingering {
                 return self.linger();
             }
-            while self.readable && !self.eof && self.session.wants_input(cx) {
+            while self.readable
+                && self.client_end != ClientEnd::Reached
+                && self.session.wants_input(cx)
+            {
                 match self.session.read_from(&mut self.socket) {
                     Ok((0, _)) => {
-                        self.eof = true;
+                        self.client_end = ClientEnd::Reached;
                         self.session.end_input();
                     }
                     Ok((_, filled)) => {
                         self.last_progress = now;
                         // A short read drained the socket, unless its end
                         // of stream is already known to follow the data.
-                        self.readable = filled || self.hup;
+                        self.readable = filled || self.client_end == ClientEnd::Announced;
                     }
                     Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
                         self.readable = false
@@ -168,7 +194,9 @@ impl<H: Handler> Conn<H> {
                 Progress::OutputFull => return Ok(Verdict::Open),
                 // The application wakes the connection when it has more.
                 Progress::Waiting => return Ok(Verdict::Open),
-                Progress::NeedInput if self.eof => return self.settle(flushed, now),
+                Progress::NeedInput if self.client_end == ClientEnd::Reached => {
+                    return self.settle(flushed, now);
+                }
                 Progress::NeedInput if self.readable && self.session.wants_input(cx) => {}
                 Progress::NeedInput => return Ok(Verdict::Open),
             }
@@ -202,13 +230,14 @@ impl<H: Handler> Conn<H> {
     /// the client may still be sending.
     fn settle(&mut self, flushed: bool, now: u64) -> io::Result<Verdict> {
         if !flushed {
+            self.phase = Phase::Flushing;
             return Ok(Verdict::Open);
         }
-        if self.eof {
+        if self.client_end == ClientEnd::Reached {
             return Ok(Verdict::Close);
         }
         self.socket.shutdown(Shutdown::Write)?;
-        self.lingering = true;
+        self.phase = Phase::Lingering;
         self.last_progress = now;
         self.linger()
     }
@@ -233,7 +262,7 @@ impl<H: Handler> Conn<H> {
     /// and the connection goes on to close as after any final response.
     pub(crate) fn check(&mut self, now: u64, timeouts: &Timeouts, cx: &mut Context) -> Verdict {
         let waited = now.saturating_sub(self.last_progress);
-        if self.lingering {
+        if self.phase == Phase::Lingering {
             return if waited >= timeouts.linger { Verdict::Close } else { Verdict::Open };
         }
         if !self.session.output().is_empty() {
