@@ -356,6 +356,69 @@ fn readable_vs_commit_and_close() {
     });
 }
 
+/// The server's deferred response against its connection's close: the
+/// responder (writer) flushes and writes while the connection drops the
+/// output pipe's reader. The writer learns that the reader is gone (its
+/// flush or its next write fails, or it finished first) and never waits
+/// for ever.
+#[test]
+fn responder_vs_connection_close() {
+    model(|| {
+        let (mut writer, reader) = new_pipe(Options::new().pause_at(1).resume_at(1));
+        let responder = thread::spawn(move || {
+            let first = writer.put_slice(b"head").map_err(|e| e.error());
+            let flushed = writer.flush_blocking();
+            let second = writer.put_slice(b"body").map_err(|e| e.error());
+            (first, flushed, second)
+        });
+        drop(reader); // the client went away
+        let (first, flushed, second) = responder.join().unwrap();
+        // The reader is gone: the flush (paused at 1 byte) must end, with
+        // the error, and the write after it fails.
+        assert!(first.is_ok() || first == Err(falconet_pipe::WriteError::ReaderClosed));
+        assert_eq!(flushed, Err(falconet_pipe::WriteError::ReaderClosed));
+        assert_eq!(second, Err(falconet_pipe::WriteError::ReaderClosed));
+    });
+}
+
+/// The server's request body hand-back: the application reads part of the
+/// body from the shared reader on its thread and hands the reader back
+/// (here an atomic flag; the server's link is a lock); the parser then
+/// reads on another thread while the socket side still commits. Every byte
+/// is read once: the application's, then the parser's.
+#[test]
+fn body_hand_back_vs_parser() {
+    model(|| {
+        let (mut writer, reader) = new_pipe(Options::new());
+        writer.put_slice(b"ab").unwrap();
+        let reader = Arc::new(reader);
+        let returned = Arc::new(AtomicBool::new(false));
+        let socket = thread::spawn(move || {
+            writer.put_slice(b"cd").unwrap();
+            writer.close();
+        });
+        let application = {
+            let (reader, returned) = (reader.clone(), returned.clone());
+            thread::spawn(move || {
+                let read = reader.read_blocking().unwrap();
+                let body = read.to_vec()[..2].to_vec();
+                read.advance_to(2, 2).unwrap();
+                // Release pairs with the parser's Acquire.
+                returned.store(true, Ordering::Release);
+                body
+            })
+        };
+        while !returned.load(Ordering::Acquire) {
+            thread::yield_now();
+        }
+        let (rest, error) = drain(&reader);
+        assert_eq!(application.join().unwrap(), b"ab");
+        assert_eq!(rest, b"cd");
+        assert_eq!(error, None);
+        socket.join().unwrap();
+    });
+}
+
 /// Counts its wakes (a plain std atomic: read after the model's joins).
 struct CountingWaker(AtomicUsize);
 
