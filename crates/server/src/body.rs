@@ -93,6 +93,26 @@ impl RequestBody {
         self.state.lock().framing.is_none()
     }
 
+    /// Reads into `out` what can be read now, without waiting: `Some(n)`
+    /// (`Some(0)` at the body's end), or `None` when the read would wait
+    /// for the client.
+    ///
+    /// # Errors
+    /// As the type's reads.
+    pub fn try_read(&self, out: &mut [u8]) -> io::Result<Option<usize>> {
+        if out.is_empty() {
+            return Ok(Some(0));
+        }
+        if let Some(result) = self.finished() {
+            return result.map(Some);
+        }
+        let Some(guard) = self.reader.try_read().map_err(io::Error::other)? else {
+            return Ok(None);
+        };
+        // `None` from `take`: only framing was buffered.
+        self.take(guard, out)
+    }
+
     /// Reads into `out`, waiting on this thread for bytes.
     fn read_blocking_into(&self, out: &mut [u8]) -> io::Result<usize> {
         if out.is_empty() {
