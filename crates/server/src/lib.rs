@@ -88,6 +88,8 @@ mod server;
 mod session;
 mod syntax;
 mod target;
+#[cfg(feature = "tower")]
+pub mod tower;
 mod wire;
 mod worker;
 
@@ -104,6 +106,8 @@ pub use options::{
 pub use response::{Responder, Response};
 pub use server::{Handle, Running, Server, ServerError, Stats};
 pub use session::{Context, Session};
+#[cfg(feature = "tower")]
+pub use self::tower::TowerHandler;
 
 #[cfg(all(doctest, not(miri)))]
 #[doc = include_str!("../README.md")]

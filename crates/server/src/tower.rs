@@ -1,0 +1,815 @@
+//! tower services on falconet (feature `tower`): [`TowerHandler`] serves any
+//! `tower_service::Service<http::Request<Body>>` whose response body is an
+//! `http_body::Body`, such as an axum `Router`, on falconet's I/O, with the
+//! service's futures on a tokio runtime you pass in.
+//!
+//! ```
+//! use std::io::{Read, Write};
+//!
+//! use axum::{Router, routing::get};
+//! use falconet_server::tower::TowerHandler;
+//! use falconet_server::{Options, Server};
+//!
+//! let runtime = tokio::runtime::Builder::new_multi_thread()
+//!     .worker_threads(1)
+//!     .enable_all()
+//!     .build()?;
+//! let app = Router::new().route("/plaintext", get(|| async { "Hello, World!" }));
+//! let handler = TowerHandler::new(app, runtime.handle().clone());
+//! let server = Server::bind("127.0.0.1:0", Options::new().workers(1), handler)?;
+//! let addr = server.local_addr();
+//! let running = server.start()?;
+//!
+//! let mut client = std::net::TcpStream::connect(addr)?;
+//! client.write_all(b"GET /plaintext HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")?;
+//! let mut reply = String::new();
+//! client.read_to_string(&mut reply)?;
+//! assert!(reply.starts_with("HTTP/1.1 200 OK\r\n"));
+//! assert!(reply.contains("\r\ncontent-type: text/plain; charset=utf-8\r\n"));
+//! assert!(reply.contains("\r\nContent-Length: 13\r\n"));
+//! assert!(reply.ends_with("\r\n\r\nHello, World!"));
+//!
+//! running.handle().shutdown();
+//! running.join()?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # How a request runs
+//!
+//! ```text
+//!   worker (event loop)                              tokio runtime
+//!   head: method, URI, version, headers -> http
+//!         parts; a body is asked for as a stream
+//!   respond: the body becomes a `Body` (reads the
+//!         connection's pipe from any thread)
+//!     poll_ready, call, and poll the future ONCE,
+//!     here, with the runtime entered and a no-op waker
+//!     Ready, body size exact and every frame ready
+//!       -> status, headers and body written into the
+//!          connection's output now: pipelined
+//!          requests answered by one write
+//!     anything Pending -> Response::defer, and a task  --> finishes the future,
+//!                                                        writes the head, streams
+//!                                                        the body's data frames
+//!                                                        through the Responder
+//! ```
+//!
+//! The inline poll is what keeps falconet's batching: a handler that
+//! answers without waiting (most of them) is answered on the worker, and
+//! every response of one read goes out in one write. It allocates nothing
+//! beyond what `http` and the service allocate: the future and the
+//! response body are polled in place in heap slots each worker thread
+//! keeps and reuses, so a future that turns out to wait is handed to its
+//! task without being moved.
+//!
+//! # What falconet writes itself
+//!
+//! The response's `content-length`, `transfer-encoding`, `connection` and
+//! `date` fields are not copied: falconet frames the body (with
+//! `Content-Length` when the whole body was ready, chunked for HTTP/1.1
+//! otherwise) and writes `Date` itself. A `connection: close` field closes
+//! the connection after the response. For `HEAD`, whose body axum has
+//! already emptied, the service's `content-length` is sent when it is at
+//! most 1 MiB (beyond it the response is framed as a stream). The request's URI is absolute (`http://` and the
+//! request's authority, see [`Request::authority`]) unless it has no
+//! authority (an HTTP/1.0 request without `Host`); trailers of response
+//! bodies are dropped; upgrades (WebSocket) are not offered.
+//!
+//! # Errors
+//!
+//! - A request head `http` refuses (a method, URI or header value it
+//!   cannot represent): `400`, the service is not called.
+//! - The service's error (from `poll_ready` or its future): `500`, and the
+//!   error is logged (`tracing`, level warn).
+//! - A panic in the service or its response body: `500` when it happens
+//!   on the worker's first poll; in the task, the task's
+//!   [`Responder`] is dropped, which answers `500` if
+//!   nothing was sent and otherwise closes the connection.
+//! - The response body's error: `500` before anything was sent, otherwise
+//!   the connection closes (the client sees a cut response, never a wrong
+//!   one).
+//! - Reading the request [`Body`] fails with the `std::io::Error`s of
+//!   [`RequestBody`] (the client left before the body ended,
+//!   `UnexpectedEof`; a malformed chunked body, `InvalidData`; past
+//!   `max_body`, `FileTooLarge`).
+
+use std::any::Any;
+use std::cell::RefCell;
+use std::fmt;
+use std::future::{Future, poll_fn};
+use std::io;
+use std::marker::PhantomData;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::pin::{Pin, pin};
+use std::task::{Context, Poll, Waker};
+
+use bytes::{Buf, Bytes, BytesMut};
+use http::header::{CONNECTION, CONTENT_LENGTH, DATE, TRANSFER_ENCODING};
+use http::uri::{Authority, PathAndQuery, Scheme};
+use http::{HeaderMap, HeaderName, HeaderValue, Method, Uri};
+use http_body::{Frame, SizeHint};
+use tower_service::Service;
+
+use crate::body::RequestBody;
+use crate::handler::{BodyLength, Handler, Request, ResponseError, Status, Version};
+use crate::response::{Responder, Response};
+
+/// The error type services are asked to convert theirs into (tower's
+/// `BoxError`).
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// A response body at most this long, whose frames are all ready, is
+/// written by the worker at once; a longer one is streamed by a task.
+const INLINE_LIMIT: u64 = 1 << 20;
+
+/// The most a task collects of a body's ready frames before it starts
+/// streaming them.
+const HOLD_LIMIT: usize = 64 * 1024;
+
+/// The longest `HEAD` response whose `content-length` is sent.
+const HEAD_LENGTH_LIMIT: usize = 1 << 20;
+
+/// The body of a `HEAD` response, whose length only is sent (zeroed
+/// memory that is never read, so never paged in).
+static HEAD_BODY: [u8; HEAD_LENGTH_LIMIT] = [0; HEAD_LENGTH_LIMIT];
+
+/// The most one request-body frame holds.
+const READ_PIECE: usize = 64 * 1024;
+
+/// A new read buffer is made when less than this is left of the last one.
+const READ_MIN: usize = 4 * 1024;
+
+/// A [`Handler`] that serves a tower `Service`, such as an axum `Router`.
+///
+/// Each request becomes an `http::Request<`[`Body`]`>`; the service's
+/// future is polled once on the worker (inside the runtime's context, so
+/// it may spawn tasks, start timers and the like), and finished by a task
+/// on the runtime if it is not ready then. See the [module docs](self)
+/// for what is written and the answers to errors.
+///
+/// The service is cloned for each request (an axum `Router` clone is one
+/// reference count).
+pub struct TowerHandler<S> {
+    service: S,
+    runtime: tokio::runtime::Handle,
+}
+
+impl<S> TowerHandler<S> {
+    /// Serves `service`, finishing its futures and streaming its bodies on
+    /// `runtime`. The runtime must have the drivers the service needs
+    /// (`enable_all` for axum handlers that use timers or sockets) and
+    /// outlive the server: a task spawned on a runtime that shut down is
+    /// dropped, and its request answered `500`.
+    pub fn new(service: S, runtime: tokio::runtime::Handle) -> Self {
+        Self { service, runtime }
+    }
+
+    /// The service.
+    pub fn service(&self) -> &S {
+        &self.service
+    }
+
+    /// The runtime the service's work runs on.
+    pub fn runtime(&self) -> &tokio::runtime::Handle {
+        &self.runtime
+    }
+}
+
+impl<S: Clone> Clone for TowerHandler<S> {
+    fn clone(&self) -> Self {
+        Self { service: self.service.clone(), runtime: self.runtime.clone() }
+    }
+}
+
+impl<S> fmt::Debug for TowerHandler<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TowerHandler").field("runtime", &self.runtime).finish_non_exhaustive()
+    }
+}
+
+/// What [`TowerHandler`] keeps of a request from its head to its response:
+/// the `http` request parts, or the fact that `http` refused them.
+#[derive(Debug)]
+pub struct TowerState {
+    head: Result<(http::Request<()>, BodyLength), http::Error>,
+}
+
+impl<S, B> Handler for TowerHandler<S>
+where
+    S: Service<http::Request<Body>, Response = http::Response<B>> + Clone + Send + Sync + 'static,
+    S::Future: Send + 'static,
+    S::Error: Into<BoxError>,
+    B: http_body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<BoxError>,
+{
+    type State = TowerState;
+
+    fn head(&self, request: &Request<'_>) -> TowerState {
+        let length = request.body_length();
+        if length != BodyLength::Empty {
+            request.stream_body();
+        }
+        TowerState { head: http_head(request).map(|head| (head, length)) }
+    }
+
+    fn respond(&self, state: TowerState, response: &mut Response<'_>) {
+        let (head, length) = match state.head {
+            Ok(head) => head,
+            Err(error) => {
+                tracing::debug!(%error, "a request head http cannot represent");
+                let _ = response.status(Status::BAD_REQUEST);
+                return;
+            }
+        };
+        let body = match response.take_body() {
+            Some(body) => Body::streaming(body, length),
+            None => Body::empty(),
+        };
+        let request = head.map(|()| body);
+        let head_request = request.method() == Method::HEAD;
+        let mut service = self.service.clone();
+        let _runtime = self.runtime.enter();
+        let mut cx = Context::from_waker(Waker::noop());
+
+        match catch_unwind(AssertUnwindSafe(|| service.poll_ready(&mut cx))) {
+            Ok(Poll::Ready(Ok(()))) => {}
+            Ok(Poll::Pending) => {
+                if let Some(responder) = defer(response) {
+                    self.runtime.spawn(call_later(service, request, responder, head_request));
+                }
+                return;
+            }
+            Ok(Poll::Ready(Err(error))) => return failed(response, error.into()),
+            Err(_) => return panicked(response),
+        }
+
+        let mut future = Place::<S::Future>::take();
+        let polled = catch_unwind(AssertUnwindSafe(|| {
+            let mut slot = future.pinned();
+            slot.set(Some(service.call(request)));
+            slot.as_pin_mut().map(|future| future.poll(&mut cx))
+        }));
+        match polled {
+            Ok(Some(Poll::Ready(Ok(answer)))) => {
+                drop(future);
+                answer_now(answer, response, head_request, &self.runtime);
+            }
+            Ok(Some(Poll::Pending)) => {
+                if let Some(responder) = defer(response) {
+                    let future = future.steal();
+                    self.runtime.spawn(await_later(future, responder, head_request));
+                }
+            }
+            Ok(Some(Poll::Ready(Err(error)))) => failed(response, error.into()),
+            Ok(None) | Err(_) => panicked(response),
+        }
+    }
+}
+
+/// The `http` request head of `request`.
+fn http_head(request: &Request<'_>) -> Result<http::Request<()>, http::Error> {
+    let mut head = http::Request::new(());
+    *head.method_mut() = Method::from_bytes(request.method().as_bytes())?;
+    *head.uri_mut() = uri(request.target(), request.authority())?;
+    *head.version_mut() = match request.version() {
+        Version::Http10 => http::Version::HTTP_10,
+        Version::Http11 => http::Version::HTTP_11,
+    };
+    let fields = request.headers();
+    let mut headers = HeaderMap::with_capacity(fields.size_hint().0);
+    for (name, value) in fields {
+        headers.append(HeaderName::from_bytes(name.as_bytes())?, HeaderValue::from_bytes(value)?);
+    }
+    *head.headers_mut() = headers;
+    Ok(head)
+}
+
+/// `http://authority/target`, or the target alone without an authority
+/// (and for `*`).
+fn uri(target: &str, authority: &str) -> Result<Uri, http::Error> {
+    if target == "*" {
+        return Ok(Uri::from_static("*"));
+    }
+    let path = PathAndQuery::try_from(target)?;
+    if authority.is_empty() {
+        return Ok(Uri::from(path));
+    }
+    let mut parts = http::uri::Parts::default();
+    parts.scheme = Some(Scheme::HTTP);
+    parts.authority = Some(Authority::try_from(authority)?);
+    parts.path_and_query = Some(path);
+    Ok(Uri::from_parts(parts)?)
+}
+
+/// Writes a ready answer now when its body is exact, short and ready;
+/// otherwise defers it to a task.
+fn answer_now<B>(
+    answer: http::Response<B>,
+    response: &mut Response<'_>,
+    head_request: bool,
+    runtime: &tokio::runtime::Handle,
+) where
+    B: http_body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<BoxError>,
+{
+    let (parts, body) = answer.into_parts();
+    if body.size_hint().exact().is_none_or(|length| length > INLINE_LIMIT) {
+        if let Some(responder) = defer(response) {
+            runtime.spawn(async move {
+                let body = pin!(body);
+                respond_later(parts, body, Held::Nothing, responder, head_request).await;
+            });
+        }
+        return;
+    }
+    let mut place = Place::<B>::take();
+    let mut held = Held::Nothing;
+    let mut cx = Context::from_waker(Waker::noop());
+    place.pinned().set(Some(body));
+    loop {
+        let polled = catch_unwind(AssertUnwindSafe(|| {
+            place.pinned().as_pin_mut().map(|body| body.poll_frame(&mut cx))
+        }));
+        match polled {
+            Ok(Some(Poll::Ready(None))) => break,
+            Ok(Some(Poll::Ready(Some(Ok(frame))))) => {
+                if let Ok(data) = frame.into_data() {
+                    held.push(data);
+                }
+            }
+            Ok(Some(Poll::Pending)) => {
+                if let Some(responder) = defer(response) {
+                    let mut body = place.steal();
+                    runtime.spawn(async move {
+                        if let Some(body) = body.as_mut().as_pin_mut() {
+                            respond_later(parts, body, held, responder, head_request).await;
+                        }
+                    });
+                }
+                return;
+            }
+            Ok(Some(Poll::Ready(Some(Err(error))))) => return failed(response, error.into()),
+            Ok(None) | Err(_) => return panicked(response),
+        }
+    }
+    drop(place);
+    let length = write_head(response, &parts);
+    let _ = match held.sized_body(head_request, length) {
+        Some(body) => response.body(body),
+        None => response.write(b""),
+    };
+}
+
+/// Defers `response`; `None` (after answering `500` if it still can) when
+/// it cannot be deferred.
+fn defer(response: &mut Response<'_>) -> Option<Responder> {
+    match response.defer() {
+        Ok(responder) => Some(responder),
+        Err(error) => {
+            tracing::warn!(%error, "cannot defer a response; answered 500");
+            let _ = response.status(Status::INTERNAL_SERVER_ERROR);
+            None
+        }
+    }
+}
+
+/// The service failed: `500`.
+fn failed(response: &mut Response<'_>, error: BoxError) {
+    tracing::warn!(%error, "the service failed; answered 500");
+    let _ = response.status(Status::INTERNAL_SERVER_ERROR);
+}
+
+/// The service panicked on the worker: `500`.
+fn panicked(response: &mut Response<'_>) {
+    tracing::error!("the service panicked; answered 500");
+    let _ = response.status(Status::INTERNAL_SERVER_ERROR);
+}
+
+/// The task of a request whose service was not ready.
+async fn call_later<S, B>(
+    mut service: S,
+    request: http::Request<Body>,
+    mut responder: Responder,
+    head_request: bool,
+) where
+    S: Service<http::Request<Body>, Response = http::Response<B>>,
+    S::Error: Into<BoxError>,
+    B: http_body::Body,
+    B::Error: Into<BoxError>,
+{
+    if let Err(error) = poll_fn(|cx| service.poll_ready(cx)).await {
+        return fail_later(&mut responder, error.into());
+    }
+    let answer = match service.call(request).await {
+        Ok(answer) => answer,
+        Err(error) => return fail_later(&mut responder, error.into()),
+    };
+    let (parts, body) = answer.into_parts();
+    respond_later(parts, pin!(body), Held::Nothing, responder, head_request).await;
+}
+
+/// The task of a request whose future was not ready at its first poll.
+async fn await_later<F, B, E>(
+    mut future: Pin<Box<Option<F>>>,
+    mut responder: Responder,
+    head_request: bool,
+) where
+    F: Future<Output = Result<http::Response<B>, E>>,
+    E: Into<BoxError>,
+    B: http_body::Body,
+    B::Error: Into<BoxError>,
+{
+    let Some(pinned) = future.as_mut().as_pin_mut() else { return };
+    let answer = match pinned.await {
+        Ok(answer) => answer,
+        Err(error) => return fail_later(&mut responder, error.into()),
+    };
+    drop(future);
+    let (parts, body) = answer.into_parts();
+    respond_later(parts, pin!(body), Held::Nothing, responder, head_request).await;
+}
+
+/// The service failed, in a task: `500`.
+fn fail_later(responder: &mut Responder, error: BoxError) {
+    tracing::warn!(%error, "the service failed; answered 500");
+    let _ = responder.status(Status::INTERNAL_SERVER_ERROR);
+}
+
+/// Writes the head, then the body: sized when every frame came at once
+/// (up to [`HOLD_LIMIT`]), otherwise streamed a data frame at a time, the
+/// held data first. A body error drops the responder (`500`, or a close
+/// once something was sent).
+async fn respond_later<B>(
+    parts: http::response::Parts,
+    mut body: Pin<&mut B>,
+    mut held: Held<B::Data>,
+    mut responder: Responder,
+    head_request: bool,
+) where
+    B: http_body::Body,
+    B::Error: Into<BoxError>,
+{
+    let length = write_head(&mut responder, &parts);
+    let mut streaming = false;
+    loop {
+        // What is ready now; when nothing is, what is held goes out and
+        // the body is awaited.
+        let ready = match poll_fn(|cx| Poll::Ready(body.as_mut().poll_frame(cx))).await {
+            Poll::Ready(frame) => Some(Next::from(frame)),
+            Poll::Pending => None,
+        };
+        if ready.is_none() || held.len() > HOLD_LIMIT {
+            if !streaming {
+                streaming = true;
+                if responder.write(b"").await.is_err() {
+                    return;
+                }
+            }
+            if held.write_to(&mut responder).await.is_err() {
+                return;
+            }
+        }
+        let next = match ready {
+            Some(next) => next,
+            None => Next::from(poll_fn(|cx| body.as_mut().poll_frame(cx)).await),
+        };
+        match next {
+            Next::End => break,
+            Next::Trailers => {}
+            Next::Data(data) if streaming => {
+                if Held::Nothing.with(data).write_to(&mut responder).await.is_err() {
+                    return;
+                }
+            }
+            Next::Data(data) => held.push(data),
+            Next::Failed(error) => {
+                tracing::warn!(%error, "the response body failed");
+                // Dropped unfinished: 500, or a close.
+                return;
+            }
+        }
+    }
+    let _ = match held.sized_body(head_request, length) {
+        Some(body) if !streaming => responder.body(body),
+        _ => responder.finish(),
+    };
+}
+
+/// A response body's next frame, its error made `Send`.
+enum Next<D> {
+    Data(D),
+    Trailers,
+    End,
+    Failed(BoxError),
+}
+
+impl<D, E: Into<BoxError>> From<Option<Result<Frame<D>, E>>> for Next<D> {
+    fn from(frame: Option<Result<Frame<D>, E>>) -> Self {
+        match frame {
+            None => Self::End,
+            Some(Ok(frame)) => frame.into_data().map_or(Self::Trailers, Self::Data),
+            Some(Err(error)) => Self::Failed(error.into()),
+        }
+    }
+}
+
+/// A response head's writer: the synchronous [`Response`] or a
+/// [`Responder`].
+trait Head {
+    fn status(&mut self, status: Status) -> Result<(), ResponseError>;
+    fn header(&mut self, name: &str, value: &[u8]) -> Result<(), ResponseError>;
+    fn close(&mut self) -> Result<(), ResponseError>;
+}
+
+impl Head for Response<'_> {
+    fn status(&mut self, status: Status) -> Result<(), ResponseError> {
+        Response::status(self, status).map(drop)
+    }
+    fn header(&mut self, name: &str, value: &[u8]) -> Result<(), ResponseError> {
+        Response::header(self, name, value).map(drop)
+    }
+    fn close(&mut self) -> Result<(), ResponseError> {
+        Response::close(self).map(drop)
+    }
+}
+
+impl Head for Responder {
+    fn status(&mut self, status: Status) -> Result<(), ResponseError> {
+        Responder::status(self, status).map(drop)
+    }
+    fn header(&mut self, name: &str, value: &[u8]) -> Result<(), ResponseError> {
+        Responder::header(self, name, value).map(drop)
+    }
+    fn close(&mut self) -> Result<(), ResponseError> {
+        Responder::close(self).map(drop)
+    }
+}
+
+/// Writes the status and the fields falconet does not write itself;
+/// returns the service's `content-length`, if it sent one.
+fn write_head(head: &mut impl Head, parts: &http::response::Parts) -> Option<u64> {
+    // http's codes are 100..=999, which is what Status accepts.
+    let status = Status::new(parts.status.as_u16()).unwrap_or(Status::INTERNAL_SERVER_ERROR);
+    let _ = head.status(status);
+    let mut length = None;
+    for (name, value) in &parts.headers {
+        if name == CONTENT_LENGTH {
+            length = value.to_str().ok().and_then(|v| v.trim().parse().ok());
+        } else if name == CONNECTION {
+            let close = value
+                .as_bytes()
+                .split(|&b| b == b',')
+                .any(|token| token.trim_ascii().eq_ignore_ascii_case(b"close"));
+            if close {
+                let _ = head.close();
+            }
+        } else if name != TRANSFER_ENCODING
+            && name != DATE
+            && let Err(error) = head.header(name.as_str(), value.as_bytes())
+        {
+            tracing::debug!(%error, field = name.as_str(), "a response field not sent");
+        }
+    }
+    length
+}
+
+/// Body data received but not yet written.
+enum Held<D> {
+    Nothing,
+    /// One frame's data, in one piece.
+    One(D),
+    /// Several frames' data, copied.
+    Many(Vec<u8>),
+}
+
+impl<D: Buf> Held<D> {
+    fn with(self, data: D) -> Self {
+        let mut held = self;
+        held.push(data);
+        held
+    }
+
+    fn push(&mut self, data: D) {
+        if !data.has_remaining() {
+            return;
+        }
+        match self {
+            Self::Nothing if data.chunk().len() == data.remaining() => *self = Self::One(data),
+            Self::Nothing => {
+                let mut bytes = Vec::with_capacity(data.remaining());
+                put(&mut bytes, data);
+                *self = Self::Many(bytes);
+            }
+            Self::One(first) => {
+                let mut bytes = Vec::with_capacity(first.remaining() + data.remaining());
+                bytes.extend_from_slice(first.chunk());
+                put(&mut bytes, data);
+                *self = Self::Many(bytes);
+            }
+            Self::Many(bytes) => put(bytes, data),
+        }
+    }
+
+    fn as_slice(&self) -> &[u8] {
+        match self {
+            Self::Nothing => &[],
+            Self::One(data) => data.chunk(),
+            Self::Many(bytes) => bytes,
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.as_slice().len()
+    }
+
+    /// The body to send with `Content-Length`: what is held, or for `HEAD`
+    /// with an empty body (axum empties it) and the service's length, a
+    /// body of that length that is never sent.
+    /// `None` for a `HEAD` response longer than [`HEAD_LENGTH_LIMIT`]: it
+    /// is framed as a stream.
+    fn sized_body(&self, head_request: bool, length: Option<u64>) -> Option<&[u8]> {
+        match (head_request, self.len(), length) {
+            (true, 0, Some(length)) => {
+                usize::try_from(length).ok().and_then(|length| HEAD_BODY.get(..length))
+            }
+            _ => Some(self.as_slice()),
+        }
+    }
+
+    /// Streams what is held and holds nothing more.
+    async fn write_to(&mut self, responder: &mut Responder) -> Result<(), ResponseError> {
+        let held = std::mem::replace(self, Self::Nothing);
+        if !matches!(held, Self::Nothing) {
+            responder.write(held.as_slice()).await?;
+        }
+        Ok(())
+    }
+}
+
+/// Appends all of `data`.
+fn put(bytes: &mut Vec<u8>, mut data: impl Buf) {
+    while data.has_remaining() {
+        let chunk = data.chunk();
+        bytes.extend_from_slice(chunk);
+        let n = chunk.len();
+        data.advance(n);
+    }
+}
+
+thread_local! {
+    /// Each thread's [`Place`]s, one per type, kept between uses.
+    static PLACES: RefCell<Vec<Box<dyn Any>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// A pinned heap place for a `T`, borrowed from this thread's cache and
+/// returned (emptied) on drop: a future or body polled in it can be handed
+/// to a task without moving ([`steal`](Self::steal)), and one that
+/// finishes at once costs no allocation.
+struct Place<T: 'static> {
+    /// Holds a `Pin<Box<Option<T>>>`.
+    cell: Option<Box<dyn Any>>,
+    _type: PhantomData<fn() -> T>,
+}
+
+impl<T: 'static> Place<T> {
+    fn take() -> Self {
+        let cached = PLACES
+            .try_with(|places| {
+                let mut places = places.borrow_mut();
+                let i = places.iter().position(|place| (**place).is::<Pin<Box<Option<T>>>>())?;
+                Some(places.swap_remove(i))
+            })
+            .ok()
+            .flatten();
+        let cell = cached.unwrap_or_else(|| Box::new(Box::pin(None::<T>)));
+        Self { cell: Some(cell), _type: PhantomData }
+    }
+
+    fn slot(&mut self) -> &mut Pin<Box<Option<T>>> {
+        self.cell
+            .as_mut()
+            .and_then(|cell| (**cell).downcast_mut::<Pin<Box<Option<T>>>>())
+            .expect("a place holds its own type")
+    }
+
+    fn pinned(&mut self) -> Pin<&mut Option<T>> {
+        self.slot().as_mut()
+    }
+
+    /// Takes the place away with its value (an empty one is cached instead).
+    fn steal(&mut self) -> Pin<Box<Option<T>>> {
+        std::mem::replace(self.slot(), Box::pin(None))
+    }
+}
+
+impl<T: 'static> Drop for Place<T> {
+    fn drop(&mut self) {
+        // The value drops where it was pinned; the place is kept.
+        self.slot().set(None);
+        if let Some(cell) = self.cell.take() {
+            let _ = PLACES.try_with(|places| places.borrow_mut().push(cell));
+        }
+    }
+}
+
+/// A request body as an `http_body::Body` (what [`TowerHandler`] passes
+/// to the service): empty, or a [`RequestBody`] read straight out of the
+/// connection's input pipe, in data frames of up to 64 KiB.
+///
+/// Its size hint is exact for a `Content-Length` body. Frames fail with
+/// the `std::io::Error`s of [`RequestBody`]; after an error the body is
+/// over.
+#[derive(Debug)]
+pub struct Body {
+    /// `None` when empty or over.
+    inner: Option<RequestBody>,
+    /// Bytes left of a sized body.
+    remaining: Option<u64>,
+    /// Read space; each frame is split off it.
+    buf: BytesMut,
+}
+
+impl Body {
+    /// An empty body.
+    pub fn empty() -> Self {
+        Self { inner: None, remaining: Some(0), buf: BytesMut::new() }
+    }
+
+    fn streaming(body: RequestBody, length: BodyLength) -> Self {
+        let remaining = match length {
+            BodyLength::Empty => Some(0),
+            BodyLength::Known(length) => Some(length),
+            BodyLength::Chunked => None,
+        };
+        Self { inner: Some(body), remaining, buf: BytesMut::new() }
+    }
+}
+
+impl Default for Body {
+    fn default() -> Self {
+        Self::empty()
+    }
+}
+
+/// A body of unknown length (no size hint), read from `body`.
+impl From<RequestBody> for Body {
+    fn from(body: RequestBody) -> Self {
+        Self::streaming(body, BodyLength::Chunked)
+    }
+}
+
+impl http_body::Body for Body {
+    type Data = Bytes;
+    type Error = io::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, io::Error>>> {
+        let this = self.get_mut();
+        let Some(body) = this.inner.as_mut() else { return Poll::Ready(None) };
+        if this.remaining == Some(0) {
+            // Read to its end, so already handed back to the connection.
+            this.inner = None;
+            return Poll::Ready(None);
+        }
+        let want = this.remaining.map_or(READ_PIECE, |left| {
+            usize::try_from(left).unwrap_or(usize::MAX).clamp(1, READ_PIECE)
+        });
+        if this.buf.len() < want.min(READ_MIN) {
+            this.buf = BytesMut::zeroed(want);
+        }
+        let room = this.buf.len().min(want);
+        match std::task::ready!(body.poll_read_into(cx, &mut this.buf[..room])) {
+            Ok(0) => {
+                // Over: the connection gets its input back.
+                this.inner = None;
+                Poll::Ready(None)
+            }
+            Ok(n) => {
+                if let Some(left) = &mut this.remaining {
+                    *left = left.saturating_sub(n as u64);
+                }
+                Poll::Ready(Some(Ok(Frame::data(this.buf.split_to(n).freeze()))))
+            }
+            Err(error) => {
+                this.inner = None;
+                Poll::Ready(Some(Err(error)))
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_none() || self.remaining == Some(0)
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match (&self.inner, self.remaining) {
+            (None, _) => SizeHint::with_exact(0),
+            (Some(_), Some(left)) => SizeHint::with_exact(left),
+            (Some(_), None) => SizeHint::default(),
+        }
+    }
+}
