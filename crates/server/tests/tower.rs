@@ -1,0 +1,562 @@
+//! tower services on falconet over real TCP: an axum `Router` (and a few
+//! hand-written services) behind `tower::TowerHandler`.
+#![cfg(feature = "tower")]
+
+mod common;
+
+use std::convert::Infallible;
+use std::future::{Ready, ready};
+use std::io::Write;
+use std::net::TcpStream;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::thread;
+use std::time::Duration;
+
+use axum::body::Body as AxumBody;
+use axum::http::{StatusCode, Uri, header};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use bytes::Bytes;
+use common::{Client, options, serve};
+use falconet_server::tower::{Body, TowerHandler};
+use falconet_server::{Handler, Options, Request, Response};
+use http_body::{Frame, SizeHint};
+
+#[global_allocator]
+static GLOBAL: falconet_testkit::Counting = falconet_testkit::Counting;
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap()
+}
+
+#[derive(serde::Serialize)]
+struct Message {
+    message: &'static str,
+}
+
+fn app() -> Router {
+    Router::new()
+        .route(
+            "/plaintext",
+            get(|| async { ([(header::CONTENT_TYPE, "text/plain")], "Hello, World!") }),
+        )
+        .route("/json", get(|| async { Json(Message { message: "Hello, World!" }) }))
+        .route(
+            "/echo",
+            post(|body: AxumBody| async move { AxumBody::from_stream(body.into_data_stream()) }),
+        )
+        .route(
+            "/sleep",
+            get(|| async {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                "slept"
+            }),
+        )
+        .route("/query", get(|uri: Uri| async move { uri.query().unwrap_or_default().to_string() }))
+        .route("/uri", get(|uri: Uri| async move { uri.to_string() }))
+        .route("/error", get(|| async { (StatusCode::INTERNAL_SERVER_ERROR, "broken") }))
+        .route("/teapot", get(|| async { StatusCode::IM_A_TEAPOT }))
+        .route("/panic", get(panics))
+        .route("/panic-later", get(panics_later))
+        .route(
+            "/reserved",
+            get(|| async {
+                (
+                    [
+                        (header::DATE, "Thu, 01 Jan 1970 00:00:00 GMT"),
+                        (header::CONNECTION, "keep-alive"),
+                        (header::TRANSFER_ENCODING, "identity"),
+                        (header::CONTENT_LENGTH, "99"),
+                        (header::HeaderName::from_static("x-kept"), "yes"),
+                    ],
+                    "reserved",
+                )
+            }),
+        )
+        .route("/close", get(|| async { ([(header::CONNECTION, "close")], "bye") }))
+        .route(
+            "/slow-body",
+            get(|| async { AxumBody::new(Staggered::new(&[b"one ", b"two ", b"three"], true)) }),
+        )
+        .route(
+            "/ready-pieces",
+            get(|| async { AxumBody::new(Staggered::new(&[b"one ", b"two ", b"three"], false)) }),
+        )
+        .route(
+            "/sized-slow-body",
+            get(|| async {
+                let mut body = Staggered::new(&[b"sized ", b"but ", b"slow"], true);
+                body.exact = true;
+                AxumBody::new(body)
+            }),
+        )
+}
+
+async fn panics() -> &'static str {
+    panic!("the handler panicked on purpose")
+}
+
+async fn panics_later() -> &'static str {
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    panic!("the task panicked on purpose")
+}
+
+/// A response body of a few frames; with `pause`, each frame after the
+/// first is `Pending` once first (woken at once).
+struct Staggered {
+    frames: Vec<&'static [u8]>,
+    pause: bool,
+    paused: bool,
+    exact: bool,
+}
+
+impl Staggered {
+    fn new(frames: &[&'static [u8]], pause: bool) -> Self {
+        let mut frames = frames.to_vec();
+        frames.reverse();
+        Self { frames, pause, paused: false, exact: false }
+    }
+}
+
+impl http_body::Body for Staggered {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        let first = self.frames.len() == 3;
+        if self.pause && !first && !self.paused {
+            self.paused = true;
+            cx.waker().wake_by_ref();
+            return Poll::Pending;
+        }
+        self.paused = false;
+        Poll::Ready(self.frames.pop().map(|frame| Ok(Frame::data(Bytes::from_static(frame)))))
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        if self.exact {
+            SizeHint::with_exact(self.frames.iter().map(|f| f.len() as u64).sum())
+        } else {
+            SizeHint::default()
+        }
+    }
+}
+
+fn server() -> (tokio::runtime::Runtime, common::TestServer<TowerHandler<Router>>) {
+    let runtime = runtime();
+    let server = serve(options(), TowerHandler::new(app(), runtime.handle().clone()));
+    (runtime, server)
+}
+
+#[test]
+fn plaintext_and_json_are_byte_correct() {
+    let (_runtime, server) = server();
+    let mut client = Client::connect(server.addr);
+    let reply = client.get("/plaintext");
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.text(), "Hello, World!");
+    assert_eq!(reply.header("content-length"), Some("13"));
+    assert_eq!(reply.header("content-type"), Some("text/plain"));
+    assert!(reply.header("date").is_some());
+    let reply = client.get("/json");
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.text(), r#"{"message":"Hello, World!"}"#);
+    assert_eq!(reply.header("content-length"), Some("27"));
+    assert_eq!(reply.header("content-type"), Some("application/json"));
+}
+
+#[test]
+fn the_whole_response_bytes_for_plaintext() {
+    let (_runtime, server) = server();
+    let mut client = Client::connect(server.addr);
+    client.send(b"GET /plaintext HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+    let text = String::from_utf8(client.read_to_end().unwrap()).unwrap();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap();
+    assert_eq!(body, "Hello, World!");
+    let lines: Vec<&str> = head.split("\r\n").collect();
+    assert_eq!(lines[0], "HTTP/1.1 200 OK");
+    assert!(lines.contains(&"content-type: text/plain"), "{head}");
+    assert!(lines.contains(&"Content-Length: 13"), "{head}");
+    assert!(lines.contains(&"Connection: close"), "{head}");
+    assert_eq!(lines.iter().filter(|l| l.to_ascii_lowercase().starts_with("date:")).count(), 1);
+}
+
+#[test]
+fn a_hundred_pipelined_requests_are_answered_in_order() {
+    let (_runtime, server) = server();
+    let mut client = Client::connect(server.addr);
+    let mut batch = String::new();
+    for i in 0..100 {
+        let path = match i % 4 {
+            0 | 2 => "/plaintext".to_string(),
+            1 => format!("/query?{i}"),
+            _ => "/sleep".to_string(),
+        };
+        batch.push_str(&format!("GET {path} HTTP/1.1\r\nHost: t\r\n\r\n"));
+    }
+    client.send(batch.as_bytes());
+    for i in 0..100 {
+        let reply = client.reply().unwrap();
+        assert_eq!(reply.status, 200, "{i}");
+        match i % 4 {
+            0 | 2 => assert_eq!(reply.text(), "Hello, World!", "{i}"),
+            1 => assert_eq!(reply.text(), i.to_string()),
+            _ => assert_eq!(reply.text(), "slept", "{i}"),
+        }
+    }
+}
+
+#[test]
+fn a_hundred_pipelined_plaintexts() {
+    let (_runtime, server) = server();
+    let mut client = Client::connect(server.addr);
+    client.send(b"GET /plaintext HTTP/1.1\r\nHost: t\r\n\r\n".repeat(100).as_slice());
+    for _ in 0..100 {
+        assert_eq!(client.reply().unwrap().text(), "Hello, World!");
+    }
+}
+
+fn pattern(i: usize) -> u8 {
+    (i % 251) as u8 ^ (i >> 12) as u8
+}
+
+/// Posts `len` bytes to `/echo` from one thread while this one reads the
+/// echo; checks it byte for byte.
+fn echo(addr: std::net::SocketAddr, len: usize, chunked: bool) {
+    let stream = TcpStream::connect(addr).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    let mut writer = stream.try_clone().unwrap();
+    let producer = thread::spawn(move || {
+        let framing = if chunked {
+            "Transfer-Encoding: chunked".into()
+        } else {
+            format!("Content-Length: {len}")
+        };
+        write!(writer, "POST /echo HTTP/1.1\r\nHost: t\r\n{framing}\r\n\r\n").unwrap();
+        let mut sent = 0;
+        let mut piece = vec![0u8; 45_001];
+        while sent < len {
+            let n = piece.len().min(len - sent);
+            for (i, b) in piece[..n].iter_mut().enumerate() {
+                *b = pattern(sent + i);
+            }
+            if chunked {
+                write!(writer, "{n:x}\r\n").unwrap();
+                writer.write_all(&piece[..n]).unwrap();
+                writer.write_all(b"\r\n").unwrap();
+            } else {
+                writer.write_all(&piece[..n]).unwrap();
+            }
+            sent += n;
+        }
+        if chunked {
+            writer.write_all(b"0\r\n\r\n").unwrap();
+        }
+    });
+    let mut client = Client { reader: std::io::BufReader::new(stream) };
+    let reply = client.reply().unwrap();
+    producer.join().unwrap();
+    assert_eq!(reply.status, 200);
+    if len > 1 << 20 {
+        assert_eq!(reply.header("transfer-encoding"), Some("chunked"), "streamed back");
+    }
+    assert_eq!(reply.body.len(), len, "the whole body came back");
+    let first_wrong = reply.body.iter().enumerate().position(|(i, &b)| b != pattern(i));
+    assert_eq!(first_wrong, None, "byte-exact");
+    // The connection goes on.
+    assert_eq!(client.get("/plaintext").text(), "Hello, World!");
+}
+
+#[test]
+fn an_8_mib_echo_sized_and_chunked_is_byte_exact() {
+    let (_runtime, server) = server();
+    echo(server.addr, 8 << 20, false);
+    echo(server.addr, 8 << 20, true);
+    echo(server.addr, 1, false);
+    echo(server.addr, 0, false);
+    echo(server.addr, 0, true);
+}
+
+#[test]
+fn a_handler_that_waits_is_answered_later() {
+    let (_runtime, server) = server();
+    let mut client = Client::connect(server.addr);
+    let reply = client.get("/sleep");
+    assert_eq!((reply.status, reply.text().as_str()), (200, "slept"));
+    assert_eq!(reply.header("content-length"), Some("5"), "a body ready at once is sized");
+    assert_eq!(client.get("/plaintext").text(), "Hello, World!");
+}
+
+#[test]
+fn bodies_that_wait_are_streamed() {
+    let (_runtime, server) = server();
+    let mut client = Client::connect(server.addr);
+    for path in ["/slow-body", "/sized-slow-body"] {
+        let reply = client.get(path);
+        assert_eq!(reply.status, 200, "{path}");
+        assert_eq!(reply.header("transfer-encoding"), Some("chunked"), "{path}");
+        assert_eq!(reply.header("content-length"), None, "{path}");
+    }
+    // Frames all ready but no exact size: collected into one sized body.
+    let reply = client.get("/ready-pieces");
+    assert_eq!(reply.text(), "one two three");
+    assert_eq!(reply.header("content-length"), Some("13"));
+    let reply = client.get("/slow-body");
+    assert_eq!(reply.text(), "one two three");
+    let reply = client.get("/sized-slow-body");
+    assert_eq!(reply.text(), "sized but slow");
+}
+
+#[test]
+fn statuses_pass_through() {
+    let (_runtime, server) = server();
+    let mut client = Client::connect(server.addr);
+    let reply = client.get("/nowhere");
+    assert_eq!(reply.status, 404);
+    let reply = client.get("/error");
+    assert_eq!((reply.status, reply.text().as_str()), (500, "broken"));
+    assert_eq!(client.get("/teapot").status, 418);
+    // A known path with another method: axum's 405 and its Allow field.
+    client.send(b"DELETE /plaintext HTTP/1.1\r\nHost: t\r\n\r\n");
+    let reply = client.reply().unwrap();
+    assert_eq!(reply.status, 405);
+    assert!(reply.header("allow").is_some_and(|allow| allow.contains("GET")), "{reply:?}");
+    assert_eq!(client.get("/plaintext").text(), "Hello, World!");
+}
+
+#[test]
+fn a_panicking_handler_gets_500() {
+    let (_runtime, server) = server();
+    let mut client = Client::connect(server.addr);
+    // On the worker's inline poll.
+    assert_eq!(client.get("/panic").status, 500);
+    assert_eq!(client.get("/plaintext").text(), "Hello, World!", "the connection goes on");
+    // In the task that finishes a future that waited.
+    let mut client = Client::connect(server.addr);
+    assert_eq!(client.get("/panic-later").status, 500);
+    // The server goes on.
+    assert_eq!(Client::connect(server.addr).get("/plaintext").text(), "Hello, World!");
+}
+
+#[test]
+fn head_has_the_length_and_no_body() {
+    let (_runtime, server) = server();
+    let mut client = Client::connect(server.addr);
+    client.send(b"HEAD /plaintext HTTP/1.1\r\nHost: t\r\n\r\n");
+    let reply = client.reply_to(true).unwrap();
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.header("content-length"), Some("13"));
+    assert_eq!(reply.header("content-type"), Some("text/plain"));
+    // No body bytes came: the next response starts right after the head.
+    assert_eq!(client.get("/json").text(), r#"{"message":"Hello, World!"}"#);
+}
+
+#[test]
+fn fields_falconet_writes_are_not_duplicated() {
+    let (_runtime, server) = server();
+    let mut client = Client::connect(server.addr);
+    let reply = client.get("/reserved");
+    assert_eq!(reply.text(), "reserved");
+    let count =
+        |name: &str| reply.headers.iter().filter(|(n, _)| n.eq_ignore_ascii_case(name)).count();
+    assert_eq!(count("date"), 1, "{reply:?}");
+    assert_eq!(count("content-length"), 1, "{reply:?}");
+    assert_eq!(reply.header("content-length"), Some("8"), "the body's own length");
+    assert!(count("connection") <= 1, "{reply:?}");
+    assert_eq!(count("transfer-encoding"), 0, "{reply:?}");
+    assert_ne!(reply.header("date"), Some("Thu, 01 Jan 1970 00:00:00 GMT"));
+    assert_eq!(reply.header("x-kept"), Some("yes"));
+    // `connection: close` from the service closes after the response.
+    let reply = client.get("/close");
+    assert_eq!(reply.text(), "bye");
+    assert!(reply.closes(), "{reply:?}");
+    client.expect_closed();
+}
+
+#[test]
+fn the_uri_carries_the_authority() {
+    let (_runtime, server) = server();
+    let mut client = Client::connect(server.addr);
+    assert_eq!(client.get("/uri?a=b").text(), "http://test/uri?a=b");
+    // An absolute-form target's authority wins over Host.
+    client.send(b"GET http://other:81/uri HTTP/1.1\r\nHost: other:81\r\n\r\n");
+    assert_eq!(client.reply().unwrap().text(), "http://other:81/uri");
+    // HTTP/1.0 without Host: the path alone.
+    client.send(b"GET /uri HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
+    assert_eq!(client.reply().unwrap().text(), "/uri");
+}
+
+/// A hand-written service: `poll_ready` pending once (woken at once) when
+/// `slow_ready`, then an error or a fixed answer.
+#[derive(Clone)]
+struct Custom {
+    fail: bool,
+    slow_ready: bool,
+    polled: bool,
+}
+
+impl tower_service::Service<http::Request<Body>> for Custom {
+    type Response = http::Response<String>;
+    type Error = std::io::Error;
+    type Future = Ready<Result<http::Response<String>, std::io::Error>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), std::io::Error>> {
+        if self.slow_ready && !self.polled {
+            self.polled = true;
+            cx.waker().wake_by_ref();
+            return Poll::Pending;
+        }
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: http::Request<Body>) -> Self::Future {
+        if self.fail {
+            return ready(Err(std::io::Error::other("the service failed on purpose")));
+        }
+        ready(Ok(http::Response::new(format!("{} {}", request.method(), request.uri().path()))))
+    }
+}
+
+#[test]
+fn a_service_error_is_500_and_a_service_not_ready_is_waited_for() {
+    let runtime = runtime();
+    let failing = Custom { fail: true, slow_ready: false, polled: false };
+    let server = serve(options(), TowerHandler::new(failing, runtime.handle().clone()));
+    let mut client = Client::connect(server.addr);
+    assert_eq!(client.get("/x").status, 500);
+    assert_eq!(client.get("/x").status, 500, "the connection goes on");
+
+    let failing_later = Custom { fail: true, slow_ready: true, polled: false };
+    let server = serve(options(), TowerHandler::new(failing_later, runtime.handle().clone()));
+    assert_eq!(Client::connect(server.addr).get("/x").status, 500);
+
+    let slow = Custom { fail: false, slow_ready: true, polled: false };
+    let server = serve(options(), TowerHandler::new(slow, runtime.handle().clone()));
+    let mut client = Client::connect(server.addr);
+    for _ in 0..3 {
+        let reply = client.get("/slow");
+        assert_eq!((reply.status, reply.text().as_str()), (200, "GET /slow"));
+    }
+}
+
+#[test]
+fn the_request_body_is_an_http_body() {
+    use http_body::Body as _;
+    let empty = Body::empty();
+    assert!(empty.is_end_stream());
+    assert_eq!(empty.size_hint().exact(), Some(0));
+    // A service that reads it: the sized hint and the bytes.
+    let runtime = runtime();
+    let app = Router::new().route(
+        "/len",
+        post(|body: AxumBody| async move {
+            let hint = http_body::Body::size_hint(&body).exact();
+            let bytes = axum::body::to_bytes(body, usize::MAX).await.unwrap();
+            format!("{hint:?} {}", bytes.len())
+        }),
+    );
+    let server = serve(options(), TowerHandler::new(app, runtime.handle().clone()));
+    let mut client = Client::connect(server.addr);
+    client.send(b"POST /len HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhello");
+    assert_eq!(client.reply().unwrap().text(), "Some(5) 5");
+    client.send(
+        b"POST /len HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+    );
+    assert_eq!(client.reply().unwrap().text(), "None 3");
+    client.send(b"POST /len HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n");
+    assert_eq!(client.reply().unwrap().text(), "Some(0) 0");
+    // A body the service never reads is drained: the next request is served.
+    client.send(b"POST /plaintext HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhello");
+    assert_eq!(client.reply().unwrap().status, 404);
+    client.send(b"POST /len HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\n\r\nhi");
+    assert_eq!(client.reply().unwrap().text(), "Some(2) 2");
+}
+
+/// Counts the allocations of `head` and `respond` (on the worker thread).
+struct Counted<H>(H);
+
+impl<H: Handler> Handler for Counted<H> {
+    type State = H::State;
+
+    fn head(&self, request: &Request<'_>) -> H::State {
+        falconet_testkit::set_under_test(true);
+        let state = self.0.head(request);
+        falconet_testkit::set_under_test(false);
+        state
+    }
+
+    fn respond(&self, state: H::State, response: &mut Response<'_>) {
+        falconet_testkit::set_under_test(true);
+        self.0.respond(state, response);
+        falconet_testkit::set_under_test(false);
+    }
+}
+
+/// What `http` and axum allocate for one `GET /plaintext` with a Host
+/// field, done by hand: the request's parts, the Router's call, its
+/// response body polled to the end.
+fn by_hand(router: &Router) {
+    use tower_service::Service as _;
+    let mut parts = http::uri::Parts::default();
+    parts.scheme = Some(http::uri::Scheme::HTTP);
+    parts.authority = Some(http::uri::Authority::try_from("t").unwrap());
+    parts.path_and_query = Some(http::uri::PathAndQuery::try_from("/plaintext").unwrap());
+    let mut headers = http::HeaderMap::with_capacity(1);
+    headers.append(
+        http::HeaderName::from_bytes(b"Host").unwrap(),
+        http::HeaderValue::from_bytes(b"t").unwrap(),
+    );
+    let mut request = http::Request::new(Body::empty());
+    *request.uri_mut() = http::Uri::from_parts(parts).unwrap();
+    *request.headers_mut() = headers;
+    let mut router = router.clone();
+    let mut cx = Context::from_waker(std::task::Waker::noop());
+    let mut future = std::pin::pin!(router.call(request));
+    let Poll::Ready(Ok(response)) = future.as_mut().poll(&mut cx) else { panic!("ready") };
+    let mut body = std::pin::pin!(response.into_body());
+    while let Poll::Ready(Some(_)) = http_body::Body::poll_frame(body.as_mut(), &mut cx) {}
+}
+
+#[test]
+fn the_inline_path_allocates_only_what_http_and_axum_do() {
+    let runtime = runtime();
+    let handler = Counted(TowerHandler::new(app(), runtime.handle().clone()));
+    let server = serve(Options::new().workers(1), handler);
+    let mut client = Client::connect(server.addr);
+    const ROUNDS: usize = 200;
+    let request = b"GET /plaintext HTTP/1.1\r\nHost: t\r\n\r\n";
+    // Warm up: the worker's places, buffers and the date.
+    for _ in 0..ROUNDS {
+        client.send(request);
+        client.reply().unwrap();
+    }
+    let _serial = falconet_testkit::serial();
+    falconet_testkit::start_counting();
+    for _ in 0..ROUNDS {
+        client.send(request);
+        assert_eq!(client.reply().unwrap().text(), "Hello, World!");
+    }
+    let ours = falconet_testkit::stop_counting();
+
+    let router = app();
+    let _enter = runtime.enter();
+    for _ in 0..ROUNDS {
+        by_hand(&router);
+    }
+    let theirs = falconet_testkit::count_allocations(|| {
+        for _ in 0..ROUNDS {
+            by_hand(&router);
+        }
+    });
+    eprintln!(
+        "GET /plaintext: {} allocations per request through falconet, {} by hand",
+        ours as f64 / ROUNDS as f64,
+        theirs as f64 / ROUNDS as f64
+    );
+    assert!(theirs > 0, "the count sees axum");
+    assert_eq!(ours, theirs, "falconet's inline path allocates nothing of its own");
+}
