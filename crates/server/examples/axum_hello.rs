@@ -1,0 +1,116 @@
+//! An axum `Router` on falconet's I/O: `GET /plaintext`, `GET /json` and
+//! `POST /echo` (streams the request body back).
+//!
+//! ```text
+//! cargo run --release -p falconet-server --features tower --example axum_hello -- \
+//!     --addr 127.0.0.1:8080 --workers 1 --app-threads 1
+//! curl http://127.0.0.1:8080/plaintext                  # Hello, World!
+//! curl http://127.0.0.1:8080/json                       # {"message":"Hello, World!"}
+//! curl --data-binary @some-file http://127.0.0.1:8080/echo
+//! ```
+//!
+//! Its peer in the benchmark is the same `Router` on hyper (`axum::serve`
+//! with one tokio worker thread). Ctrl-C shuts it down gracefully.
+
+use std::process::ExitCode;
+
+use axum::body::Body;
+use axum::http::header;
+use axum::response::IntoResponse;
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use falconet_server::tower::TowerHandler;
+use falconet_server::{Options, Server};
+
+const USAGE: &str = "usage: axum_hello [--addr HOST:PORT] [--workers N] [--app-threads N]";
+
+/// The JSON endpoint's message, serialized per request.
+#[derive(serde::Serialize)]
+struct Message {
+    message: &'static str,
+}
+
+fn app() -> Router {
+    Router::new()
+        .route(
+            "/plaintext",
+            get(|| async { ([(header::CONTENT_TYPE, "text/plain")], "Hello, World!") }),
+        )
+        .route("/json", get(|| async { Json(Message { message: "Hello, World!" }) }))
+        .route(
+            "/echo",
+            post(|body: Body| async move {
+                (
+                    [(header::CONTENT_TYPE, "application/octet-stream")],
+                    Body::from_stream(body.into_data_stream()),
+                )
+                    .into_response()
+            }),
+        )
+}
+
+struct Args {
+    addr: String,
+    workers: Option<usize>,
+    app_threads: usize,
+}
+
+fn parse(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
+    let mut parsed = Args { addr: "127.0.0.1:8080".into(), workers: None, app_threads: 1 };
+    while let Some(flag) = args.next() {
+        let mut value = || args.next().ok_or_else(|| format!("{flag} needs a value"));
+        match flag.as_str() {
+            "--addr" => parsed.addr = value()?,
+            "--workers" => {
+                parsed.workers = Some(value()?.parse().map_err(|e| format!("--workers: {e}"))?);
+            }
+            "--app-threads" => {
+                parsed.app_threads = value()?.parse().map_err(|e| format!("--app-threads: {e}"))?;
+            }
+            "-h" | "--help" => return Err(String::new()),
+            other => return Err(format!("unknown argument {other:?}")),
+        }
+    }
+    Ok(parsed)
+}
+
+fn main() -> ExitCode {
+    let args = match parse(std::env::args().skip(1)) {
+        Ok(args) => args,
+        Err(error) => {
+            if !error.is_empty() {
+                eprintln!("{error}");
+            }
+            eprintln!("{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    match run(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("axum_hello: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(args.app_threads.max(1))
+        .enable_all()
+        .build()?;
+    let mut options = Options::new();
+    if let Some(workers) = args.workers {
+        options = options.workers(workers);
+    }
+    let handler = TowerHandler::new(app(), runtime.handle().clone());
+    let server = Server::bind(args.addr.as_str(), options, handler)?;
+    println!("axum on falconet listening on http://{}", server.local_addr());
+    let handle = server.handle();
+    let running = server.start()?;
+    runtime.block_on(tokio::signal::ctrl_c())?;
+    println!("shutting down");
+    handle.shutdown();
+    running.join()?;
+    Ok(())
+}
