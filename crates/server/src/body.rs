@@ -45,7 +45,8 @@ use crate::link::{Link, Returned};
 /// [`Request::stream_body`](crate::Request::stream_body). Read it with
 /// `std::io::Read` (also through `&RequestBody`, from several threads:
 /// see the concurrency rule in the module docs), with tokio's `AsyncRead`
-/// (feature `tokio`), or as an `http_body::Body` (feature `tower`).
+/// (feature `tokio`), or as an `http_body::Body` through `tower::Body`
+/// (feature `tower`: `Body::from(request_body)`).
 /// Reads return the body de-chunked; `Ok(0)` is its end.
 ///
 /// # Errors

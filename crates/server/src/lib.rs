@@ -23,6 +23,13 @@
 //! - A [`Handler`] sees each request in three steps (head, body pieces,
 //!   respond) and writes a [`Response`]: no allocation per request, bodies
 //!   streamed in both directions.
+//! - The application side: [`Response::defer`] hands the answer to another
+//!   thread as a [`Responder`] (its bytes come back through a pipe of pool
+//!   blocks, in order, with back-pressure), and [`Request::stream_body`] +
+//!   [`Response::take_body`] lend the request body as a [`RequestBody`]
+//!   that the application reads straight out of the connection's input
+//!   pipe on its own thread. A connection's link (`link.rs`) wakes its
+//!   worker when the application has progress for it.
 //! - [`Session`] is one connection without its socket (pipe, HTTP/1 state,
 //!   output): the server drives one per connection, tests and the fuzz
 //!   target drive it with bytes. A second protocol (HTTP/2, with
@@ -70,7 +77,18 @@
 //! Typed errors: [`ServerError`] (bind, start, join), [`OptionsError`]
 //! (from [`Server::bind`], which checks every option first with
 //! [`Options::validate`]), [`ResponseError`] (a handler's misuse of
-//! [`Response`]).
+//! [`Response`] or [`Responder`], and a deferred response's connection gone
+//! or pool exhausted); a [`RequestBody`]'s reads fail with the `io::Error`
+//! kinds its docs name.
+//!
+//! # Features
+//!
+//! - `cli` (default): the `falconet` binary (it turns on `tokio`).
+//! - `tokio`: tokio's `AsyncRead` for [`RequestBody`], and `hello::Demo`
+//!   (`/delay`, `/echo` answered on a tokio runtime).
+//! - `tower`: `tower::TowerHandler`, which serves any `tower::Service`
+//!   (an axum `Router`) on falconet's I/O, and `tower::Body`, the
+//!   `http_body::Body` of a request.
 
 #![forbid(unsafe_code)]
 
@@ -93,6 +111,8 @@ pub mod tower;
 mod wire;
 mod worker;
 
+#[cfg(feature = "tower")]
+pub use self::tower::TowerHandler;
 pub use body::RequestBody;
 pub use handler::{BodyLength, Field, Handler, Request, ResponseError, Status, Version};
 pub use http1::{MAX_HEADERS_LIMIT, Progress};
@@ -106,8 +126,6 @@ pub use options::{
 pub use response::{Responder, Response};
 pub use server::{Handle, Running, Server, ServerError, Stats};
 pub use session::{Context, Session};
-#[cfg(feature = "tower")]
-pub use self::tower::TowerHandler;
 
 #[cfg(all(doctest, not(miri)))]
 #[doc = include_str!("../README.md")]
