@@ -161,7 +161,7 @@ impl<H: Handler> Conn<H> {
                 && self.client_end != ClientEnd::Reached
                 && self.session.wants_input(cx)
             {
-                match self.session.read_from(&mut self.socket) {
+                match self.session.read_from(&mut self.socket, &mut cx.spill) {
                     Ok((0, _)) => {
                         self.client_end = ClientEnd::Reached;
                         self.session.end_input();

@@ -17,6 +17,9 @@ use crate::link::Notify;
 use crate::options::{Options, OptionsError};
 use crate::response::AppSlots;
 
+/// Bytes a socket read may take past the pipe's free space.
+pub(crate) const SPILL: usize = 64 * 1024;
+
 /// The limits a session enforces (copied from [`Options`]).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Limits {
@@ -35,6 +38,9 @@ pub struct Context {
     pub(crate) limits: Limits,
     pub(crate) date: DateCache,
     pub(crate) scratch: Vec<u8>,
+    /// Where a socket read goes past the pipe's free space (see
+    /// `Session::read_from`), [`SPILL`] bytes once used.
+    pub(crate) spill: Vec<u8>,
     pub(crate) draining: bool,
     pub(crate) requests: u64,
 }
@@ -59,6 +65,7 @@ impl Context {
             },
             date: DateCache::new(),
             scratch: Vec::new(),
+            spill: Vec::new(),
             draining: false,
             requests: 0,
         })
@@ -143,16 +150,34 @@ impl<H: Handler> Session<H> {
         Ok(self.writer.as_mut().ok_or(WriteError::Closed)?.put_slice(bytes)?)
     }
 
-    /// One read from `source` straight into pool memory. Returns the bytes
-    /// read (0: end of stream) and whether they filled the space offered
-    /// (if not, the socket is drained).
-    pub(crate) fn read_from(&mut self, source: &mut impl io::Read) -> io::Result<(usize, bool)> {
+    /// One read from `source`: into pool memory (the pipe's free space at
+    /// its tail) and, past it, into `spill`, whose bytes are then copied
+    /// into fresh blocks. Returns the bytes read (0: end of stream) and
+    /// whether they filled the space offered (if not, the socket is
+    /// drained).
+    ///
+    /// A request fits the tail (no copy); a large body arrives in reads of
+    /// up to 64 KiB instead of one per 4 KiB block: one syscall, and one
+    /// wake of an application reading it, per 64 KiB (measured on a 1 MiB
+    /// echo: 16x fewer `recv`s).
+    pub(crate) fn read_from(
+        &mut self,
+        source: &mut impl io::Read,
+        spill: &mut Vec<u8>,
+    ) -> io::Result<(usize, bool)> {
         let writer = self.writer.as_mut().ok_or_else(|| io::Error::from(WriteError::Closed))?;
+        if spill.len() != SPILL {
+            spill.resize(SPILL, 0);
+        }
         let buffer = writer.buffer(self.read_space)?;
         let space = buffer.len();
-        let n = source.read(buffer)?;
-        writer.commit(n)?;
-        Ok((n, n == space))
+        let n =
+            source.read_vectored(&mut [io::IoSliceMut::new(buffer), io::IoSliceMut::new(spill)])?;
+        writer.commit(n.min(space))?;
+        if n > space {
+            writer.put_slice(&spill[..n - space])?;
+        }
+        Ok((n, n == space + SPILL))
     }
 
     /// The client ended its side: requests already received are answered,
