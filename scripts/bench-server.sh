@@ -10,6 +10,12 @@
 #       falconet's RSS sampled every 30 s under full load.
 #   scripts/bench-server.sh --accept [seconds, default 5]
 #       Accept::ReusePort against Accept::Shared, two workers.
+#   scripts/bench-server.sh --app [seconds, default 10] [rounds, default 3]
+#       The application side: the native binary against the same binary
+#       built from FALCONET_BEFORE (default f451e88, before the application
+#       side), axum on falconet (examples/axum_hello) against the same
+#       Router on hyper (axum::serve), POST /echo of 1 MiB bodies, and the
+#       RSS of 10,000 pending /delay requests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v wrk >/dev/null 2>&1; then
@@ -18,4 +24,16 @@ if ! command -v wrk >/dev/null 2>&1; then
 fi
 cargo build --release -q -p falconet-server --bin falconet
 cargo build --release -q -p falconet-benches --bin hyper_server --bin may_minihttp_server
+if [ "${1:-}" = --app ]; then
+  cargo build --release -q -p falconet-server --features tower --example axum_hello
+  cargo build --release -q -p falconet-benches --bin axum_server
+  before="${FALCONET_BEFORE:-f451e88}"
+  worktree="target/before-src"
+  rm -rf "$worktree"
+  git worktree prune
+  git worktree add --detach -f "$worktree" "$before" >/dev/null
+  # Its own target dir (see docs/conventions.md: two trees must not share one).
+  (cd "$worktree" && CARGO_TARGET_DIR=../before cargo build --release -q -p falconet-server --bin falconet)
+  git worktree remove --force "$worktree"
+fi
 exec python3 scripts/bench_server.py "$@"

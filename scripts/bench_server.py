@@ -18,11 +18,23 @@ TICKS = os.sysconf("SC_CLK_TCK")
 CPUS = os.cpu_count() or 1
 SERVER_CORE, LOAD_CORE = "0", ("1" if CPUS > 1 else "0")
 
+BEFORE = os.path.join(ROOT, "target", "before", "release", "falconet")
+EXAMPLES = os.path.join(RELEASE, "examples")
+POST_1MIB = os.path.join(ROOT, "scripts", "post_1mib.lua")
+
 SERVERS = {
     "falconet": lambda addr: [os.path.join(RELEASE, "falconet"), "--addr", addr, "--workers", "1"],
     "hyper": lambda addr: [os.path.join(RELEASE, "hyper_server"), addr],
     "hyper+flush": lambda addr: [os.path.join(RELEASE, "hyper_server"), addr, "--pipeline-flush"],
     "may_minihttp": lambda addr: [os.path.join(RELEASE, "may_minihttp_server"), addr],
+}
+# The application side (--app): the native binary now and before the
+# change, axum on falconet and the same Router on hyper (axum::serve).
+APP_SERVERS = {
+    "falconet": SERVERS["falconet"],
+    "falconet-before": lambda addr: [BEFORE, "--addr", addr, "--workers", "1"],
+    "axum-on-falconet": lambda addr: [os.path.join(EXAMPLES, "axum_hello"), "--addr", addr, "--workers", "1"],
+    "axum-on-hyper": lambda addr: [os.path.join(RELEASE, "axum_server"), addr],
 }
 # (name, path, connections, pipeline depth)
 MODES = [
@@ -57,10 +69,10 @@ def wait_for_port(port, timeout=10.0):
     raise RuntimeError(f"nothing listens on {port}")
 
 
-def start(name, port):
+def start(name, port, servers=None):
     addr = f"127.0.0.1:{port}"
     proc = subprocess.Popen(
-        ["taskset", "-c", SERVER_CORE] + SERVERS[name](addr),
+        ["taskset", "-c", SERVER_CORE] + (servers or SERVERS)[name](addr),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         env=dict(os.environ, RUST_LOG="warn"),
@@ -69,11 +81,13 @@ def start(name, port):
     return proc
 
 
-def wrk(port, path, conns, depth, seconds):
+def wrk(port, path, conns, depth, seconds, script=None):
     cmd = ["taskset", "-c", LOAD_CORE, "wrk", "-t1", f"-c{conns}", f"-d{seconds}s", f"http://127.0.0.1:{port}{path}"]
     if depth > 1:
         cmd[5:5] = ["-s", LUA]
         cmd += ["--", str(depth)]
+    elif script:
+        cmd[5:5] = ["-s", script]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
     total = int(re.search(r"(\d+) requests in", out).group(1))
     errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
@@ -83,13 +97,13 @@ def wrk(port, path, conns, depth, seconds):
     return total
 
 
-def measure(name, port, mode, seconds):
+def measure(name, port, mode, seconds, servers=None, script=None):
     _, path, conns, depth = mode
-    proc = start(name, port)
+    proc = start(name, port, servers)
     try:
-        wrk(port, path, conns, depth, 1)  # warm-up
+        wrk(port, path, conns, depth, 1, script)  # warm-up
         cpu0, t0 = cpu_seconds(proc.pid), time.time()
-        total = wrk(port, path, conns, depth, seconds)
+        total = wrk(port, path, conns, depth, seconds, script)
         cpu1, t1 = cpu_seconds(proc.pid), time.time()
     finally:
         proc.terminate()
@@ -186,9 +200,82 @@ def accept_modes(seconds, rounds):
                 proc.wait()
 
 
+def app_benchmark(seconds, rounds):
+    """The application side: the native path against itself before the
+    change, axum on falconet against axum on hyper, 1 MiB echoes, and the
+    memory of pending deferred requests."""
+    print(f"# bench-server --app: {rounds} rounds x {seconds} s, server on core {SERVER_CORE}, wrk on core {LOAD_CORE}")
+    modes = [
+        ("plaintext, 64 conns", "/plaintext", 64, 1, None, ["falconet", "falconet-before", "axum-on-falconet", "axum-on-hyper"]),
+        ("plaintext, 64 conns, pipelined x16", "/plaintext", 64, 16, None, ["falconet", "falconet-before", "axum-on-falconet", "axum-on-hyper"]),
+        ("POST /echo 1 MiB, 16 conns", "/echo", 16, 1, POST_1MIB, ["falconet", "axum-on-falconet", "axum-on-hyper"]),
+    ]
+    results = {}
+    port = 19400
+    for r in range(rounds):
+        for label, path, conns, depth, script, names in modes:
+            for name in names:
+                port += 1
+                rps, per_cpu, util = measure(name, port, (label, path, conns, depth), seconds, APP_SERVERS, script)
+                results.setdefault((label, name), []).append((rps, per_cpu, util))
+                print(f"round {r + 1} | {label:<36} | {name:<16} | {rps:>10,.0f} req/s | {per_cpu:>10,.0f} req/CPU-s | server CPU {util:4.0%}", flush=True)
+    print()
+    print("| load | server | req/s (median) | req per CPU-second (median) | MiB echoed per CPU-second | server CPU |")
+    print("|---|---|---:|---:|---:|---:|")
+    med = {}
+    for label, _, _, _, script, names in modes:
+        for name in names:
+            runs = results[(label, name)]
+            med[(label, name)] = tuple(statistics.median(x[i] for x in runs) for i in range(3))
+            rps, per_cpu, util = med[(label, name)]
+            echoed = f"{per_cpu:,.0f}" if script else ""
+            print(f"| {label} | {name} | {rps:,.0f} | {per_cpu:,.0f} | {echoed} | {util:.0%} |")
+    print()
+    for label, _, _, _, _, names in modes:
+        base = med[(label, names[0])][1]
+        if "falconet-before" in names:
+            print(f"{label}: falconet / falconet-before = {base / med[(label, 'falconet-before')][1]:.3f}")
+        print(f"{label}: axum-on-falconet / axum-on-hyper = "
+              f"{med[(label, 'axum-on-falconet')][1] / med[(label, 'axum-on-hyper')][1]:.2f}x")
+    print()
+    delay_memory()
+
+
+def delay_memory(count=10_000):
+    """RSS of the binary with `count` idle connections, then with each
+    waiting on a deferred GET /delay: the difference per request."""
+    port = 19990
+    proc = start("falconet", port)
+    conns = []
+    try:
+        for _ in range(count):
+            conns.append(socket.create_connection(("127.0.0.1", port)))
+        time.sleep(1)
+        idle = rss_kib(proc.pid)
+        for c in conns:
+            c.sendall(b"GET /delay?ms=10000 HTTP/1.1\r\nHost: t\r\n\r\n")
+        time.sleep(4)
+        pending = rss_kib(proc.pid)
+        print(f"# /delay memory: {count} connections idle: RSS {idle / 1024:.1f} MiB; each with a pending "
+              f"/delay?ms=10000: {pending / 1024:.1f} MiB; {(pending - idle) * 1024 / count:,.0f} bytes per pending request")
+        answered = 0
+        for c in conns[:100]:
+            c.settimeout(15)
+            if b"delayed 10000 ms" in c.recv(4096):
+                answered += 1
+        print(f"  (of the first 100, {answered} answered 'delayed 10000 ms')")
+    finally:
+        for c in conns:
+            c.close()
+        proc.terminate()
+        proc.wait()
+
+
 def main():
     args = sys.argv[1:]
-    if args and args[0] == "--soak":
+    if args and args[0] == "--app":
+        app_benchmark(int(args[1]) if len(args) > 1 else 10, int(args[2]) if len(args) > 2 else 3)
+    elif args and args[0] == "--soak":
         soak(float(args[1]) if len(args) > 1 else 10)
     elif args and args[0] == "--accept":
         accept_modes(int(args[1]) if len(args) > 1 else 5, int(args[2]) if len(args) > 2 else 3)
