@@ -242,27 +242,41 @@ def app_benchmark(seconds, rounds):
 
 
 def delay_memory(count=10_000):
-    """RSS of the binary with `count` idle connections, then with each
-    waiting on a deferred GET /delay: the difference per request."""
+    """RSS of the binary with `count` connections that each answered one
+    GET /plaintext (so each holds its input pipe's tail block), then with
+    each waiting on a deferred GET /delay: the difference per request is
+    the memory of a pending request beyond its connection's blocks."""
     port = 19990
     proc = start("falconet", port)
     conns = []
     try:
         for _ in range(count):
             conns.append(socket.create_connection(("127.0.0.1", port)))
+        for c in conns:
+            c.sendall(b"GET /plaintext HTTP/1.1\r\nHost: t\r\n\r\n")
+        for c in conns:
+            c.settimeout(15)
+            got = b""
+            while not got.endswith(b"Hello, World!"):
+                got += c.recv(4096)
         time.sleep(1)
-        idle = rss_kib(proc.pid)
+        served = rss_kib(proc.pid)
         for c in conns:
             c.sendall(b"GET /delay?ms=10000 HTTP/1.1\r\nHost: t\r\n\r\n")
         time.sleep(4)
         pending = rss_kib(proc.pid)
-        print(f"# /delay memory: {count} connections idle: RSS {idle / 1024:.1f} MiB; each with a pending "
-              f"/delay?ms=10000: {pending / 1024:.1f} MiB; {(pending - idle) * 1024 / count:,.0f} bytes per pending request")
+        print(f"# /delay memory: {count} connections after one request each: RSS {served / 1024:.1f} MiB; "
+              f"each with a pending /delay?ms=10000: {pending / 1024:.1f} MiB; "
+              f"{(pending - served) * 1024 / count:,.0f} bytes per pending request")
         answered = 0
         for c in conns[:100]:
-            c.settimeout(15)
-            if b"delayed 10000 ms" in c.recv(4096):
-                answered += 1
+            got = b""
+            while b"delayed 10000 ms" not in got:
+                chunk = c.recv(4096)
+                if not chunk:
+                    break
+                got += chunk
+            answered += b"delayed 10000 ms" in got
         print(f"  (of the first 100, {answered} answered 'delayed 10000 ms')")
     finally:
         for c in conns:
@@ -273,7 +287,9 @@ def delay_memory(count=10_000):
 
 def main():
     args = sys.argv[1:]
-    if args and args[0] == "--app":
+    if args and args[0] == "--delay-memory":
+        delay_memory()
+    elif args and args[0] == "--app":
         app_benchmark(int(args[1]) if len(args) > 1 else 10, int(args[2]) if len(args) > 2 else 3)
     elif args and args[0] == "--soak":
         soak(float(args[1]) if len(args) > 1 else 10)
