@@ -60,10 +60,11 @@ struct Position {
     examined: u64,
     /// Bytes past `examined` that a waiting `read_at_least` took out of the
     /// unexamined count (so the writer is not paused by bytes it waits
-    /// past). Lent, not given: the read's end (advance, drop or
-    /// cancellation) returns whatever the caller did not examine, so the
-    /// state word always counts `written - (examined + credit)`. Zero
-    /// whenever no read is outstanding.
+    /// past). Lent, not given: the wait's end returns them (when the read
+    /// becomes ready, in the same CAS, or when it is cancelled), so the
+    /// state word always counts `written - (examined + credit)`, and the
+    /// examined mark is only ever the caller's. Zero unless a
+    /// `read_at_least` is waiting.
     credit: u64,
 }
 
@@ -276,9 +277,17 @@ impl Reader {
                     Some(n) => buffered >= n as u64,
                 };
             if ready {
-                let new = (state & !(PENDING | READER_WAITING)) | HOLDING;
+                // The loan ends with the wait: its bytes are unexamined again
+                // (the caller's `advance_to` says what it examined), so the
+                // writer's back-pressure sees them while the read is held.
+                let new = ((state & !(PENDING | READER_WAITING)) | HOLDING) + at.credit;
                 match shared.transition(state, new) {
-                    Ok(_) => return Poll::Ready(Ok(at.snapshot(state))),
+                    Ok(_) => {
+                        // SAFETY: this read owns the state (now HOLDING),
+                        // hence `local`.
+                        self.local.with_mut(|local| unsafe { (*local).credit = 0 });
+                        return Poll::Ready(Ok(at.snapshot(state)));
+                    }
                     Err(actual) => {
                         state = actual;
                         continue;
@@ -316,27 +325,23 @@ impl Reader {
 
     /// Ends a read that returned `snapshot`: consumes `consumed` bytes
     /// (returning emptied blocks to the pool), marks `examined` bytes
-    /// examined (returning any credit beyond them), and moves `HOLDING` ->
-    /// idle, waking a paused writer when the unexamined count falls below
-    /// `resume_at`. The caller checked `consumed <= examined <=
-    /// snapshot.len`.
+    /// examined, and moves `HOLDING` -> idle, waking a paused writer when
+    /// the unexamined count falls below `resume_at`. The caller checked
+    /// `consumed <= examined <= snapshot.len`.
     pub(crate) fn release(&self, snapshot: &Snapshot, consumed: usize, examined: usize) {
         debug_assert!(consumed <= examined && examined <= snapshot.len);
         // SAFETY: this read owns HOLDING, hence `local`.
-        let (newly_examined, returned) =
+        let newly_examined =
             self.local.with_mut(|local| unsafe { self.consume(&mut *local, consumed, examined) });
         let shared = &*self.shared;
         // One unconditional RMW (no load-then-CAS: the writer's commits
         // keep changing the word, and every extra access moves its line):
-        // subtracting HOLDING clears it, since it is set; the count moves by
-        // `returned - newly_examined` (one of them is 0). The wrapping
-        // subtrahend cannot carry into the flags: the count stays within
-        // 0..2^56. Release hands `local` to the next read; Acquire orders a
-        // sleeping writer's registration before our wake.
-        let subtrahend = (HOLDING + newly_examined).wrapping_sub(returned);
-        let old = shared.state.fetch_sub(subtrahend, Ordering::AcqRel);
+        // subtracting HOLDING clears it, since it is set. Release hands
+        // `local` to the next read; Acquire orders a sleeping writer's
+        // registration before our wake.
+        let old = shared.state.fetch_sub(newly_examined + HOLDING, Ordering::AcqRel);
         debug_assert!(has(old, HOLDING) && unexamined(old) >= newly_examined);
-        let now = unexamined(old) + returned - newly_examined;
+        let now = unexamined(old) - newly_examined;
         if has(old, WRITER_WAITING) && now < shared.config.resume_at {
             // The writer sleeps (it set the bit with a CAS against a word
             // at or over resume_at) and may go on now.
@@ -345,22 +350,15 @@ impl Reader {
     }
 
     /// Moves `local` past `consumed` bytes and `examined` bytes; returns how
-    /// many bytes the unexamined count loses (newly examined beyond the
-    /// credit) and how many it gets back (credit the caller did not
-    /// examine). One of the two is 0.
+    /// many bytes became examined.
     ///
     /// # Safety
-    /// The caller owns the read (`HOLDING`), and `consumed` bytes are
-    /// buffered.
-    unsafe fn consume(&self, local: &mut Position, consumed: usize, examined: usize) -> (u64, u64) {
+    /// The caller owns the read (`HOLDING`, so no credit is lent), and
+    /// `consumed` bytes are buffered.
+    unsafe fn consume(&self, local: &mut Position, consumed: usize, examined: usize) -> u64 {
+        debug_assert_eq!(local.credit, 0);
         let examined_to = (local.consumed + examined as u64).max(local.examined);
-        // The state word counts from `examined + credit`.
-        let counted_to = local.examined + core::mem::take(&mut local.credit);
-        let moved = if examined_to >= counted_to {
-            (examined_to - counted_to, 0)
-        } else {
-            (0, counted_to - examined_to)
-        };
+        let newly_examined = examined_to - local.examined;
         local.examined = examined_to;
         local.consumed += consumed as u64;
         let old_head = local.head;
@@ -402,7 +400,7 @@ impl Reader {
             // last uses of the passed nodes happen before their reuse.
             self.shared.head.store(local.head, Ordering::Release);
         }
-        moved
+        newly_examined
     }
 }
 

@@ -11,8 +11,9 @@
 //! - `UNEXAMINED`: bytes committed by the writer that the reader has not yet
 //!   examined. The writer adds on `commit`; the reader subtracts on
 //!   `advance_to`. A waiting `read_at_least` borrows the whole count (sets it
-//!   to zero, keeping the amount as its private credit) and gives back what
-//!   the caller did not examine when the read ends or is cancelled.
+//!   to zero, keeping the amount as its private credit) and gives it back
+//!   when the wait ends: in the CAS that makes the read ready, or in the
+//!   cancel's.
 //!   Back-pressure compares it with the thresholds, and the reader derives
 //!   the written total from it (`examined + credit + UNEXAMINED`), so
 //!   one word carries both "how much is there" and "should the writer wait".
@@ -29,7 +30,7 @@
 //! - `PENDING` / `HOLDING`: the read protocol. At most one read at a time:
 //!
 //! ```text
-//!            begin (CAS)              data ready (CAS)
+//!            begin (CAS)              data ready (CAS; returns credit)
 //!   idle ------------------> PENDING --------------------> HOLDING
 //!    ^  ^                      |  \                           |
 //!    |  |   cancel / error     |   \ second read: +CONFLICT,  |
@@ -37,8 +38,7 @@
 //!    |  |   read's credit)     |                              |
 //!    |  +----------------------+                              |
 //!    +--------------------------------------------------------+
-//!        advance_to (one RMW: subtracts what became examined,
-//!                    returns credit the caller did not examine)
+//!        advance_to (one RMW: subtracts what became examined)
 //! ```
 //!
 //! A read that finds `PENDING` sets `CONFLICT` (and wakes the pending read,
