@@ -4,11 +4,14 @@
 #
 #   scripts/test.sh            fmt, clippy, docs, unit/integration/doc/proptest
 #                              tests, stress, loom at preemption bound 2, Miri
+#                              under Stacked Borrows (scripts/miri.sh, the long
+#                              run, adds Tree Borrows)
 #   FALCONET_SKIP_MIRI=1 ...   everything but Miri
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-step() { printf '\n==> %s\n' "$*"; }
+start=$SECONDS
+step() { printf '\n==> [%dm%02ds] %s\n' $(((SECONDS - start) / 60)) $(((SECONDS - start) % 60)) "$*"; }
 
 step "rustfmt"
 cargo fmt --all -- --check
@@ -28,6 +31,7 @@ LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-2}" scripts/loom.sh
 if [ "${FALCONET_SKIP_MIRI:-0}" = 1 ]; then
   step "Miri skipped (FALCONET_SKIP_MIRI=1)"
 else
-  step "Miri, strict provenance"
-  scripts/miri.sh
+  step "Miri, strict provenance, Stacked Borrows"
+  scripts/miri.sh --stacked
 fi
+step "done"
