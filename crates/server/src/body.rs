@@ -111,7 +111,7 @@ impl RequestBody {
             return Ok(None);
         };
         // `None` from `take`: only framing was buffered.
-        self.take(guard, out)
+        self.take(guard, &mut Filling::new(out))
     }
 
     /// Reads into `out`, waiting on this thread for bytes.
@@ -124,7 +124,7 @@ impl RequestBody {
                 return result;
             }
             let guard = self.reader.read_blocking().map_err(io::Error::other)?;
-            if let Some(n) = self.take(guard, out)? {
+            if let Some(n) = self.take(guard, &mut Filling::new(out))? {
                 return Ok(n);
             }
         }
@@ -144,7 +144,7 @@ impl RequestBody {
     /// De-frames what `guard` holds into `out`. `Some(n)` when `n > 0`
     /// bytes were produced or the body ended (`Some(0)`); `None` when the
     /// read held only framing and the caller must wait for more.
-    fn take(&self, guard: ReadGuard<'_>, out: &mut [u8]) -> io::Result<Option<usize>> {
+    fn take(&self, guard: ReadGuard<'_>, out: &mut impl Sink) -> io::Result<Option<usize>> {
         let mut guarded = self.state.lock();
         let state = &mut *guarded;
         let Some(framing) = state.framing.as_mut() else {
@@ -155,8 +155,8 @@ impl RequestBody {
         let mut error = None;
         for chunk in guard.chunks() {
             let mut chunk = chunk;
-            while !chunk.is_empty() && produced < out.len() && !framing.is_done() {
-                let room = out.len() - produced;
+            while !chunk.is_empty() && produced < out.room() && !framing.is_done() {
+                let room = out.room() - produced;
                 let (n, data) = match framing {
                     Framing::Length(left) => {
                         let n =
@@ -182,13 +182,13 @@ impl RequestBody {
                         }
                     }
                 };
-                out[produced..produced + data.len()].copy_from_slice(data);
+                out.put(data);
                 produced += data.len();
                 state.received += data.len() as u64;
                 used += n;
                 chunk = &chunk[n..];
             }
-            if error.is_some() || produced == out.len() || framing.is_done() {
+            if error.is_some() || produced == out.room() || framing.is_done() {
                 break;
             }
         }
@@ -231,9 +231,9 @@ impl RequestBody {
     pub(crate) fn poll_read_into(
         &mut self,
         cx: &mut Context<'_>,
-        out: &mut [u8],
+        out: &mut impl Sink,
     ) -> Poll<io::Result<usize>> {
-        if out.is_empty() {
+        if out.room() == 0 {
             return Poll::Ready(Ok(0));
         }
         loop {
@@ -249,7 +249,7 @@ impl RequestBody {
             }
             match self.reader.try_read() {
                 Ok(Some(guard)) => {
-                    if let Some(n) = self.take(guard, out)? {
+                    if let Some(n) = self.take(guard, &mut *out)? {
                         return Poll::Ready(Ok(n));
                     }
                 }
@@ -292,8 +292,59 @@ impl tokio::io::AsyncRead for RequestBody {
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
         let out = buf.initialize_unfilled();
-        let n = std::task::ready!(this.poll_read_into(cx, out))?;
+        let n = std::task::ready!(this.poll_read_into(cx, &mut Filling::new(out)))?;
         buf.advance(n);
         Poll::Ready(Ok(()))
+    }
+}
+
+/// Where a read's de-framed bytes go: [`put`](Self::put) is called with
+/// at most [`room`](Self::room) bytes in all.
+pub(crate) trait Sink {
+    /// Bytes this read may still produce.
+    fn room(&self) -> usize;
+    /// Appends `data`.
+    fn put(&mut self, data: &[u8]);
+}
+
+/// A slice filled from its start.
+pub(crate) struct Filling<'a> {
+    out: &'a mut [u8],
+    len: usize,
+}
+
+impl<'a> Filling<'a> {
+    pub(crate) fn new(out: &'a mut [u8]) -> Self {
+        Self { out, len: 0 }
+    }
+}
+
+impl Sink for Filling<'_> {
+    fn room(&self) -> usize {
+        self.out.len()
+    }
+
+    fn put(&mut self, data: &[u8]) {
+        self.out[self.len..self.len + data.len()].copy_from_slice(data);
+        self.len += data.len();
+    }
+}
+
+/// A `BytesMut` grown into its spare capacity, up to `limit` more bytes:
+/// nothing is zeroed first (the `http_body::Body` adapter).
+#[cfg(feature = "tower")]
+pub(crate) struct Growing<'a> {
+    pub(crate) buf: &'a mut bytes::BytesMut,
+    pub(crate) limit: usize,
+}
+
+#[cfg(feature = "tower")]
+impl Sink for Growing<'_> {
+    fn room(&self) -> usize {
+        self.limit
+    }
+
+    fn put(&mut self, data: &[u8]) {
+        self.buf.extend_from_slice(data);
     }
 }

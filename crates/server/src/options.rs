@@ -266,7 +266,9 @@ pub const MAX_WORKERS: usize = 256;
 pub const MAX_CONNECTIONS: usize = 1 << 24;
 /// The smallest `max_request_line`: `GET / HTTP/1.1`, with room.
 pub const MIN_REQUEST_LINE: usize = 64;
-/// The largest `max_head`: the pipe pauses reading at 64 KiB unexamined.
+/// The largest `max_head`: a head is parsed out of the input pipe, which
+/// pauses socket reads at 256 KiB unexamined; 60 KiB is far past any real
+/// head (servers refuse heads past 8 to 64 KiB).
 pub const MAX_HEAD: usize = 60 * 1024;
 /// The shortest timeout (the timer's resolution is a few milliseconds).
 pub const MIN_TIMEOUT: Duration = Duration::from_millis(20);

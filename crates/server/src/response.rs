@@ -12,7 +12,7 @@
 //!   Responder::write / body / finish
 //!     -> HTTP/1 bytes into the output pipe  -->  copied into the output buffer
 //!        (pool blocks; flush waits while           in order, behind the responses
-//!         64 KiB are unsent: back-pressure)        before it; woken by the pipe
+//!         256 KiB are unsent: back-pressure)       before it; woken by the pipe
 //!     -> close: the response is complete         -> the next pipelined request
 //!     -> dropped unfinished: the pipe ends        -> 500, or a close if the head
 //!        with an error                               already went out
@@ -29,6 +29,14 @@ use crate::handler::{Field, ResponseError, Status};
 use crate::http1::Framing;
 use crate::link::{Link, Notify};
 use crate::wire::Encoder;
+
+/// A deferred response's output pipe pauses its writer (the application)
+/// while this much is unsent, and lets it go on below
+/// [`OUTPUT_RESUME_AT`]: back-pressure from a slow client, in pieces large
+/// enough that a streamed body costs few wakes of the worker.
+const OUTPUT_PAUSE_AT: u64 = 256 * 1024;
+/// See [`OUTPUT_PAUSE_AT`].
+const OUTPUT_RESUME_AT: u64 = 128 * 1024;
 
 /// What a connection lends its responses: the pool for output pipes, its
 /// link to the application threads, the body a response may take, and the
@@ -198,8 +206,10 @@ impl<'a> Response<'a> {
         if self.app.deferred.is_some() {
             return Err(ResponseError::CannotDefer);
         }
-        let (writer, reader) = falconet_pipe::pipe(&self.app.pool, falconet_pipe::Options::new())
-            .map_err(|_| ResponseError::NoMemory)?;
+        let options =
+            falconet_pipe::Options::new().pause_at(OUTPUT_PAUSE_AT).resume_at(OUTPUT_RESUME_AT);
+        let (writer, reader) =
+            falconet_pipe::pipe(&self.app.pool, options).map_err(|_| ResponseError::NoMemory)?;
         self.app.deferred = Some(reader);
         let link = Arc::clone(self.app.link());
         Ok(Responder {
@@ -238,7 +248,7 @@ impl<'a> Response<'a> {
 /// [`body`](Self::body) (with `Content-Length`) or in pieces with
 /// [`write`](Self::write) (async) or [`write_blocking`](Self::write_blocking)
 /// (sent chunked to HTTP/1.1 clients, close-delimited to HTTP/1.0 ones)
-/// and [`finish`](Self::finish). Pieces wait while 64 KiB of the response
+/// and [`finish`](Self::finish). Pieces wait while 256 KiB of the response
 /// are not yet sent (the output pipe's back-pressure), so a slow client
 /// slows the producer instead of filling memory.
 ///
@@ -323,7 +333,7 @@ impl Responder {
     }
 
     /// Sends a piece of a streamed body, first waiting while the client is
-    /// 64 KiB behind.
+    /// 256 KiB behind.
     ///
     /// # Errors
     /// [`ResponseError::Finished`] after [`body`](Self::body) or

@@ -110,7 +110,7 @@ use http::{HeaderMap, HeaderName, HeaderValue, Method, Uri};
 use http_body::{Frame, SizeHint};
 use tower_service::Service;
 
-use crate::body::RequestBody;
+use crate::body::{Growing, RequestBody};
 use crate::handler::{BodyLength, Handler, Request, ResponseError, Status, Version};
 use crate::response::{Responder, Response};
 
@@ -134,7 +134,7 @@ const HEAD_LENGTH_LIMIT: usize = 1 << 20;
 static HEAD_BODY: [u8; HEAD_LENGTH_LIMIT] = [0; HEAD_LENGTH_LIMIT];
 
 /// The most one request-body frame holds.
-const READ_PIECE: usize = 64 * 1024;
+const READ_PIECE: usize = 256 * 1024;
 
 /// A new read buffer is made when less than this is left of the last one.
 const READ_MIN: usize = 4 * 1024;
@@ -716,7 +716,7 @@ impl<T: 'static> Drop for Place<T> {
 
 /// A request body as an `http_body::Body` (what [`TowerHandler`] passes
 /// to the service): empty, or a [`RequestBody`] read straight out of the
-/// connection's input pipe, in data frames of up to 64 KiB.
+/// connection's input pipe, in data frames of up to 256 KiB.
 ///
 /// Its size hint is exact for a `Content-Length` body. Frames fail with
 /// the `std::io::Error`s of [`RequestBody`]; after an error the body is
@@ -778,11 +778,15 @@ impl http_body::Body for Body {
         let want = this.remaining.map_or(READ_PIECE, |left| {
             usize::try_from(left).unwrap_or(usize::MAX).clamp(1, READ_PIECE)
         });
-        if this.buf.len() < want.min(READ_MIN) {
-            this.buf = BytesMut::zeroed(want);
+        // Each frame is split off the front; the rest of the capacity is
+        // the next frame's (a new buffer once it is too small: the frames
+        // handed out keep the old one alive).
+        if this.buf.capacity() < want.min(READ_MIN) {
+            this.buf = BytesMut::with_capacity(want);
         }
-        let room = this.buf.len().min(want);
-        match std::task::ready!(body.poll_read_into(cx, &mut this.buf[..room])) {
+        let limit = this.buf.capacity().min(want);
+        let mut sink = Growing { buf: &mut this.buf, limit };
+        match std::task::ready!(body.poll_read_into(cx, &mut sink)) {
             Ok(0) => {
                 // Over: the connection gets its input back.
                 this.inner = None;
