@@ -16,6 +16,8 @@
 #       side), axum on falconet (examples/axum_hello) against the same
 #       Router on hyper (axum::serve), POST /echo of 1 MiB bodies, and the
 #       RSS of 10,000 pending /delay requests.
+#   python3 scripts/bench_server.py --echo [seconds, default 5] [rounds]
+#       Only the 1 MiB echo, once --app has built the servers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v wrk >/dev/null 2>&1; then

@@ -285,9 +285,29 @@ def delay_memory(count=10_000):
         proc.wait()
 
 
+def echo_benchmark(seconds, rounds):
+    """Only the 1 MiB POST /echo of --app (servers built by --app)."""
+    names = ["falconet", "axum-on-falconet", "axum-on-hyper"]
+    mode = ("POST /echo 1 MiB, 16 conns", "/echo", 16, 1)
+    results = {}
+    port = 19700
+    for r in range(rounds):
+        for name in names:
+            port += 1
+            rps, per_cpu, util = measure(name, port, mode, seconds, APP_SERVERS, POST_1MIB)
+            results.setdefault(name, []).append(per_cpu)
+            print(f"round {r + 1} | {name:<16} | {rps:>8,.0f} req/s | {per_cpu:>8,.0f} MiB/CPU-s | server CPU {util:4.0%}", flush=True)
+    for name in names:
+        print(f"{name}: {statistics.median(results[name]):,.0f} MiB echoed per CPU-second (median)")
+    base = statistics.median(results["axum-on-hyper"])
+    print(f"axum-on-falconet / axum-on-hyper = {statistics.median(results['axum-on-falconet']) / base:.2f}x")
+
+
 def main():
     args = sys.argv[1:]
-    if args and args[0] == "--delay-memory":
+    if args and args[0] == "--echo":
+        echo_benchmark(int(args[1]) if len(args) > 1 else 5, int(args[2]) if len(args) > 2 else 3)
+    elif args and args[0] == "--delay-memory":
         delay_memory()
     elif args and args[0] == "--app":
         app_benchmark(int(args[1]) if len(args) > 1 else 10, int(args[2]) if len(args) > 2 else 3)
