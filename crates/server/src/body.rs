@@ -31,6 +31,7 @@ use std::io;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
+use bytes::BufMut;
 use falconet_pipe::{ReadGuard, Readable, Reader};
 use parking_lot::Mutex;
 
@@ -111,7 +112,7 @@ impl RequestBody {
             return Ok(None);
         };
         // `None` from `take`: only framing was buffered.
-        self.take(guard, &mut Filling::new(out))
+        self.take(guard, &mut &mut *out)
     }
 
     /// Reads into `out`, waiting on this thread for bytes.
@@ -124,7 +125,7 @@ impl RequestBody {
                 return result;
             }
             let guard = self.reader.read_blocking().map_err(io::Error::other)?;
-            if let Some(n) = self.take(guard, &mut Filling::new(out))? {
+            if let Some(n) = self.take(guard, &mut &mut *out)? {
                 return Ok(n);
             }
         }
@@ -144,7 +145,7 @@ impl RequestBody {
     /// De-frames what `guard` holds into `out`. `Some(n)` when `n > 0`
     /// bytes were produced or the body ended (`Some(0)`); `None` when the
     /// read held only framing and the caller must wait for more.
-    fn take(&self, guard: ReadGuard<'_>, out: &mut impl Sink) -> io::Result<Option<usize>> {
+    fn take(&self, guard: ReadGuard<'_>, out: &mut impl BufMut) -> io::Result<Option<usize>> {
         let mut guarded = self.state.lock();
         let state = &mut *guarded;
         let Some(framing) = state.framing.as_mut() else {
@@ -155,8 +156,8 @@ impl RequestBody {
         let mut error = None;
         for chunk in guard.chunks() {
             let mut chunk = chunk;
-            while !chunk.is_empty() && produced < out.room() && !framing.is_done() {
-                let room = out.room() - produced;
+            while !chunk.is_empty() && out.has_remaining_mut() && !framing.is_done() {
+                let room = out.remaining_mut();
                 let (n, data) = match framing {
                     Framing::Length(left) => {
                         let n =
@@ -182,13 +183,13 @@ impl RequestBody {
                         }
                     }
                 };
-                out.put(data);
+                out.put_slice(data);
                 produced += data.len();
                 state.received += data.len() as u64;
                 used += n;
                 chunk = &chunk[n..];
             }
-            if error.is_some() || produced == out.room() || framing.is_done() {
+            if error.is_some() || !out.has_remaining_mut() || framing.is_done() {
                 break;
             }
         }
@@ -226,14 +227,15 @@ impl RequestBody {
         }
     }
 
-    /// Polls a read into `out` (the async adapters).
+    /// Polls a read into `out`: a slice, or a `BytesMut` limited to a
+    /// frame's length (appended to without zeroing) (the async adapters).
     #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
     pub(crate) fn poll_read_into(
         &mut self,
         cx: &mut Context<'_>,
-        out: &mut impl Sink,
+        out: &mut impl BufMut,
     ) -> Poll<io::Result<usize>> {
-        if out.room() == 0 {
+        if !out.has_remaining_mut() {
             return Poll::Ready(Ok(0));
         }
         loop {
@@ -292,59 +294,8 @@ impl tokio::io::AsyncRead for RequestBody {
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
         let out = buf.initialize_unfilled();
-        let n = std::task::ready!(this.poll_read_into(cx, &mut Filling::new(out)))?;
+        let n = std::task::ready!(this.poll_read_into(cx, &mut &mut *out))?;
         buf.advance(n);
         Poll::Ready(Ok(()))
-    }
-}
-
-/// Where a read's de-framed bytes go: [`put`](Self::put) is called with
-/// at most [`room`](Self::room) bytes in all.
-pub(crate) trait Sink {
-    /// Bytes this read may still produce.
-    fn room(&self) -> usize;
-    /// Appends `data`.
-    fn put(&mut self, data: &[u8]);
-}
-
-/// A slice filled from its start.
-pub(crate) struct Filling<'a> {
-    out: &'a mut [u8],
-    len: usize,
-}
-
-impl<'a> Filling<'a> {
-    pub(crate) fn new(out: &'a mut [u8]) -> Self {
-        Self { out, len: 0 }
-    }
-}
-
-impl Sink for Filling<'_> {
-    fn room(&self) -> usize {
-        self.out.len()
-    }
-
-    fn put(&mut self, data: &[u8]) {
-        self.out[self.len..self.len + data.len()].copy_from_slice(data);
-        self.len += data.len();
-    }
-}
-
-/// A `BytesMut` grown into its spare capacity, up to `limit` more bytes:
-/// nothing is zeroed first (the `http_body::Body` adapter).
-#[cfg(feature = "tower")]
-pub(crate) struct Growing<'a> {
-    pub(crate) buf: &'a mut bytes::BytesMut,
-    pub(crate) limit: usize,
-}
-
-#[cfg(feature = "tower")]
-impl Sink for Growing<'_> {
-    fn room(&self) -> usize {
-        self.limit
-    }
-
-    fn put(&mut self, data: &[u8]) {
-        self.buf.extend_from_slice(data);
     }
 }

@@ -103,14 +103,14 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::{Pin, pin};
 use std::task::{Context, Poll, Waker};
 
-use bytes::{Buf, Bytes, BytesMut};
+use bytes::{Buf, BufMut, Bytes, BytesMut};
 use http::header::{CONNECTION, CONTENT_LENGTH, DATE, TRANSFER_ENCODING};
 use http::uri::{Authority, PathAndQuery, Scheme};
 use http::{HeaderMap, HeaderName, HeaderValue, Method, Uri};
 use http_body::{Frame, SizeHint};
 use tower_service::Service;
 
-use crate::body::{Growing, RequestBody};
+use crate::body::RequestBody;
 use crate::handler::{BodyLength, Handler, Request, ResponseError, Status, Version};
 use crate::response::{Responder, Response};
 
@@ -785,8 +785,8 @@ impl http_body::Body for Body {
             this.buf = BytesMut::with_capacity(want);
         }
         let limit = this.buf.capacity().min(want);
-        let mut sink = Growing { buf: &mut this.buf, limit };
-        match std::task::ready!(body.poll_read_into(cx, &mut sink)) {
+        let mut room = (&mut this.buf).limit(limit);
+        match std::task::ready!(body.poll_read_into(cx, &mut room)) {
             Ok(0) => {
                 // Over: the connection gets its input back.
                 this.inner = None;
