@@ -96,7 +96,7 @@ pub use io::IoReader;
 pub use options::{DEFAULT_PAUSE_AT, DEFAULT_RESUME_AT, Options};
 pub use reader::{ReadFuture, Readable, Reader};
 pub use view::{Chunks, ReadGuard, View};
-pub use writer::{Flush, Writer};
+pub use writer::{Flush, MAX_READ_BLOCKS, VectoredRead, Writer};
 
 /// The waker slot, for its own loom model (loom builds only).
 #[cfg(falconet_pipe_loom)]

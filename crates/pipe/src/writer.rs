@@ -6,7 +6,7 @@ use core::ptr;
 use core::task::{Context, Poll};
 use std::io;
 
-use falconet_pool::Pool;
+use falconet_pool::{Block, Pool};
 
 use crate::error::{PutError, WriteError};
 use crate::park;
@@ -15,12 +15,35 @@ use crate::segment::Node;
 use crate::shared::Shared;
 use crate::state::{READER_CLOSED, READER_WAITING, WRITER_CLOSED, WRITER_WAITING, has, unexamined};
 
+/// The most fresh blocks one [`Writer::read_vectored_from`] reads into
+/// (with the tail, 65 `iovec`s: far below any system's `IOV_MAX`).
+pub const MAX_READ_BLOCKS: usize = 64;
+
+/// What one [`Writer::read_vectored_from`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct VectoredRead {
+    /// Bytes read and committed; 0 is the end of the stream.
+    pub read: usize,
+    /// Bytes of room the read was offered.
+    pub offered: usize,
+}
+
+impl VectoredRead {
+    /// Whether the read filled all the room it was offered: the source
+    /// may hold more (read an edge-triggered socket again before waiting).
+    pub fn filled(&self) -> bool {
+        self.read == self.offered
+    }
+}
+
 /// The writing end of a pipe (the socket side). Not `Clone`: one writer.
 ///
 /// Bytes go in two ways: straight into pool memory with
 /// [`buffer`](Self::buffer) + [`commit`](Self::commit) (or
-/// [`read_from`](Self::read_from), which does both around one `read(2)`),
-/// or copied with [`put_slice`](Self::put_slice). Committed bytes are visible
+/// [`read_from`](Self::read_from), which does both around one `read(2)`,
+/// and [`read_vectored_from`](Self::read_vectored_from), one `readv(2)`
+/// into the tail and fresh blocks for bulk input), or copied with
+/// [`put_slice`](Self::put_slice). Committed bytes are visible
 /// to the reader at once; [`flush`](Self::flush) is where the writer waits
 /// for back-pressure. Finish with [`close`](Self::close) or
 /// [`close_with`](Self::close_with); dropping an unclosed writer closes the
@@ -194,6 +217,88 @@ impl Writer {
         Ok(n)
     }
 
+    /// Reads once from `source` with one vectored read into the tail
+    /// block's free space and, past it, into fresh blocks for up to `max`
+    /// more bytes (at most [`MAX_READ_BLOCKS`] blocks), and commits what
+    /// arrived. Fresh blocks the read did not reach go back to the pool at
+    /// once. Returns the bytes read (0 is end of stream; the pipe is not
+    /// closed for you) and the room offered.
+    ///
+    /// For bulk input, such as a large request body: one system call per
+    /// `max` bytes instead of one per block (as [`read_from`](Self::read_from)
+    /// makes), and no copy (as a read into a spare buffer followed by
+    /// [`put_slice`](Self::put_slice) makes). Each call leases and returns
+    /// blocks, so small reads are cheaper with `read_from`.
+    ///
+    /// # Errors
+    /// The source's error (nothing is committed, the fresh blocks go back);
+    /// [`WriteError::Lease`] when the pool has no block and the tail no
+    /// room (fewer blocks than asked is no error: the read is shorter);
+    /// [`WriteError::ReaderClosed`], [`WriteError::Closed`]; each a
+    /// [`WriteError`] converted to `io::Error`.
+    pub fn read_vectored_from<R: io::Read + ?Sized>(
+        &mut self,
+        source: &mut R,
+        max: usize,
+    ) -> io::Result<VectoredRead> {
+        if self.closed {
+            return Err(WriteError::Closed.into());
+        }
+        let block_size = self.shared.config.block_size;
+        let tail_space = self.tail_cap - self.tail_len;
+        let mut fresh: [Option<Block>; MAX_READ_BLOCKS] = [const { None }; MAX_READ_BLOCKS];
+        let mut leased = 0;
+        // At least one block when the tail is full: a read into nothing
+        // would look like the end of the stream.
+        let wanted = max.div_ceil(block_size).max(usize::from(tail_space == 0));
+        for slot in fresh.iter_mut().take(wanted) {
+            match self.pool.try_lease() {
+                Ok(block) => *slot = Some(block),
+                Err(error) if leased == 0 && tail_space == 0 => {
+                    return Err(WriteError::from(error).into());
+                }
+                Err(_) => break,
+            }
+            leased += 1;
+        }
+        let mut slices: [io::IoSliceMut<'_>; MAX_READ_BLOCKS + 1] =
+            core::array::from_fn(|_| io::IoSliceMut::new(&mut []));
+        let mut count = 0;
+        if tail_space > 0 {
+            // SAFETY: as in `buffer`: the tail block's bytes past its
+            // committed prefix are the writer's alone (`&mut self`).
+            let tail = unsafe {
+                core::slice::from_raw_parts_mut(self.tail_base.add(self.tail_len), tail_space)
+            };
+            slices[0] = io::IoSliceMut::new(tail);
+            count = 1;
+        }
+        for block in fresh[..leased].iter_mut().flatten() {
+            slices[count] = io::IoSliceMut::new(&mut block[..]);
+            count += 1;
+        }
+        let offered = slices[..count].iter().map(|slice| slice.len()).sum();
+        let n = source.read_vectored(&mut slices[..count])?;
+        // The read filled the tail, then the fresh blocks in order: link
+        // each block it reached (its bytes written before the link, as
+        // `put_slice` writes before it publishes), then publish all at once.
+        let in_tail = n.min(tail_space);
+        self.tail_len += in_tail;
+        self.written += in_tail as u64;
+        let mut left = n - in_tail;
+        for slot in &mut fresh[..leased] {
+            let Some(block) = slot.take().filter(|_| left > 0) else { break };
+            let filled = left.min(block_size);
+            self.link(block);
+            self.tail_len = filled;
+            self.written += filled as u64;
+            left -= filled;
+        }
+        // The blocks left in `fresh` drop here, back to the pool.
+        self.publish(n)?;
+        Ok(VectoredRead { read: n, offered })
+    }
+
     /// Waits while the reader is over the pause threshold: returns at once
     /// when fewer than `pause_at` bytes are unexamined, otherwise once fewer
     /// than `resume_at` are. Nothing else needs flushing: committed bytes
@@ -272,6 +377,14 @@ impl Writer {
             return Err(WriteError::TooLarge { requested: min, block_size });
         }
         let block = self.pool.try_lease()?;
+        self.link(block);
+        Ok(())
+    }
+
+    /// Links `block` at the tail, empty: its first byte is the stream's
+    /// next (`written`).
+    fn link(&mut self, block: Block) {
+        let block_size = self.shared.config.block_size;
         let node = self.spare_node();
         // SAFETY: `spare_node` returned a node the writer owns.
         let base = unsafe { Node::fill(node, block, self.written) };
@@ -283,7 +396,6 @@ impl Writer {
         self.tail_base = base;
         self.tail_len = 0;
         self.tail_cap = block_size;
-        Ok(())
     }
 
     /// A node to link: a spare one the reader has passed, or a new one.

@@ -209,6 +209,27 @@ fn blocks_returned_while_the_writer_leases() {
     });
 }
 
+/// A vectored read links blocks it filled before publishing them, while
+/// the reader consumes (and the writer reuses) the blocks before: every
+/// byte arrives once, in order, each block's bytes its own.
+#[test]
+fn vectored_read_links_filled_blocks_while_the_reader_consumes() {
+    model(|| {
+        let (mut writer, reader) = new_pipe(Options::new().without_back_pressure());
+        let writer = thread::spawn(move || {
+            writer.put_slice(&[9; 60]).unwrap();
+            // 4 bytes of tail, then two fresh blocks, in one read.
+            let source: Vec<u8> = (0..100u8).collect();
+            assert_eq!(writer.read_vectored_from(&mut &source[..], 128).unwrap().read, 100);
+            writer.close();
+        });
+        let (bytes, _) = drain(&reader);
+        let expected: Vec<u8> = [9; 60].into_iter().chain(0..100u8).collect();
+        assert_eq!(bytes, expected);
+        writer.join().unwrap();
+    });
+}
+
 /// Polls `future` once with a no-op waker.
 fn poll_once<F: std::future::Future>(future: std::pin::Pin<&mut F>) -> std::task::Poll<F::Output> {
     future.poll(&mut std::task::Context::from_waker(Waker::noop()))

@@ -4,6 +4,9 @@
 //! happen exactly when the model says.
 #![cfg(not(falconet_pipe_loom))]
 
+mod common;
+
+use common::Trickle;
 use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::pin;
@@ -34,6 +37,9 @@ enum Op {
     /// it again, and drop it (a timeout): a cancelled wait must change
     /// nothing the model sees.
     ReadAtLeast { n: usize, more: usize },
+    /// `read_vectored_from(source, max)` from a source that offers `len`
+    /// bytes, at most `limit` per read.
+    ReadVectored { len: usize, limit: usize, max: usize },
     /// Poll one fresh flush once.
     Flush,
     /// Close the writer (once).
@@ -50,6 +56,8 @@ fn op() -> impl Strategy<Value = Op> {
         3 => (any::<u8>(), any::<u8>()).prop_map(|(consumed, extra)| Op::Advance { consumed, extra }),
         1 => Just(Op::Release),
         2 => (0..120usize, 0..8usize).prop_map(|(n, more)| Op::ReadAtLeast { n, more }),
+        2 => (0..600usize, 1..400usize, 0..300usize)
+            .prop_map(|(len, limit, max)| Op::ReadVectored { len, limit, max }),
         1 => Just(Op::Flush),
         1 => Just(Op::Close),
     ]
@@ -172,6 +180,15 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                     // Dropped while waiting: nothing examined or consumed.
                     Poll::Pending => prop_assert!(model.bytes.len() < n && !model.closed),
                 }
+            }
+            Op::ReadVectored { len, limit, max } => {
+                let Some(writer) = writer.as_mut() else { continue };
+                let data: Vec<u8> = (1..=len).map(|i| model.next.wrapping_add(i as u8)).collect();
+                let mut source = Trickle { data: &data, limit };
+                let n = writer.read_vectored_from(&mut source, max).unwrap().read;
+                prop_assert!(n <= len.min(limit), "read more than offered");
+                prop_assert!(len.min(limit) == 0 || n > 0, "a read that took nothing");
+                prop_assert_eq!(model.produce(n), &data[..n]);
             }
             Op::Flush => {
                 let Some(writer) = writer.as_mut() else { continue };

@@ -1,6 +1,9 @@
 //! The pipe's contract, one behaviour per test.
 #![cfg(not(falconet_pipe_loom))]
 
+mod common;
+
+use common::Trickle;
 use std::io::{self, BufRead, Read, Write};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -371,6 +374,101 @@ fn read_from_fills_pool_memory_with_the_read_space_rule() {
     let mut empty: &[u8] = &[];
     drop(read);
     assert_eq!(writer.read_from(&mut empty).unwrap(), 0);
+}
+
+#[test]
+fn read_vectored_from_fills_the_tail_then_fresh_blocks_in_one_read() {
+    let pool = small_pool(); // 64-byte blocks
+    let (mut writer, reader) = new_pipe(&pool, Options::new().without_back_pressure());
+    let data: Vec<u8> = (0..1000u32).map(|i| (i * 7) as u8).collect();
+    writer.put_slice(&data[..10]).unwrap();
+    // 54 bytes of tail, then 200 asked: 4 fresh blocks; one read of 150.
+    let mut source = Trickle { data: &data[10..], limit: 150 };
+    let read = writer.read_vectored_from(&mut source, 200).unwrap();
+    assert_eq!(read, falconet_pipe::VectoredRead { read: 150, offered: 54 + 4 * 64 });
+    assert!(!read.filled(), "a short read drained the source");
+    assert_eq!(writer.written(), 160);
+    let read = reader.try_read().unwrap().unwrap();
+    assert_eq!(read.to_vec(), &data[..160]);
+    assert_eq!(read.chunks().map(<[u8]>::len).collect::<Vec<_>>(), [64, 64, 32]);
+    // The fourth fresh block, which the read did not reach, went back.
+    assert_eq!(pool.stats().leased, 3);
+    drop(read);
+    // Exactly to a block's end, then a read that lands in fresh blocks
+    // only (the tail is full).
+    let mut source = Trickle { data: &data[160..], limit: 32 };
+    assert_eq!(writer.read_vectored_from(&mut source, 0).unwrap().read, 32);
+    let mut source = Trickle { data: &data[192..], limit: 1000 };
+    assert_eq!(writer.read_vectored_from(&mut source, 128).unwrap().read, 128);
+    let read = reader.try_read().unwrap().unwrap();
+    assert_eq!(read.to_vec(), &data[..320]);
+    assert_eq!(read.chunks().map(<[u8]>::len).collect::<Vec<_>>(), [64, 64, 64, 64, 64]);
+    drop(read);
+    // At most MAX_READ_BLOCKS blocks, whatever `max` says.
+    let big = vec![5u8; 64 * 100];
+    let mut source = Trickle { data: &big, limit: usize::MAX };
+    let n = writer.read_vectored_from(&mut source, usize::MAX).unwrap().read;
+    assert_eq!(n, 64 * falconet_pipe::MAX_READ_BLOCKS);
+    // The end of the stream: 0, nothing committed, nothing kept.
+    let leased = pool.stats().leased;
+    assert_eq!(writer.read_vectored_from(&mut &[][..], 1000).unwrap().read, 0);
+    assert_eq!(pool.stats().leased, leased);
+    let read = reader.try_read().unwrap().unwrap();
+    assert_eq!(read.len(), 320 + n);
+}
+
+#[test]
+fn read_vectored_from_with_a_short_pool_reads_less_and_a_failed_read_commits_nothing() {
+    // Three 64-byte blocks in all.
+    let pool = Pool::builder()
+        .block_size(64)
+        .blocks_per_slab(1)
+        .thread_cache(0)
+        .max_bytes(192)
+        .build()
+        .unwrap();
+    let (mut writer, reader) = new_pipe(&pool, Options::new().without_back_pressure());
+    let data = [3u8; 1000];
+    // Asked for 640 bytes: the pool has three blocks, the read is shorter.
+    let read = writer.read_vectored_from(&mut Trickle { data: &data, limit: 1000 }, 640).unwrap();
+    assert_eq!((read.read, read.offered), (192, 192));
+    assert!(read.filled(), "the source may hold more");
+    // Tail full, pool empty: the typed lease error, nothing lost.
+    let error =
+        writer.read_vectored_from(&mut Trickle { data: &data, limit: 1000 }, 64).unwrap_err();
+    assert!(
+        matches!(
+            error.get_ref().and_then(|e| e.downcast_ref::<WriteError>()),
+            Some(WriteError::Lease(_))
+        ),
+        "{error:?}"
+    );
+    let read = reader.try_read().unwrap().unwrap();
+    assert_eq!(read.len(), 192);
+    read.consume(192).unwrap();
+    // A source that fails: nothing committed, the leased blocks go back.
+    struct Failing;
+    impl Read for Failing {
+        fn read(&mut self, _: &mut [u8]) -> io::Result<usize> {
+            Err(io::ErrorKind::WouldBlock.into())
+        }
+    }
+    let leased = pool.stats().leased;
+    let error = writer.read_vectored_from(&mut Failing, 128).unwrap_err();
+    assert_eq!(error.kind(), io::ErrorKind::WouldBlock);
+    assert_eq!(pool.stats().leased, leased);
+    assert_eq!(writer.written(), 192);
+    assert!(reader.try_read().unwrap().is_none());
+    // After close, a typed error.
+    drop(reader);
+    let error = writer.read_vectored_from(&mut Trickle { data: &data, limit: 10 }, 64).unwrap_err();
+    assert!(
+        matches!(
+            error.get_ref().and_then(|e| e.downcast_ref::<WriteError>()),
+            Some(WriteError::ReaderClosed)
+        ),
+        "{error:?}"
+    );
 }
 
 #[test]
