@@ -203,14 +203,25 @@ impl<H: Handler> Conn<H> {
         }
     }
 
-    /// One write of everything pending.
+    /// One write of everything pending (the output buffer and a polled
+    /// response's frame, vectored).
     fn write(&mut self, now: u64) -> io::Result<()> {
-        let pending = self.session.output();
-        if pending.is_empty() || !self.writable {
+        if !self.writable {
             return Ok(());
         }
-        let len = pending.len();
-        match self.socket.write(pending) {
+        let mut slices = [io::IoSlice::new(&[]); 3];
+        let count = self.session.output_slices(&mut slices);
+        let slices = &slices[..count];
+        let len: usize = slices.iter().map(|slice| slice.len()).sum();
+        if len == 0 {
+            return Ok(());
+        }
+        let written = if count == 1 {
+            self.socket.write(&slices[0])
+        } else {
+            self.socket.write_vectored(slices)
+        };
+        match written {
             Ok(n) => {
                 self.session.consume_output(n);
                 self.last_progress = now;

@@ -13,7 +13,10 @@
 //!   polls it with this waker: [`falconet_pipe::Readable`]);
 //! - a lent request body frees room in the input pipe (the worker paused
 //!   its socket reads, polling the pipe's flush with this waker);
-//! - a lent request body is handed back ([`Link::hand_back`]).
+//! - a lent request body is handed back ([`Link::hand_back`]);
+//! - a response body the worker polls (the tower path) is ready to be
+//!   polled again (the connection's own input, read by that body, wakes
+//!   it too).
 //!
 //! Nothing else crosses: bytes travel in the pipes, whose own protocol
 //! (`falconet-pipe`'s state word) orders them; the link carries only ids

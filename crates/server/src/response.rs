@@ -19,6 +19,7 @@
 //! ```
 
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
 use falconet_pipe::{Reader, WriteError, Writer};
 use falconet_pool::Pool;
@@ -52,6 +53,35 @@ pub(crate) struct AppSlots {
     pub(crate) offer: Option<BodyOffer>,
     /// The output pipe of the response just deferred.
     pub(crate) deferred: Option<Reader>,
+    /// The response just handed to the worker to poll, with its encoder.
+    pub(crate) polled: Option<(Box<dyn Polled>, Encoder)>,
+}
+
+/// A response the worker writes by polling it (the tower path: a
+/// response body is polled where its connection lives, as hyper polls it
+/// in the connection's task, with no thread between the body's frames and
+/// the socket). Each poll writes through a [`Response`] over the
+/// connection's output buffer, or hands over a body frame to be sent as it
+/// is.
+pub(crate) trait Polled: Send + std::fmt::Debug {
+    /// Writes what is ready into `response`: `Pending` when nothing is (the
+    /// waker in `cx` wakes the connection), otherwise the [`Step`] taken.
+    fn poll_write(&mut self, cx: &mut Context<'_>, response: &mut Response<'_>) -> Poll<Step>;
+}
+
+/// What one [`Polled::poll_write`] did.
+#[derive(Debug)]
+pub(crate) enum Step {
+    /// Wrote into the response (or nothing): poll again.
+    Wrote,
+    /// A piece of the streamed body, sent without a copy; polled again
+    /// once it is sent.
+    Frame(bytes::Bytes),
+    /// The response is complete (as [`Response::finish`] would end it).
+    Done,
+    /// It cannot be completed: `500` if nothing was written, else the
+    /// connection closes.
+    Failed,
 }
 
 /// A request body ready to be handed to the application.
@@ -65,7 +95,7 @@ pub(crate) struct BodyOffer {
 
 impl AppSlots {
     pub(crate) fn new(pool: Pool) -> Self {
-        Self { pool, id: 0, notify: None, link: None, offer: None, deferred: None }
+        Self { pool, id: 0, notify: None, link: None, offer: None, deferred: None, polled: None }
     }
 
     /// Ties the connection to its id and its worker's queue.
@@ -203,7 +233,7 @@ impl<'a> Response<'a> {
         if !self.encoder.is_untouched() {
             return Err(ResponseError::HeadSent);
         }
-        if self.app.deferred.is_some() {
+        if self.app.deferred.is_some() || self.app.polled.is_some() {
             return Err(ResponseError::CannotDefer);
         }
         let options =
@@ -232,9 +262,29 @@ impl<'a> Response<'a> {
         Some(RequestBody::new(offer.reader, offer.framing, offer.received, offer.max_body, link))
     }
 
+    /// Hands the response to the worker, which polls `polled` to write it
+    /// whenever the connection is woken (see [`Polled`]). Nothing may have
+    /// been written.
+    #[cfg(feature = "tower")]
+    pub(crate) fn poll_later(&mut self, polled: Box<dyn Polled>) -> Result<(), ResponseError> {
+        if !self.encoder.is_untouched() {
+            return Err(ResponseError::HeadSent);
+        }
+        if self.app.deferred.is_some() || self.app.polled.is_some() {
+            return Err(ResponseError::CannotDefer);
+        }
+        self.app.polled = Some((polled, self.encoder));
+        Ok(())
+    }
+
+    /// The encoder's state, after a [`Polled`] step wrote through it.
+    pub(crate) fn encoder(&self) -> Encoder {
+        self.encoder
+    }
+
     /// Completes the response.
     pub(crate) fn finish(mut self) -> Answered {
-        if self.app.deferred.is_some() {
+        if self.app.deferred.is_some() || self.app.polled.is_some() {
             return Answered::Later;
         }
         Answered::Now { keep_alive: self.encoder.finish(self.out, self.fields) }

@@ -4,7 +4,7 @@ use std::future::Future;
 use std::io;
 use std::pin::{Pin, pin};
 use std::sync::Arc;
-use std::task::Waker;
+use std::task::{Poll, Waker};
 use std::time::SystemTime;
 
 use falconet_pipe::{Readable, Reader, WriteError, Writer};
@@ -15,7 +15,8 @@ use crate::handler::{Handler, Status};
 use crate::http1::{Http1, MAX_HEADERS_LIMIT, Progress};
 use crate::link::Notify;
 use crate::options::{Options, OptionsError};
-use crate::response::AppSlots;
+use crate::response::{AppSlots, Polled, Response, Step};
+use crate::wire::Encoder;
 
 /// Bytes a socket read may take past the pipe's free space.
 pub(crate) const SPILL: usize = 256 * 1024;
@@ -120,11 +121,17 @@ pub struct Session<H: Handler> {
     http: Http1<H::State>,
     /// What responses may hand to the application.
     app: AppSlots,
-    /// The output pipe of the deferred response in flight.
-    pending: Option<PendingOutput>,
+    /// The response in flight that the application answers.
+    pending: Option<Pending>,
     out: Vec<u8>,
     /// Bytes of `out` already sent.
     sent: usize,
+    /// A polled response's body frame, sent after `out` as it is (not
+    /// copied into it), then its framing's end.
+    staged: Option<Staged>,
+    /// The last read spilled past the tail: bulk input, read into fresh
+    /// blocks directly.
+    bulk: bool,
     /// A socket read goes into the tail block while this much of it is
     /// free, into a fresh block otherwise (the pipe's measured default, a
     /// quarter block: fewer, fuller reads than the tail's last scraps).
@@ -150,6 +157,8 @@ impl<H: Handler> Session<H> {
             pending: None,
             out: Vec::new(),
             sent: 0,
+            staged: None,
+            bulk: false,
             read_space,
         })
     }
@@ -163,21 +172,27 @@ impl<H: Handler> Session<H> {
         Ok(self.writer.as_mut().ok_or(WriteError::Closed)?.put_slice(bytes)?)
     }
 
-    /// One read from `source`: into pool memory (the pipe's free space at
-    /// its tail) and, past it, into `spill`, whose bytes are then copied
-    /// into fresh blocks. Returns the bytes read (0: end of stream) and
-    /// whether they filled the space offered (if not, the socket is
-    /// drained).
-    ///
-    /// A request fits the tail (no copy); a large body arrives in reads of
-    /// up to 256 KiB instead of one per 4 KiB block: one syscall, and one
-    /// wake of an application reading it, per 256 KiB.
+    /// One read from `source` into pool memory. Requests fit the tail
+    /// block: one read into its free space and, past it, into `spill`,
+    /// whose bytes are then copied into fresh blocks (rare: a request
+    /// larger than the tail). Once a read has spilled (bulk input: a large
+    /// body), reads go straight into the tail and fresh blocks
+    /// ([`Writer::read_vectored_from`]) with no copy, until a read fits the
+    /// tail again. Either way up to 256 KiB past the tail per read: one
+    /// syscall, and one wake of an application reading the body, per
+    /// 256 KiB. Returns the bytes read (0: end of stream) and whether they
+    /// filled the space offered (if not, the socket is drained).
     pub(crate) fn read_from(
         &mut self,
         source: &mut impl io::Read,
         spill: &mut Vec<u8>,
     ) -> io::Result<(usize, bool)> {
         let writer = self.writer.as_mut().ok_or_else(|| io::Error::from(WriteError::Closed))?;
+        if self.bulk {
+            let read = writer.read_vectored_from(source, SPILL)?;
+            self.bulk = read.read > SPILL / 2;
+            return Ok((read.read, read.filled()));
+        }
         if spill.len() != SPILL {
             spill.resize(SPILL, 0);
         }
@@ -188,6 +203,7 @@ impl<H: Handler> Session<H> {
         writer.commit(n.min(space))?;
         if n > space {
             writer.put_slice(&spill[..n - space])?;
+            self.bulk = true;
         }
         Ok((n, n == space + SPILL))
     }
@@ -245,23 +261,41 @@ impl<H: Handler> Session<H> {
             let progress =
                 self.http.process(&self.reader, &mut self.out, handler, cx, &mut self.app);
             if let Some(output) = self.app.deferred.take() {
-                self.pending =
-                    Some(PendingOutput { reader: Arc::new(output), readable: None, sent: 0 });
+                let output = PendingOutput { reader: Arc::new(output), readable: None, sent: 0 };
+                self.pending = Some(Pending::Pipe(output));
+                continue;
+            }
+            if let Some((polled, encoder)) = self.app.polled.take() {
+                self.pending = Some(Pending::Polled(polled, encoder));
                 continue;
             }
             if progress == Progress::Waiting && answered {
                 continue;
             }
+            if progress == Progress::Waiting && self.staged.is_some() {
+                // The polled response goes on once its frame is sent.
+                return Progress::OutputFull;
+            }
             return progress;
         }
     }
 
-    /// Copies what the deferred response in flight has written into the
-    /// output, as far as `max_pending_output` allows; when it has ended,
-    /// settles it. Returns whether it ended. With nothing to copy, the
-    /// output pipe wakes the connection when there is.
+    /// Moves what the response in flight has for the output into it, as
+    /// far as `max_pending_output` allows: copied from a deferred
+    /// response's pipe, or written by polling a [`Polled`] response. When
+    /// it has ended, settles it. Returns whether it ended. With nothing to
+    /// move, the pipe or the polled body wakes the connection when there is.
     fn pump(&mut self, cx: &Context) -> bool {
-        let Some(pending) = &mut self.pending else { return false };
+        match &self.pending {
+            None => false,
+            Some(Pending::Pipe(_)) => self.pump_pipe(cx),
+            Some(Pending::Polled(..)) => self.pump_polled(cx),
+        }
+    }
+
+    /// [`pump`](Self::pump) for a deferred response's output pipe.
+    fn pump_pipe(&mut self, cx: &Context) -> bool {
+        let Some(Pending::Pipe(pending)) = &mut self.pending else { return false };
         loop {
             let room = cx.limits.max_pending_output.saturating_sub(self.out.len() - self.sent);
             if room == 0 {
@@ -318,17 +352,102 @@ impl<H: Handler> Session<H> {
         }
     }
 
-    /// Responses not yet sent.
-    pub fn output(&self) -> &[u8] {
-        &self.out[self.sent..]
+    /// [`pump`](Self::pump) for a response the worker polls. A body frame
+    /// it returns is staged, not copied: the connection sends it after the
+    /// output, and polls again once it is sent.
+    fn pump_polled(&mut self, cx: &Context) -> bool {
+        let waker = self.app.link().waker();
+        let mut poll_cx = std::task::Context::from_waker(&waker);
+        let Some(Pending::Polled(polled, encoder)) = &mut self.pending else { return false };
+        let step = loop {
+            if self.staged.is_some() || self.out.len() - self.sent >= cx.limits.max_pending_output {
+                return false;
+            }
+            let mut response =
+                Response::new(&mut self.out, cx.date.fields(), *encoder, &mut self.app);
+            let polled = polled.poll_write(&mut poll_cx, &mut response);
+            *encoder = response.encoder();
+            match polled {
+                Poll::Pending => return false,
+                Poll::Ready(Step::Wrote) => {}
+                Poll::Ready(Step::Frame(data)) => {
+                    if encoder.start_stream(&mut self.out, cx.date.fields()).is_err() {
+                        break Step::Failed;
+                    }
+                    if !data.is_empty() && encoder.sends_body() {
+                        encoder.chunk_prefix(&mut self.out, data.len());
+                        let after: &'static [u8] = if encoder.chunked() { b"\r\n" } else { b"" };
+                        self.staged = Some(Staged { data, after });
+                    }
+                }
+                Poll::Ready(step) => break step,
+            }
+        };
+        let mut encoder = *encoder;
+        self.pending = None;
+        if matches!(step, Step::Failed) {
+            if !encoder.is_untouched() {
+                // Part of the response went out: only a close can follow.
+                self.http.close();
+                return true;
+            }
+            // Nothing written: 500, as a synchronous answer would.
+            let _ = encoder.status(Status::INTERNAL_SERVER_ERROR);
+        }
+        let keep_alive = encoder.finish(&mut self.out, cx.date.fields());
+        self.http.response_done(keep_alive);
+        true
     }
 
-    /// Marks the first `n` bytes of [`output`](Self::output) as sent.
-    pub fn consume_output(&mut self, n: usize) {
-        self.sent = (self.sent + n).min(self.out.len());
+    /// Responses not yet sent: the first piece of them (the output buffer,
+    /// then a staged body frame, then its framing's end). Empty when
+    /// nothing waits.
+    pub fn output(&self) -> &[u8] {
+        let out = &self.out[self.sent..];
+        match &self.staged {
+            Some(staged) if out.is_empty() => {
+                if staged.data.is_empty() {
+                    staged.after
+                } else {
+                    &staged.data
+                }
+            }
+            _ => out,
+        }
+    }
+
+    /// Every piece of the output, in order, for one vectored write; returns
+    /// how many of `slices` it filled.
+    pub(crate) fn output_slices<'a>(&'a self, slices: &mut [io::IoSlice<'a>; 3]) -> usize {
+        let mut count = 0;
+        let staged = self.staged.as_ref().map_or([&[][..], &[][..]], |s| [&s.data[..], s.after]);
+        for piece in [&self.out[self.sent..]].into_iter().chain(staged) {
+            if !piece.is_empty() {
+                slices[count] = io::IoSlice::new(piece);
+                count += 1;
+            }
+        }
+        count
+    }
+
+    /// Marks the first `n` bytes of the output as sent (across its pieces).
+    pub fn consume_output(&mut self, mut n: usize) {
+        let from_out = n.min(self.out.len() - self.sent);
+        self.sent += from_out;
+        n -= from_out;
         if self.sent == self.out.len() {
             self.out.clear();
             self.sent = 0;
+        }
+        if let Some(staged) = &mut self.staged {
+            let from_data = n.min(staged.data.len());
+            bytes::Buf::advance(&mut staged.data, from_data);
+            n -= from_data;
+            let from_after = n.min(staged.after.len());
+            staged.after = &staged.after[from_after..];
+            if staged.data.is_empty() && staged.after.is_empty() {
+                self.staged = None;
+            }
         }
     }
 
@@ -365,6 +484,21 @@ impl<H: Handler> Session<H> {
             self.http.close();
         }
     }
+}
+
+/// A polled response's body frame waiting to be sent as it is.
+struct Staged {
+    data: bytes::Bytes,
+    /// The framing after it: the chunk's CRLF, or nothing.
+    after: &'static [u8],
+}
+
+/// A response the application answers, in flight.
+enum Pending {
+    /// Deferred: its bytes arrive through its output pipe.
+    Pipe(PendingOutput),
+    /// Polled by the worker, through this encoder.
+    Polled(Box<dyn Polled>, Encoder),
 }
 
 /// The reading end of a deferred response's output pipe.

@@ -48,7 +48,10 @@
 //!       -> status, headers and body written into the
 //!          connection's output now: pipelined
 //!          requests answered by one write
-//!     anything Pending -> Response::defer, and a task  --> finishes the future,
+//!     Ready, body still streaming -> the worker polls
+//!          the body whenever the connection is woken
+//!          and sends each frame as it is (no copy)
+//!     future Pending -> Response::defer, and a task    --> finishes the future,
 //!                                                        writes the head, streams
 //!                                                        the body's data frames
 //!                                                        through the Responder
@@ -61,6 +64,18 @@
 //! response body are polled in place in heap slots each worker thread
 //! keeps and reuses, so a future that turns out to wait is handed to its
 //! task without being moved.
+//!
+//! A response body is polled on the worker, as hyper polls it in the
+//! connection's task: a `POST /echo` whose handler returns the request
+//! body streams it from the input pipe to the socket with no thread in
+//! between (every hand-off between threads sharing a core is a context
+//! switch: 7.7 per echoed MiB when the body was streamed by a task, 0.05
+//! now; see `docs/benchmarks.md`). A body's frames that cost real CPU
+//! time to produce (compression of a large body, say) hold up the
+//! worker's other connections meanwhile, as they would hold up hyper's
+//! runtime thread: produce them in a task and stream them through a
+//! channel body. A body waiting on a timer, a channel or a socket costs
+//! the worker nothing; its waker wakes the connection.
 //!
 //! # What falconet writes itself
 //!
@@ -81,13 +96,13 @@
 //!   cannot represent): `400`, the service is not called.
 //! - The service's error (from `poll_ready` or its future): `500`, and the
 //!   error is logged (`tracing`, level warn).
-//! - A panic in the service or its response body: `500` when it happens
-//!   on the worker's first poll; in the task, the task's
-//!   [`Responder`] is dropped, which answers `500` if
-//!   nothing was sent and otherwise closes the connection.
-//! - The response body's error: `500` before anything was sent, otherwise
-//!   the connection closes (the client sees a cut response, never a wrong
-//!   one).
+//! - A panic in the service or its response body, or the body's error:
+//!   `500` before anything of the response was written, otherwise the
+//!   connection closes (the client sees a cut response, never a wrong
+//!   one). In the task, the task's [`Responder`] is dropped, to the same
+//!   effect. The head of a streamed body is written as soon as the body
+//!   first waits (a client of server-sent events sees it before the first
+//!   event), so a body that fails after waiting cuts the response.
 //! - Reading the request [`Body`] fails with the `std::io::Error`s of
 //!   [`RequestBody`] (the client left before the body ended,
 //!   `UnexpectedEof`; a malformed chunked body, `InvalidData`; past
@@ -112,7 +127,7 @@ use tower_service::Service;
 
 use crate::body::RequestBody;
 use crate::handler::{BodyLength, Handler, Request, ResponseError, Status, Version};
-use crate::response::{Responder, Response};
+use crate::response::{Polled, Responder, Response, Step};
 
 /// The error type services are asked to convert theirs into (tower's
 /// `BoxError`).
@@ -315,19 +330,22 @@ fn answer_now<B>(
     B::Error: Into<BoxError>,
 {
     let (parts, body) = answer.into_parts();
-    if body.size_hint().exact().is_none_or(|length| length > INLINE_LIMIT) {
-        if let Some(responder) = defer(response) {
-            runtime.spawn(async move {
-                let body = pin!(body);
-                respond_later(parts, body, Held::Nothing, responder, head_request).await;
-            });
-        }
-        return;
-    }
     let mut place = Place::<B>::take();
+    place.pinned().set(Some(body));
+    if place
+        .pinned()
+        .as_ref()
+        .as_pin_ref()
+        .is_none_or(|body| body.size_hint().exact().is_none_or(|length| length > INLINE_LIMIT))
+    {
+        let body = place.steal();
+        return poll_later(
+            response,
+            OnWorker::new(parts, body, Held::Nothing, head_request, runtime),
+        );
+    }
     let mut held = Held::Nothing;
     let mut cx = Context::from_waker(Waker::noop());
-    place.pinned().set(Some(body));
     loop {
         let polled = catch_unwind(AssertUnwindSafe(|| {
             place.pinned().as_pin_mut().map(|body| body.poll_frame(&mut cx))
@@ -340,15 +358,11 @@ fn answer_now<B>(
                 }
             }
             Ok(Some(Poll::Pending)) => {
-                if let Some(responder) = defer(response) {
-                    let mut body = place.steal();
-                    runtime.spawn(async move {
-                        if let Some(body) = body.as_mut().as_pin_mut() {
-                            respond_later(parts, body, held, responder, head_request).await;
-                        }
-                    });
-                }
-                return;
+                let body = place.steal();
+                return poll_later(
+                    response,
+                    OnWorker::new(parts, body, held, head_request, runtime),
+                );
             }
             Ok(Some(Poll::Ready(Some(Err(error))))) => return failed(response, error.into()),
             Ok(None) | Err(_) => return panicked(response),
@@ -360,6 +374,158 @@ fn answer_now<B>(
         Some(body) => response.body(body),
         None => response.write(b""),
     };
+}
+
+/// Hands the rest of a ready answer to the worker (see [`OnWorker`]).
+fn poll_later<B>(response: &mut Response<'_>, on_worker: OnWorker<B>)
+where
+    B: http_body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<BoxError>,
+{
+    if let Err(error) = response.poll_later(Box::new(on_worker)) {
+        tracing::warn!(%error, "cannot hand a response to the worker; answered 500");
+        let _ = response.status(Status::INTERNAL_SERVER_ERROR);
+    }
+}
+
+/// A ready answer whose body is not: the worker polls the body whenever
+/// its connection is woken (by the body's waker, or by its own input for
+/// a body read from the request) and writes the frames into the
+/// connection's output, as hyper polls a body in its connection's task.
+/// No thread sits between the frames and the socket, so an echo's bytes
+/// never wait for a context switch.
+///
+/// Written like [`respond_later`]: the head and, when every frame came at
+/// once (up to [`HOLD_LIMIT`]), a sized body; otherwise a stream, the held
+/// data first. Each poll runs inside the runtime's context.
+struct OnWorker<B: http_body::Body> {
+    /// The head, until it is written.
+    parts: Option<http::response::Parts>,
+    /// The service's `content-length`, once the head is written.
+    length: Option<u64>,
+    body: Pin<Box<Option<B>>>,
+    /// Data received but not yet written.
+    held: Held<B::Data>,
+    /// The body ended; what is held goes out, then the response is done.
+    ended: bool,
+    /// The held data is being streamed (chunked), not sized.
+    streaming: bool,
+    head_request: bool,
+    runtime: tokio::runtime::Handle,
+}
+
+impl<B: http_body::Body> OnWorker<B> {
+    fn new(
+        parts: http::response::Parts,
+        body: Pin<Box<Option<B>>>,
+        held: Held<B::Data>,
+        head_request: bool,
+        runtime: &tokio::runtime::Handle,
+    ) -> Self {
+        Self {
+            parts: Some(parts),
+            length: None,
+            body,
+            held,
+            ended: false,
+            streaming: false,
+            head_request,
+            runtime: runtime.clone(),
+        }
+    }
+}
+
+impl<B: http_body::Body> fmt::Debug for OnWorker<B> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OnWorker")
+            .field("held", &self.held.len())
+            .field("ended", &self.ended)
+            .field("streaming", &self.streaming)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<B> Polled for OnWorker<B>
+where
+    B: http_body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<BoxError>,
+{
+    fn poll_write(&mut self, cx: &mut Context<'_>, response: &mut Response<'_>) -> Poll<Step> {
+        if let Some(parts) = &self.parts
+            && self.ended
+        {
+            self.length = write_head(response, parts);
+            self.parts = None;
+        }
+        if self.streaming && self.held.len() > 0 {
+            // Held data goes out first, as it is.
+            let held = std::mem::replace(&mut self.held, Held::Nothing);
+            return Poll::Ready(Step::Frame(held.into_bytes()));
+        }
+        if self.ended {
+            if self.streaming {
+                return Poll::Ready(Step::Done);
+            }
+            let sent = match self.held.sized_body(self.head_request, self.length) {
+                Some(body) => response.body(body),
+                None => response.write(b""),
+            };
+            return Poll::Ready(if sent.is_ok() { Step::Done } else { Step::Failed });
+        }
+        let _runtime = self.runtime.enter();
+        let polled = catch_unwind(AssertUnwindSafe(|| {
+            self.body.as_mut().as_pin_mut().map(|body| body.poll_frame(cx))
+        }));
+        match polled {
+            Ok(Some(Poll::Ready(Some(Ok(frame))))) => {
+                if let Ok(data) = frame.into_data() {
+                    self.held.push(data);
+                }
+                if self.held.len() > HOLD_LIMIT {
+                    self.start_stream(response);
+                }
+                Poll::Ready(Step::Wrote)
+            }
+            Ok(Some(Poll::Ready(None))) => {
+                self.ended = true;
+                self.body.set(None);
+                Poll::Ready(Step::Wrote)
+            }
+            Ok(Some(Poll::Pending)) => {
+                // Nothing more now: the head, and what is held, go out
+                // meanwhile.
+                if self.held.len() > 0 || !self.streaming {
+                    self.start_stream(response);
+                    return Poll::Ready(Step::Wrote);
+                }
+                Poll::Pending
+            }
+            Ok(Some(Poll::Ready(Some(Err(error))))) => {
+                tracing::warn!(error = %error.into(), "the response body failed");
+                Poll::Ready(Step::Failed)
+            }
+            Ok(None) | Err(_) => {
+                tracing::error!("the response body panicked");
+                Poll::Ready(Step::Failed)
+            }
+        }
+    }
+}
+
+impl<B: http_body::Body> OnWorker<B> {
+    /// Switches to a streamed (chunked) body: the head and the stream's
+    /// start are written on the next poll.
+    fn start_stream(&mut self, response: &mut Response<'_>) {
+        if !self.streaming {
+            self.streaming = true;
+            if let Some(parts) = self.parts.take() {
+                self.length = write_head(response, &parts);
+            }
+            let _ = response.write(b"");
+        }
+    }
 }
 
 /// Defers `response`; `None` (after answering `500` if it still can) when
@@ -635,6 +801,15 @@ impl<D: Buf> Held<D> {
                 usize::try_from(length).ok().and_then(|length| HEAD_BODY.get(..length))
             }
             _ => Some(self.as_slice()),
+        }
+    }
+
+    /// What is held, as one `Bytes` (no copy for one `Bytes` frame).
+    fn into_bytes(self) -> Bytes {
+        match self {
+            Self::Nothing => Bytes::new(),
+            Self::One(mut data) => data.copy_to_bytes(data.remaining()),
+            Self::Many(bytes) => Bytes::from(bytes),
         }
     }
 

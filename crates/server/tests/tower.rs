@@ -560,3 +560,228 @@ fn the_inline_path_allocates_only_what_http_and_axum_do() {
     assert!(theirs > 0, "the count sees axum");
     assert_eq!(ours, theirs, "falconet's inline path allocates nothing of its own");
 }
+
+// Bodies polled on the worker: a ready answer whose body is not ready is
+// written by the worker as its frames come (module docs, `OnWorker`).
+
+/// A response body: `frames` frames of `size` bytes, each after a tokio
+/// sleep of `every` (so the worker polls it inside the runtime's
+/// context), then `end`: the end, an error, or a panic.
+struct Timed {
+    frames: usize,
+    size: usize,
+    every: Duration,
+    sleep: Option<Pin<Box<tokio::time::Sleep>>>,
+    end: End,
+    produced: Option<&'static std::sync::atomic::AtomicU64>,
+}
+
+#[derive(Clone, Copy)]
+enum End {
+    Clean,
+    Error,
+    Panic,
+}
+
+impl Timed {
+    fn new(frames: usize, size: usize, every: Duration, end: End) -> Self {
+        Self { frames, size, every, sleep: None, end, produced: None }
+    }
+}
+
+impl http_body::Body for Timed {
+    type Data = Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, std::io::Error>>> {
+        if !self.every.is_zero() {
+            let every = self.every;
+            let sleep = self.sleep.get_or_insert_with(|| Box::pin(tokio::time::sleep(every)));
+            std::task::ready!(sleep.as_mut().poll(cx));
+            self.sleep = None;
+        }
+        if self.frames == 0 {
+            return match self.end {
+                End::Clean => Poll::Ready(None),
+                End::Error => Poll::Ready(Some(Err(std::io::Error::other("the body failed")))),
+                End::Panic => panic!("the body panicked on purpose"),
+            };
+        }
+        self.frames -= 1;
+        if let Some(produced) = self.produced {
+            produced.fetch_add(self.size as u64, std::sync::atomic::Ordering::Relaxed);
+        }
+        Poll::Ready(Some(Ok(Frame::data(Bytes::from(vec![b'x'; self.size])))))
+    }
+}
+
+use std::future::Future as _;
+
+static ENDLESS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+fn timed_app() -> Router {
+    let ms = Duration::from_millis;
+    Router::new()
+        .route("/plaintext", get(|| async { "Hello, World!" }))
+        .route(
+            "/timed",
+            get(move || async move { AxumBody::new(Timed::new(3, 4, ms(30), End::Clean)) }),
+        )
+        .route(
+            "/fail-at-once",
+            get(|| async { AxumBody::new(Timed::new(0, 1, Duration::ZERO, End::Error)) }),
+        )
+        .route(
+            "/panic-at-once",
+            get(|| async { AxumBody::new(Timed::new(0, 1, Duration::ZERO, End::Panic)) }),
+        )
+        .route(
+            "/fail-early",
+            get(move || async move { AxumBody::new(Timed::new(0, 1, ms(5), End::Error)) }),
+        )
+        .route(
+            "/panic-early",
+            get(move || async move { AxumBody::new(Timed::new(0, 1, ms(5), End::Panic)) }),
+        )
+        .route(
+            "/fail-late",
+            get(move || async move { AxumBody::new(Timed::new(2, 100_000, ms(5), End::Error)) }),
+        )
+        .route(
+            "/panic-late",
+            get(move || async move { AxumBody::new(Timed::new(2, 100_000, ms(5), End::Panic)) }),
+        )
+        .route(
+            "/endless",
+            get(|| async {
+                let mut body = Timed::new(usize::MAX, 64 * 1024, Duration::ZERO, End::Clean);
+                body.produced = Some(&ENDLESS);
+                AxumBody::new(body)
+            }),
+        )
+}
+
+fn timed_server() -> (tokio::runtime::Runtime, common::TestServer<TowerHandler<Router>>) {
+    let runtime = runtime();
+    let handler = TowerHandler::new(timed_app(), runtime.handle().clone());
+    // One worker: the body polled on it must not hold up other connections.
+    let server = serve(options().workers(1), handler);
+    (runtime, server)
+}
+
+#[test]
+fn a_body_that_waits_on_timers_is_streamed_while_the_worker_serves_others() {
+    let (_runtime, server) = timed_server();
+    let mut slow = Client::connect(server.addr);
+    slow.send(b"GET /timed HTTP/1.1\r\nHost: t\r\n\r\n");
+    // Three frames 30 ms apart: meanwhile the one worker answers others.
+    let started = std::time::Instant::now();
+    let mut other = Client::connect(server.addr);
+    for _ in 0..10 {
+        assert_eq!(other.get("/plaintext").text(), "Hello, World!");
+    }
+    let reply = slow.reply().unwrap();
+    assert!(started.elapsed() >= Duration::from_millis(60), "the frames waited");
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.header("transfer-encoding"), Some("chunked"));
+    assert_eq!(reply.text(), "xxxxxxxxxxxx");
+    // The connection goes on.
+    assert_eq!(slow.get("/plaintext").text(), "Hello, World!");
+}
+
+#[test]
+fn a_body_that_fails_at_once_gets_500_and_after_a_wait_a_cut_response() {
+    let (_runtime, server) = timed_server();
+    for path in ["/fail-at-once", "/panic-at-once"] {
+        let mut client = Client::connect(server.addr);
+        let reply = client.get(path);
+        assert_eq!(reply.status, 500, "{path}");
+        // Answered on the worker's first poll: the connection goes on.
+        assert_eq!(client.get("/plaintext").text(), "Hello, World!", "{path}");
+    }
+    // A body that waits has its head sent at once (a stream's client, say
+    // server-sent events, sees it before the first frame): its failure
+    // can only cut the response.
+    for path in ["/fail-early", "/panic-early"] {
+        let mut client = Client::connect(server.addr);
+        client.send(format!("GET {path} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes());
+        let text = String::from_utf8(client.read_to_end().unwrap()).unwrap();
+        assert!(text.starts_with("HTTP/1.1 200 OK\r\n"), "{path}: {text}");
+        assert!(text.ends_with("Transfer-Encoding: chunked\r\n\r\n"), "{path}: {text}");
+    }
+    assert_eq!(Client::connect(server.addr).get("/plaintext").text(), "Hello, World!");
+}
+
+#[test]
+fn a_body_that_fails_midway_cuts_the_response_and_closes() {
+    let (_runtime, server) = timed_server();
+    for path in ["/fail-late", "/panic-late"] {
+        let mut client = Client::connect(server.addr);
+        client.send(
+            format!(
+                "GET {path} HTTP/1.1\r\nHost: t\r\n\r\nGET /plaintext HTTP/1.1\r\nHost: t\r\n\r\n"
+            )
+            .as_bytes(),
+        );
+        let text = client.read_to_end().unwrap();
+        let text = String::from_utf8_lossy(&text);
+        assert!(text.starts_with("HTTP/1.1 200 OK\r\n"), "{path}");
+        assert!(text.contains("Transfer-Encoding: chunked\r\n"), "{path}");
+        // Both frames went out, then the connection closed: no last
+        // chunk, and the pipelined request after it is not answered.
+        assert_eq!(text.matches('x').count(), 200_000, "{path}");
+        assert!(!text.ends_with("0\r\n\r\n"), "{path}: the cut response looks complete");
+        assert!(!text.contains("Hello, World!"), "{path}");
+    }
+    assert_eq!(Client::connect(server.addr).get("/plaintext").text(), "Hello, World!");
+}
+
+#[test]
+fn an_http10_client_gets_a_streamed_body_delimited_by_the_close() {
+    let (_runtime, server) = timed_server();
+    let mut client = Client::connect(server.addr);
+    client.send(b"GET /timed HTTP/1.0\r\n\r\n");
+    let text = String::from_utf8(client.read_to_end().unwrap()).unwrap();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap();
+    assert!(head.starts_with("HTTP/1.1 200 OK\r\n"), "{head}");
+    assert!(!head.contains("Transfer-Encoding"), "{head}");
+    assert!(!head.contains("Content-Length"), "{head}");
+    assert_eq!(body, "xxxxxxxxxxxx");
+}
+
+#[test]
+fn a_client_that_does_not_read_stops_an_endless_body() {
+    let (_runtime, server) = timed_server();
+    let mut client = Client::connect(server.addr);
+    client.send(b"GET /endless HTTP/1.1\r\nHost: t\r\n\r\n");
+    let produced = || ENDLESS.load(std::sync::atomic::Ordering::Relaxed);
+    // Polled only while the output has room: once the socket buffers are
+    // full, the body is not polled again.
+    let mut last = produced();
+    for _ in 0..50 {
+        thread::sleep(Duration::from_millis(100));
+        let now = produced();
+        if now == last && now > 0 {
+            break;
+        }
+        last = now;
+    }
+    thread::sleep(Duration::from_millis(300));
+    let stopped = produced();
+    assert_eq!(stopped, last, "the body is still polled while nothing is sent");
+    // The kernel's socket buffers, our output buffer and one frame.
+    assert!(stopped < 64 << 20, "{stopped} bytes produced for a client that reads nothing");
+    // Reading lets it go on.
+    let mut sink = vec![0; 1 << 20];
+    for _ in 0..16 {
+        std::io::Read::read_exact(&mut client.stream(), &mut sink).unwrap();
+    }
+    thread::sleep(Duration::from_millis(100));
+    assert!(produced() > stopped, "reading did not resume the body");
+    // Other connections were served all along.
+    assert_eq!(Client::connect(server.addr).get("/plaintext").text(), "Hello, World!");
+    eprintln!("an endless body stopped after {stopped} bytes for a client that read nothing");
+}
