@@ -18,3 +18,9 @@ RUSTFLAGS="-Zsanitizer=thread" RUSTDOCFLAGS="-Zsanitizer=thread" CARGO_TARGET_DI
 FALCONET_SERVER_STRESS_ROUNDS="${FALCONET_SERVER_STRESS_ROUNDS:-2000}" \
 RUSTFLAGS="-Zsanitizer=thread" RUSTDOCFLAGS="-Zsanitizer=thread" CARGO_TARGET_DIR=target/tsan \
   cargo +nightly test -Zbuild-std --target "$target" -p falconet-server --test stress
+# The application side: responses written and request bodies read on
+# application threads (app, deferred), and tower services whose bodies the
+# worker polls while tokio tasks answer others (tower).
+RUSTFLAGS="-Zsanitizer=thread" RUSTDOCFLAGS="-Zsanitizer=thread" CARGO_TARGET_DIR=target/tsan \
+  cargo +nightly test -Zbuild-std --target "$target" -p falconet-server --features tower \
+  --test app --test deferred --test tower
