@@ -51,7 +51,10 @@ impl core::fmt::Display for StreamFlowError {
 
 impl std::error::Error for StreamFlowError {}
 
-/// What a stream's `try_advance` or `release` asks the caller to send.
+/// What a stream's [`release`](StreamInput::release) asks the caller to send:
+/// the WINDOW_UPDATE increments for the stream and the connection.
+/// ([`try_advance`](StreamInput::try_advance) returns the frame's [`Advance`]
+/// and the connection's increment alone.)
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct Updates {
     /// A stream WINDOW_UPDATE increment.
