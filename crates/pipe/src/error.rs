@@ -8,6 +8,8 @@ use falconet_pool::LeaseError;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum OptionsError {
+    /// `pause_at` is 0: every flush would wait, with nothing to wait for.
+    PauseAtZero,
     /// `resume_at` is 0: a paused writer would wait for "fewer than zero
     /// unexamined bytes" forever (dotnet/runtime 75166).
     ResumeAtZero,
@@ -30,9 +32,13 @@ pub enum OptionsError {
 impl fmt::Display for OptionsError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
+            Self::PauseAtZero => f.write_str("pause_at must be at least 1"),
             Self::ResumeAtZero => f.write_str("resume_at must be at least 1"),
             Self::ResumeAbovePause { pause_at, resume_at } => {
-                write!(f, "resume_at ({resume_at}) is above pause_at ({pause_at})")
+                write!(
+                    f,
+                    "resume_at ({resume_at}) is above pause_at ({pause_at}); set resume_at lower, or leave it unset to resume below half of pause_at"
+                )
             }
             Self::ReadSpace { requested, block_size } => {
                 write!(f, "min_read_space {requested} is not in 1..={block_size} (the block size)")

@@ -6,8 +6,9 @@ use crate::state::UNEXAMINED;
 /// Default `pause_at`: the writer's flush waits once this many bytes are
 /// unexamined (System.IO.Pipelines' default).
 pub const DEFAULT_PAUSE_AT: u64 = 64 * 1024;
-/// Default `resume_at`: a paused writer resumes below this many.
-pub const DEFAULT_RESUME_AT: u64 = 32 * 1024;
+/// Default `resume_at`: a paused writer resumes below this many (half of
+/// `pause_at`, as `resume_at` is derived when only `pause_at` is set).
+pub const DEFAULT_RESUME_AT: u64 = DEFAULT_PAUSE_AT / 2;
 
 /// How a pipe behaves; checked by [`pipe`](crate::pipe).
 ///
@@ -19,8 +20,10 @@ pub const DEFAULT_RESUME_AT: u64 = 32 * 1024;
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Options {
-    pub(crate) pause_at: u64,
-    pub(crate) resume_at: u64,
+    /// `None`: no back-pressure.
+    pause_at: Option<u64>,
+    /// `None`: half of `pause_at` (at least 1).
+    resume_at: Option<u64>,
     /// `None`: a quarter of a block.
     pub(crate) min_read_space: Option<usize>,
 }
@@ -35,30 +38,51 @@ impl Options {
     /// The defaults: pause at 64 KiB unexamined, resume below 32 KiB, and
     /// a minimum read space of a quarter of a block (1 KiB of 4 KiB).
     pub const fn new() -> Self {
-        Self { pause_at: DEFAULT_PAUSE_AT, resume_at: DEFAULT_RESUME_AT, min_read_space: None }
+        Self { pause_at: Some(DEFAULT_PAUSE_AT), resume_at: None, min_read_space: None }
     }
 
     /// The writer's [`flush`](crate::Writer::flush) waits once at least
-    /// `bytes` committed bytes are unexamined by the reader.
+    /// `bytes` committed bytes are unexamined by the reader. Unless
+    /// [`resume_at`](Self::resume_at) is set too, the writer resumes below
+    /// half of it (System.IO.Pipelines' rule). Must be at least 1. Turns
+    /// back-pressure on again after
+    /// [`without_back_pressure`](Self::without_back_pressure).
     pub const fn pause_at(mut self, bytes: u64) -> Self {
-        self.pause_at = bytes;
+        self.pause_at = Some(bytes);
         self
     }
 
     /// A paused writer resumes once fewer than `bytes` are unexamined. Must
     /// be at least 1 (a writer waiting for "fewer than 0" would wait forever)
-    /// and at most `pause_at`.
+    /// and at most `pause_at`. Has no effect without back-pressure.
     pub const fn resume_at(mut self, bytes: u64) -> Self {
-        self.resume_at = bytes;
+        self.resume_at = Some(bytes);
         self
     }
 
     /// No back-pressure: `flush` never waits. The pipe then buffers whatever
-    /// the writer commits, up to what the pool can lease.
+    /// the writer commits, up to what the pool can lease. A later
+    /// [`resume_at`](Self::resume_at) leaves it so; a later
+    /// [`pause_at`](Self::pause_at) turns back-pressure on.
     pub const fn without_back_pressure(mut self) -> Self {
-        self.pause_at = u64::MAX;
-        self.resume_at = u64::MAX;
+        self.pause_at = None;
+        self.resume_at = None;
         self
+    }
+
+    /// The pause threshold, `None` without back-pressure.
+    pub const fn pause_threshold(&self) -> Option<u64> {
+        self.pause_at
+    }
+
+    /// The resume threshold as it will be used: set, or derived from
+    /// `pause_at` (half of it, at least 1); `None` without back-pressure.
+    pub const fn resume_threshold(&self) -> Option<u64> {
+        match (self.pause_at, self.resume_at) {
+            (None, _) => None,
+            (Some(_), Some(resume_at)) => Some(resume_at),
+            (Some(pause_at), None) => Some(if pause_at / 2 > 1 { pause_at / 2 } else { 1 }),
+        }
     }
 
     /// [`Writer::read_from`](crate::Writer::read_from) reads into the tail
@@ -78,14 +102,16 @@ impl Options {
 
     /// Checks the options against a pool's block size.
     pub(crate) fn validate(self, block_size: usize) -> Result<Config, OptionsError> {
-        if self.resume_at == 0 {
+        let (pause_at, resume_at) = match (self.pause_threshold(), self.resume_threshold()) {
+            (Some(0), _) => return Err(OptionsError::PauseAtZero),
+            (Some(pause_at), Some(resume_at)) => (pause_at, resume_at),
+            _ => (u64::MAX, u64::MAX),
+        };
+        if resume_at == 0 {
             return Err(OptionsError::ResumeAtZero);
         }
-        if self.resume_at > self.pause_at {
-            return Err(OptionsError::ResumeAbovePause {
-                pause_at: self.pause_at,
-                resume_at: self.resume_at,
-            });
+        if resume_at > pause_at {
+            return Err(OptionsError::ResumeAbovePause { pause_at, resume_at });
         }
         let min_read_space = self.min_read_space.unwrap_or((block_size / 4).max(1));
         if min_read_space == 0 || min_read_space > block_size {
@@ -94,8 +120,8 @@ impl Options {
         // The unexamined count never exceeds UNEXAMINED, so a larger
         // threshold means "never".
         Ok(Config {
-            pause_at: self.pause_at.min(UNEXAMINED + 1),
-            resume_at: self.resume_at.min(UNEXAMINED + 1),
+            pause_at: pause_at.min(UNEXAMINED + 1),
+            resume_at: resume_at.min(UNEXAMINED + 1),
             min_read_space,
             block_size,
         })

@@ -191,6 +191,46 @@ fn thresholds_are_validated() {
     );
     assert!(pipe(&pool, Options::new().pause_at(10).resume_at(10)).is_ok());
     assert!(pipe(&pool, Options::new().without_back_pressure()).is_ok());
+    assert_eq!(pipe(&pool, Options::new().pause_at(0)).unwrap_err(), OptionsError::PauseAtZero);
+}
+
+#[test]
+fn pause_at_alone_derives_resume_at_and_without_back_pressure_stays() {
+    let pool = small_pool();
+    // A day-one call: pause_at below the default resume_at, resume_at unset.
+    let options = Options::new().pause_at(16 * 1024);
+    assert_eq!(options.resume_threshold(), Some(8 * 1024));
+    assert!(pipe(&pool, options).is_ok());
+    // The edges of the range: 1 resumes below 1, u64::MAX below half of it.
+    assert_eq!(Options::new().pause_at(1).resume_threshold(), Some(1));
+    assert_eq!(Options::new().pause_at(3).resume_threshold(), Some(1));
+    assert!(pipe(&pool, Options::new().pause_at(1)).is_ok());
+    assert_eq!(Options::new().pause_at(u64::MAX).resume_threshold(), Some(u64::MAX / 2));
+    assert!(pipe(&pool, Options::new().pause_at(u64::MAX)).is_ok());
+    // The defaults are the derived pair.
+    assert_eq!(Options::new().pause_threshold(), Some(falconet_pipe::DEFAULT_PAUSE_AT));
+    assert_eq!(Options::new().resume_threshold(), Some(falconet_pipe::DEFAULT_RESUME_AT));
+    // Set explicitly, resume_at is kept, in either order.
+    assert_eq!(Options::new().resume_at(5).pause_at(100).resume_threshold(), Some(5));
+    // without_back_pressure is not undone by a later resume_at ...
+    let options = Options::new().without_back_pressure().resume_at(10);
+    assert_eq!((options.pause_threshold(), options.resume_threshold()), (None, None));
+    let (mut writer, reader) = new_pipe(&pool, options);
+    writer.put_slice(&[1; 1000]).unwrap();
+    assert!(futures_ready(writer.flush()), "no back-pressure: flush never waits");
+    drop(reader);
+    // ... but a later pause_at turns it back on.
+    let options = Options::new().without_back_pressure().pause_at(100);
+    assert_eq!(options.resume_threshold(), Some(50));
+    let (mut writer, _reader) = new_pipe(&pool, options);
+    writer.put_slice(&[1; 100]).unwrap();
+    assert!(!futures_ready(writer.flush()), "paused at 100");
+}
+
+/// Whether `future` is ready at its first poll.
+fn futures_ready<F: std::future::Future>(future: F) -> bool {
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    std::pin::pin!(future).poll(&mut cx).is_ready()
 }
 
 #[test]
