@@ -5,24 +5,47 @@ use std::fmt;
 /// `insert` found the registry at `max_connections`. The value comes back
 /// untouched ([`Full::into_inner`]); nothing was registered.
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub struct Full<T>(pub T);
+pub struct Full<T> {
+    value: T,
+    max_connections: usize,
+}
 
 impl<T> Full<T> {
+    pub(crate) fn new(value: T, max_connections: usize) -> Self {
+        Self { value, max_connections }
+    }
+
     /// The value that was not inserted.
     pub fn into_inner(self) -> T {
-        self.0
+        self.value
+    }
+
+    /// The value that was not inserted, by reference.
+    pub fn value(&self) -> &T {
+        &self.value
+    }
+
+    /// The bound the registry is at ([`Options::max_connections`](crate::Options::max_connections)).
+    pub fn max_connections(&self) -> usize {
+        self.max_connections
     }
 }
 
 impl<T> fmt::Debug for Full<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Full(..)")
+        f.debug_struct("Full")
+            .field("max_connections", &self.max_connections)
+            .finish_non_exhaustive()
     }
 }
 
 impl<T> fmt::Display for Full<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("the registry holds max_connections entries")
+        write!(
+            f,
+            "the registry is full: it holds its max_connections of {} entries (or as many slots are still held by removed entries' references)",
+            self.max_connections
+        )
     }
 }
 

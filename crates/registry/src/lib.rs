@@ -87,7 +87,7 @@ mod slot;
 pub use error::{Full, OptionsError};
 pub use id::ConnectionId;
 pub use options::{DEFAULT_MAX_CONNECTIONS, Options};
-pub use registry::{Drain, Ref, Registry};
+pub use registry::{Drain, Ref, Registry, VacantEntry};
 
 #[cfg(all(doctest, not(miri)))] // real sockets: Miri has no TCP
 #[doc = include_str!("../README.md")]

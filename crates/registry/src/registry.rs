@@ -101,11 +101,42 @@ impl<T> Registry<T> {
     /// [`Full`], holding `value`, when the registry already holds
     /// `max_connections` entries.
     pub fn insert(&self, value: T) -> Result<ConnectionId, Full<T>> {
+        match self.vacant_entry() {
+            Ok(entry) => Ok(entry.insert(value)),
+            Err(full) => Err(Full::new(value, full.max_connections())),
+        }
+    }
+
+    /// Reserves a slot and tells its id before the value exists, for a
+    /// value that holds its own id (slab's `vacant_entry`):
+    ///
+    /// ```
+    /// use falconet_registry::Registry;
+    ///
+    /// struct Connection { id: u64, peer: &'static str }
+    ///
+    /// let registry = Registry::new();
+    /// let entry = registry.vacant_entry()?;
+    /// let id = entry.id();
+    /// entry.insert(Connection { id: id.as_u64(), peer: "10.0.0.1:40000" });
+    /// assert_eq!(registry.get(id).unwrap().id, id.as_u64());
+    /// # Ok::<(), falconet_registry::Full<()>>(())
+    /// ```
+    ///
+    /// Until [`VacantEntry::insert`], the id finds nothing; dropped
+    /// without an insert, the slot goes back and the id never finds
+    /// anything. The reservation counts against `max_connections`.
+    ///
+    /// # Errors
+    ///
+    /// [`Full`] when the registry already holds `max_connections` entries
+    /// (reservations included).
+    pub fn vacant_entry(&self) -> Result<VacantEntry<'_, T>, Full<()>> {
         // The bound, exact under concurrency: count first, then place.
         let mut len = self.len.load(Ordering::Relaxed);
         loop {
             if len >= self.max_connections {
-                return Err(Full(value));
+                return Err(Full::new((), self.max_connections));
             }
             match self.len.compare_exchange_weak(len, len + 1, Ordering::Relaxed, Ordering::Relaxed)
             {
@@ -118,20 +149,14 @@ impl<T> Registry<T> {
             let index = (home + step) & (self.shards.len() - 1);
             let shard = &self.shards[index];
             if let Some((slot, generation)) = shard.reserve() {
-                // SAFETY: we reserved the slot; its values stay allocated.
-                let cell = unsafe { shard.value(slot) };
-                // SAFETY: reserved by us and not yet published.
-                unsafe { cell.write(value) };
-                let state = shard.state(slot).expect("reserved slots have state words");
-                // Release: pairs with a lookup's Acquire CAS (slot.rs).
-                state.store(slot::occupied(generation), Ordering::Release);
-                return Ok(ConnectionId::new(index, slot, generation));
+                let id = ConnectionId::new(index, slot, generation);
+                return Ok(VacantEntry { registry: self, shard, id });
             }
         }
         // Every slot is held, by entries and by removed entries that lookups
         // still reference.
         self.len.fetch_sub(1, Ordering::Relaxed);
-        Err(Full(value))
+        Err(Full::new((), self.max_connections))
     }
 
     /// Looks `id` up: no lock, no allocation, one compare-and-swap on the
@@ -239,6 +264,26 @@ impl<T> Registry<T> {
     /// returns `None`, so return `false` instead. Entries inserted or
     /// removed during the sweep may or may not be visited.
     pub fn sweep(&self, mut keep: impl FnMut(ConnectionId, &T) -> bool) -> usize {
+        self.visit(|id, value| keep(id, value), true)
+    }
+
+    /// Visits every live entry, shard by shard, as [`sweep`](Self::sweep)
+    /// does (each held as a [`Ref`] while `f` runs, no lock), but removes
+    /// nothing and does not trim: a census of the connections, or a pass
+    /// that closes some by other means (a cancellation token in the value).
+    pub fn for_each(&self, mut f: impl FnMut(ConnectionId, &T)) {
+        self.visit(
+            |id, value| {
+                f(id, value);
+                true
+            },
+            false,
+        );
+    }
+
+    /// The walk of `sweep` and `for_each`: removes entries `keep` refuses;
+    /// trims each shard after it when `trim`.
+    fn visit(&self, mut keep: impl FnMut(ConnectionId, &T) -> bool, trim: bool) -> usize {
         let mut removed = 0;
         for (index, shard) in self.shards.iter().enumerate() {
             for page in 0..PAGES {
@@ -261,7 +306,9 @@ impl<T> Registry<T> {
                     drop(entry);
                 }
             }
-            shard.trim();
+            if trim {
+                shard.trim();
+            }
         }
         removed
     }
@@ -296,6 +343,51 @@ impl<T> Registry<T> {
         let value = unsafe { shard.value(slot).take() };
         shard.vacate(slot, state);
         value
+    }
+}
+
+/// A reserved slot whose id is known before its value: made by
+/// [`Registry::vacant_entry`]. Fill it with [`insert`](Self::insert);
+/// dropped unfilled, the slot goes back (its id never finds anything).
+pub struct VacantEntry<'a, T> {
+    registry: &'a Registry<T>,
+    shard: &'a Shard<T>,
+    id: ConnectionId,
+}
+
+impl<T> VacantEntry<'_, T> {
+    /// The id the value will have.
+    pub fn id(&self) -> ConnectionId {
+        self.id
+    }
+
+    /// Stores `value`, which lookups of [`id`](Self::id) find from now on.
+    pub fn insert(self, value: T) -> ConnectionId {
+        let this = ManuallyDrop::new(self);
+        let (shard, slot) = (this.shard, this.id.slot());
+        // SAFETY: we reserved the slot; its values stay allocated.
+        let cell = unsafe { shard.value(slot) };
+        // SAFETY: reserved by us and not yet published.
+        unsafe { cell.write(value) };
+        let state = shard.state(slot).expect("reserved slots have state words");
+        // Release: pairs with a lookup's Acquire CAS (slot.rs).
+        state.store(slot::occupied(this.id.generation()), Ordering::Release);
+        this.id
+    }
+}
+
+impl<T> Drop for VacantEntry<'_, T> {
+    fn drop(&mut self) {
+        let state = self.shard.state(self.id.slot()).expect("reserved slots have state words");
+        // Never published: back on the free list with the next generation.
+        self.shard.vacate(self.id.slot(), state);
+        self.registry.len.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl<T> fmt::Debug for VacantEntry<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("VacantEntry").field("id", &self.id).finish_non_exhaustive()
     }
 }
 

@@ -269,3 +269,37 @@ fn trim_racing_insert_and_stale_lookup() {
         assert!(stale.iter().all(|id| registry.get(*id).is_none()));
     });
 }
+
+/// A vacant entry's id, published to another thread before the value is:
+/// a lookup sees nothing or the whole value, never a torn or stale one;
+/// an abandoned reservation's id finds nothing even once its slot is
+/// taken again by another thread's insert.
+#[test]
+fn vacant_entry_id_looked_up_before_and_after_insert() {
+    model(|| {
+        let registry = registry(1);
+        let published = Arc::new(AtomicU64::new(0));
+        let reader = {
+            let (registry, published) = (Arc::clone(&registry), Arc::clone(&published));
+            thread::spawn(move || {
+                let raw = published.load(Ordering::Acquire);
+                if raw == 0 {
+                    return None;
+                }
+                registry.get(ConnectionId::from_u64(raw)).map(|v| **v)
+            })
+        };
+        let abandoned = registry.vacant_entry().unwrap();
+        let stale = abandoned.id();
+        drop(abandoned);
+        let entry = registry.vacant_entry().unwrap();
+        let id = entry.id();
+        published.store(id.as_u64(), Ordering::Release);
+        entry.insert(Arc::new(id.as_u64()));
+        let seen = reader.join().unwrap();
+        assert!(matches!(seen, None) || seen == Some(id.as_u64()), "{seen:?}");
+        assert!(registry.get(stale).is_none());
+        assert_eq!(registry.len(), 1);
+        drop(registry.remove(id));
+    });
+}

@@ -108,7 +108,7 @@ fn run(ops: Vec<Op>, shards: usize, max: usize) {
                     }
                     Err(full) => {
                         assert_eq!(live.len(), max, "Full below the bound");
-                        assert_eq!(full.0.tag, tag);
+                        assert_eq!(full.value().tag, tag);
                         drop(full);
                         dropped += 1;
                     }

@@ -10,7 +10,7 @@ use std::thread;
 use std::time::Duration;
 
 use common::{Tracked, count, drops};
-use falconet_registry::{ConnectionId, Full, Options, OptionsError, Registry};
+use falconet_registry::{ConnectionId, Options, OptionsError, Registry};
 
 /// `n`, or a two-hundredth of it under Miri (which runs ~1000x slower).
 fn scaled(n: u64) -> u64 {
@@ -98,9 +98,10 @@ fn full_past_max_connections_hands_the_value_back() {
     let registry = small(2, 3);
     let ids: Vec<_> = (0..3).map(|v| registry.insert(v).unwrap()).collect();
     let err = registry.insert(99).unwrap_err();
-    assert_eq!(err, Full(99));
+    assert_eq!((*err.value(), err.max_connections()), (99, 3));
+    assert_eq!(format!("{err:?}"), "Full { max_connections: 3, .. }");
+    assert!(err.to_string().contains("max_connections of 3 entries"), "{err}");
     assert_eq!(err.into_inner(), 99);
-    assert_eq!(err.to_string(), "the registry holds max_connections entries");
     assert_eq!(registry.len(), 3);
     registry.remove(ids[1]).unwrap();
     registry.insert(4).unwrap();
@@ -421,4 +422,73 @@ fn a_thread_s_own_ref_is_not_waited_for_but_another_thread_s_is() {
         go.wait();
     });
     assert_eq!(count(&drops), 1);
+}
+
+#[test]
+fn a_vacant_entry_tells_its_id_before_the_value_exists() {
+    let registry = small(2, 2);
+    let entry = registry.vacant_entry().unwrap();
+    let id = entry.id();
+    // Reserved, not yet live: the id finds nothing, the bound counts it.
+    assert!(registry.get(id).is_none());
+    assert!(!registry.contains(id));
+    assert_eq!(registry.len(), 1);
+    let mut visited = 0;
+    registry.for_each(|_, _| visited += 1);
+    assert_eq!(visited, 0, "a reservation is not an entry");
+    assert_eq!(entry.insert(id.as_u64()), id);
+    assert_eq!(*registry.get(id).unwrap(), id.as_u64());
+
+    // The bound counts reservations: the second fills it, a third is Full.
+    let second = registry.vacant_entry().unwrap();
+    let full = registry.vacant_entry().unwrap_err();
+    assert_eq!(full.max_connections(), 2);
+    assert_eq!(registry.insert(7).unwrap_err().into_inner(), 7);
+    // Dropped unfilled: the slot goes back, and its id never finds anything,
+    // not even after the slot is reused.
+    let abandoned = second.id();
+    drop(second);
+    assert_eq!(registry.len(), 1);
+    let reused = registry.insert(8).unwrap();
+    assert!(registry.get(abandoned).is_none());
+    assert_eq!(*registry.get(reused).unwrap(), 8);
+    assert_eq!(registry.remove(id), Some(id.as_u64()));
+}
+
+#[test]
+fn a_value_built_in_a_vacant_entry_that_panics_leaves_the_registry_whole() {
+    let registry = small(1, 1);
+    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let entry = registry.vacant_entry().unwrap();
+        let _id = entry.id();
+        panic!("building the connection failed");
+    }));
+    assert!(caught.is_err());
+    // The reservation was given back: the one slot is free again.
+    assert_eq!(registry.len(), 0);
+    let id = registry.insert(5).unwrap();
+    assert_eq!(*registry.get(id).unwrap(), 5);
+}
+
+#[test]
+fn for_each_visits_every_entry_and_removes_or_trims_nothing() {
+    let registry = small(4, 1000);
+    let ids: Vec<_> = (0..300u64).map(|v| registry.insert(v).unwrap()).collect();
+    // The later pages empty out: what a trim would free.
+    for id in &ids[100..] {
+        registry.remove(*id).unwrap();
+    }
+    let capacity = registry.capacity();
+    let mut seen = Vec::new();
+    registry.for_each(|id, value| {
+        assert_eq!(*registry.get(id).unwrap(), *value, "the visit holds the entry");
+        seen.push(*value);
+    });
+    seen.sort_unstable();
+    assert_eq!(seen, (0..100).collect::<Vec<_>>());
+    assert_eq!(registry.len(), 100);
+    assert_eq!(registry.capacity(), capacity, "for_each does not trim");
+    // A sweep that keeps everything does trim.
+    assert_eq!(registry.sweep(|_, _| true), 0);
+    assert!(registry.capacity() < capacity, "{} !< {capacity}", registry.capacity());
 }
