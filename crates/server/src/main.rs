@@ -8,7 +8,7 @@
 //! An option the server cannot run with is reported on stderr, with exit
 //! status 2 (a usage error, as for an unparsable flag).
 
-use std::net::SocketAddr;
+use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -21,11 +21,12 @@ use signal_hook::iterator::Signals;
 /// GET /delay?ms=N (answered N ms later, off the event loop) and POST /echo
 /// (the body streamed back, read on an application thread).
 #[derive(Parser, Debug)]
-#[command(version)]
+#[command(name = "falconet", version, after_help = AFTER_HELP)]
 struct Args {
-    /// Address to listen on (port 0 picks a free port).
+    /// Address to listen on: IP:port or host:port (port 0 picks a free
+    /// port).
     #[arg(long, default_value = "127.0.0.1:8080")]
-    addr: SocketAddr,
+    addr: String,
     /// Event-loop threads (default: one per CPU).
     #[arg(long)]
     workers: Option<usize>,
@@ -38,19 +39,126 @@ struct Args {
     /// Open connections at most (past it: 503 and close).
     #[arg(long, default_value_t = falconet_server::DEFAULT_MAX_CONNECTIONS)]
     max_connections: usize,
-    /// Seconds an idle keep-alive connection stays open.
-    #[arg(long, default_value_t = falconet_server::DEFAULT_KEEP_ALIVE_TIMEOUT.as_secs())]
-    keep_alive_timeout: u64,
-    /// Seconds a graceful shutdown waits before closing what is left
-    /// (in-flight /delay and /echo requests included).
-    #[arg(long, default_value_t = falconet_server::DEFAULT_SHUTDOWN_TIMEOUT.as_secs())]
-    shutdown_timeout: u64,
+    /// How long an idle keep-alive connection stays open: a whole number
+    /// with a unit (500ms, 10s, 2m, 1h; seconds without one).
+    #[arg(long, default_value_t = Timeout::seconds(falconet_server::DEFAULT_KEEP_ALIVE_TIMEOUT), value_parser = parse_duration)]
+    keep_alive_timeout: Timeout,
+    /// How long a graceful shutdown waits for in-flight requests (/delay
+    /// and /echo included) before closing what is left; units as above.
+    #[arg(long, default_value_t = Timeout::seconds(falconet_server::DEFAULT_SHUTDOWN_TIMEOUT), value_parser = parse_duration)]
+    shutdown_timeout: Timeout,
     /// Largest request body in bytes (POST /echo streams it back).
     #[arg(long, default_value_t = ECHO_MAX_BODY)]
     max_body: u64,
     /// Threads of the tokio runtime that answers /delay and /echo.
     #[arg(long, default_value_t = 1)]
     app_threads: usize,
+}
+
+/// What `--help` adds after the options.
+const AFTER_HELP: &str = "\
+Environment:
+  RUST_LOG   log filter (tracing's EnvFilter syntax, e.g. warn or falconet_server=debug); default info
+  NO_COLOR   set to anything: logs without colours (they have none when stderr is not a terminal)
+
+Logs go to stderr; stdout carries the listening address and --stats.
+Ctrl-C (SIGINT) or SIGTERM starts a graceful shutdown: no new connections,
+idle ones closed, requests in flight answered for up to --shutdown-timeout.
+A second Ctrl-C exits at once.";
+
+/// A duration as typed (`500ms`, `10s`, `5`): its value and the unit it
+/// was typed in, so that errors speak that unit.
+#[derive(Clone, Copy, Debug)]
+struct Timeout {
+    value: Duration,
+    unit: Unit,
+}
+
+impl Timeout {
+    /// A default, shown in seconds.
+    fn seconds(value: Duration) -> Self {
+        Self { value, unit: Unit::Seconds }
+    }
+}
+
+impl std::fmt::Display for Timeout {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.unit.show(self.value))
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Unit {
+    Millis,
+    Seconds,
+    Minutes,
+    Hours,
+}
+
+impl Unit {
+    const ALL: [(&'static str, Unit); 4] =
+        [("ms", Unit::Millis), ("s", Unit::Seconds), ("m", Unit::Minutes), ("h", Unit::Hours)];
+
+    fn millis(self) -> u64 {
+        match self {
+            Unit::Millis => 1,
+            Unit::Seconds => 1_000,
+            Unit::Minutes => 60_000,
+            Unit::Hours => 3_600_000,
+        }
+    }
+
+    fn suffix(self) -> &'static str {
+        Self::ALL.iter().find(|(_, unit)| *unit == self).map_or("", |(suffix, _)| suffix)
+    }
+
+    /// `duration` in this unit when it is a whole number of them, else in
+    /// the largest unit that is (`24h`, and `20ms` rather than `0.0000055h`).
+    fn show(self, duration: Duration) -> String {
+        let millis = duration.as_millis();
+        let unit = std::iter::once(self)
+            .chain(Self::ALL.iter().rev().map(|(_, unit)| *unit))
+            .find(|unit| millis % u128::from(unit.millis()) == 0)
+            .unwrap_or(Unit::Millis);
+        format!("{}{}", millis / u128::from(unit.millis()), unit.suffix())
+    }
+}
+
+/// Parses `500ms`, `10s`, `2m`, `1h`, or a bare number of seconds.
+fn parse_duration(text: &str) -> Result<Timeout, String> {
+    let text = text.trim();
+    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let (number, suffix) = text.split_at(split);
+    let unit = match suffix {
+        "" => Unit::Seconds,
+        suffix => Unit::ALL
+            .iter()
+            .find(|(name, _)| *name == suffix)
+            .map(|(_, unit)| *unit)
+            .ok_or_else(|| {
+                format!("unknown unit {suffix:?} in {text:?}: use ms, s, m or h (e.g. 500ms, 10s)")
+            })?,
+    };
+    let number: u64 =
+        number.parse().map_err(|_| format!("{text:?} is not a duration (e.g. 500ms, 10s)"))?;
+    let millis =
+        number.checked_mul(unit.millis()).ok_or_else(|| format!("{text:?} is too long"))?;
+    Ok(Timeout { value: Duration::from_millis(millis), unit })
+}
+
+/// Checks a timeout option against the server's range, in its own unit.
+fn check_timeout(flag: &str, timeout: Timeout) -> Result<Duration, String> {
+    let range = falconet_server::MIN_TIMEOUT..=falconet_server::MAX_TIMEOUT;
+    if range.contains(&timeout.value) {
+        return Ok(timeout.value);
+    }
+    let unit = timeout.unit;
+    Err(format!(
+        "{flag} {} is out of range: it must be {} to {}",
+        unit.show(timeout.value),
+        unit.show(*range.start()),
+        unit.show(*range.end()),
+    ))
 }
 
 /// The binary's default body limit: /echo is meant for large bodies, and
@@ -70,20 +178,35 @@ enum AcceptMode {
 }
 
 fn main() -> ExitCode {
+    let colour = std::io::stderr().is_terminal()
+        && std::env::var_os("NO_COLOR").is_none_or(|value| value.is_empty());
     tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(colour)
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
         )
         .init();
     let args = Args::parse();
+    let timeouts =
+        check_timeout("--keep-alive-timeout", args.keep_alive_timeout).and_then(|keep_alive| {
+            Ok((keep_alive, check_timeout("--shutdown-timeout", args.shutdown_timeout)?))
+        });
+    let (keep_alive_timeout, shutdown_timeout) = match timeouts {
+        Ok(timeouts) => timeouts,
+        Err(error) => {
+            eprintln!("falconet: {error}");
+            return ExitCode::from(USAGE_ERROR);
+        }
+    };
     let mut options = Options::new()
         .accept(match args.accept {
             AcceptMode::ReusePort => Accept::ReusePort,
             AcceptMode::Shared => Accept::Shared,
         })
         .max_connections(args.max_connections)
-        .keep_alive_timeout(Duration::from_secs(args.keep_alive_timeout))
-        .shutdown_timeout(Duration::from_secs(args.shutdown_timeout))
+        .keep_alive_timeout(keep_alive_timeout)
+        .shutdown_timeout(shutdown_timeout)
         .max_body(args.max_body);
     if let Some(workers) = args.workers {
         options = options.workers(workers);
@@ -101,17 +224,18 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let server = match Server::bind(args.addr, options, Demo::new(runtime.handle().clone())) {
-        Ok(server) => server,
-        Err(error @ ServerError::Options(_)) => {
-            eprintln!("falconet: {error}");
-            return ExitCode::from(USAGE_ERROR);
-        }
-        Err(error) => {
-            eprintln!("falconet: cannot listen on {}: {error}", args.addr);
-            return ExitCode::FAILURE;
-        }
-    };
+    let server =
+        match Server::bind(args.addr.as_str(), options, Demo::new(runtime.handle().clone())) {
+            Ok(server) => server,
+            Err(error @ ServerError::Options(_)) => {
+                eprintln!("falconet: {error}");
+                return ExitCode::from(USAGE_ERROR);
+            }
+            Err(error) => {
+                eprintln!("falconet: cannot listen on {}: {error}", args.addr);
+                return ExitCode::FAILURE;
+            }
+        };
     println!("falconet listening on http://{} ({workers} workers)", server.local_addr());
     let handle = server.handle();
     let mut signals = match Signals::new([SIGINT, SIGTERM]) {

@@ -71,6 +71,7 @@ pub(crate) trait Polled: Send + std::fmt::Debug {
 
 /// What one [`Polled::poll_write`] did.
 #[derive(Debug)]
+#[cfg_attr(not(feature = "tower"), allow(dead_code, reason = "made by the tower path only"))]
 pub(crate) enum Step {
     /// Wrote into the response (or nothing): poll again.
     Wrote,

@@ -62,8 +62,9 @@ fn sigint_shuts_down_gracefully() {
 /// Runs the binary with `args`: it must exit within 10 s, non-zero, with
 /// `reason` on stderr.
 fn refuses(args: &[&str], reason: &str) {
+    let addr: &[&str] = if args.contains(&"--addr") { &[] } else { &["--addr", "127.0.0.1:0"] };
     let mut child = Command::new(env!("CARGO_BIN_EXE_falconet"))
-        .args(["--addr", "127.0.0.1:0"])
+        .args(addr)
         .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -91,5 +92,95 @@ fn refuses(args: &[&str], reason: &str) {
 fn invalid_options_exit_non_zero_with_the_reason() {
     refuses(&["--workers", "0"], "workers must be 1 to 256, not 0");
     refuses(&["--workers", "1", "--max-connections", "0"], "max_connections must be");
-    refuses(&["--workers", "1", "--shutdown-timeout", "18446744073709551615"], "timeouts must be");
+    refuses(&["--workers", "1", "--shutdown-timeout", "18446744073709551615"], "is too long");
+}
+
+#[test]
+fn durations_take_units_and_errors_speak_the_unit_typed() {
+    refuses(
+        &["--keep-alive-timeout", "5ms"],
+        "--keep-alive-timeout 5ms is out of range: it must be 20ms to 86400000ms",
+    );
+    refuses(
+        &["--shutdown-timeout", "25h"],
+        "--shutdown-timeout 25h is out of range: it must be 20ms to 24h",
+    );
+    refuses(
+        &["--shutdown-timeout", "90000"],
+        "--shutdown-timeout 90000s is out of range: it must be 20ms to 86400s",
+    );
+    refuses(&["--shutdown-timeout", "0"], "it must be 20ms to 86400s");
+    refuses(&["--keep-alive-timeout", "10x"], "unknown unit \"x\"");
+    refuses(&["--keep-alive-timeout", "ms"], "is not a duration");
+    // In range, with units: it starts (and is stopped by the test).
+    let (mut child, addr) = spawn(&[
+        "--addr",
+        "127.0.0.1:0",
+        "--keep-alive-timeout",
+        "500ms",
+        "--shutdown-timeout",
+        "1m",
+    ]);
+    assert_eq!(Client::connect(addr).get("/plaintext").text(), "Hello, World!");
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
+/// Starts the binary with `args`; returns it and the address it printed.
+fn spawn(args: &[&str]) -> (std::process::Child, std::net::SocketAddr) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_falconet"))
+        .args(["--workers", "1"])
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn falconet");
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .parse()
+        .unwrap();
+    (child, addr)
+}
+
+#[test]
+fn addr_takes_a_host_name() {
+    let (mut child, addr) = spawn(&["--addr", "localhost:0"]);
+    assert!(addr.ip().is_loopback(), "{addr}");
+    assert_eq!(Client::connect(addr).get("/plaintext").text(), "Hello, World!");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // (No name lookup that could wait on a DNS server: a bad port.)
+    refuses(&["--addr", "localhost:http"], "cannot listen on localhost:http");
+}
+
+#[test]
+fn version_and_help_say_what_a_user_needs() {
+    let output = Command::new(env!("CARGO_BIN_EXE_falconet")).arg("--version").output().unwrap();
+    let version = String::from_utf8(output.stdout).unwrap();
+    assert!(version.starts_with("falconet "), "{version}");
+    let output = Command::new(env!("CARGO_BIN_EXE_falconet")).arg("--help").output().unwrap();
+    let help = String::from_utf8(output.stdout).unwrap();
+    for needed in ["RUST_LOG", "NO_COLOR", "second Ctrl-C", "stderr", "500ms", "host:port"] {
+        assert!(help.contains(needed), "--help lacks {needed:?}:\n{help}");
+    }
+}
+
+#[test]
+fn logs_go_to_stderr_without_colours_when_it_is_not_a_terminal() {
+    let (mut child, addr) = spawn(&["--addr", "127.0.0.1:0"]);
+    assert_eq!(Client::connect(addr).get("/plaintext").text(), "Hello, World!");
+    let status = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    assert!(status.success());
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stderr.contains("graceful shutdown"), "the info log is on stderr: {stderr:?}");
+    assert!(!stderr.contains('\u{1b}'), "colour codes in a pipe: {stderr:?}");
+    assert!(!stdout.contains("graceful shutdown"), "logs on stdout: {stdout:?}");
 }
