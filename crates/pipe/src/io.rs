@@ -226,6 +226,65 @@ mod tokio_io {
         }
     }
 
+    impl Writer {
+        /// Reads once from a tokio `AsyncRead` (a socket) straight into pool
+        /// memory, as [`read_from`](Writer::read_from) does from a
+        /// `std::io::Read`: into the tail block when at least
+        /// `min_read_space` bytes are free there, else into a fresh block,
+        /// and commits what arrived. First waits while the reader is over
+        /// the pause threshold (as [`flush`](Writer::flush)), so a loop of
+        /// these reads is back-pressured: the socket is not read while the
+        /// pipe is full, and TCP pushes the peer back. Returns the bytes
+        /// read; 0 is the end of the stream (the pipe is not closed for
+        /// you).
+        ///
+        /// ```
+        /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+        /// let pool = falconet_pool::Pool::new();
+        /// let (mut writer, reader) = falconet_pipe::pipe(&pool, falconet_pipe::Options::new())?;
+        /// let mut socket: &[u8] = b"GET / HTTP/1.1\r\n\r\n"; // any AsyncRead
+        /// while writer.read_from_async(&mut socket).await? > 0 {}
+        /// writer.close();
+        /// assert_eq!(reader.read().await?.to_vec(), b"GET / HTTP/1.1\r\n\r\n");
+        /// # Ok::<(), Box<dyn std::error::Error>>(())
+        /// # }).unwrap();
+        /// ```
+        ///
+        /// # Errors
+        /// The source's error (nothing is committed), or a [`WriteError`]
+        /// converted to `io::Error` ([`WriteError::ReaderClosed`] also while
+        /// waiting).
+        ///
+        /// [`WriteError`]: crate::WriteError
+        /// [`WriteError::ReaderClosed`]: crate::WriteError::ReaderClosed
+        pub async fn read_from_async<R: AsyncRead + Unpin + ?Sized>(
+            &mut self,
+            source: &mut R,
+        ) -> io::Result<usize> {
+            core::future::poll_fn(|cx| self.poll_read_from(cx, Pin::new(&mut *source))).await
+        }
+
+        /// [`read_from_async`](Self::read_from_async) as a poll function,
+        /// for hand-written futures. `Pending` until the pipe has room and
+        /// the source has bytes; nothing is committed before then.
+        ///
+        /// # Errors
+        /// As [`read_from_async`](Self::read_from_async).
+        pub fn poll_read_from<R: AsyncRead + ?Sized>(
+            &mut self,
+            cx: &mut Context<'_>,
+            source: Pin<&mut R>,
+        ) -> Poll<io::Result<usize>> {
+            ready!(self.poll_io_flush(cx))?;
+            let buffer = self.buffer(self.min_read_space())?;
+            let mut read = ReadBuf::new(buffer);
+            ready!(source.poll_read(cx, &mut read))?;
+            let n = read.filled().len();
+            self.commit(n)?;
+            Poll::Ready(Ok(n))
+        }
+    }
+
     /// Copies into the pipe; `Pending` while the reader is over the pause
     /// threshold. A partial write is `Ok(n)` and `Err` means nothing was
     /// written, as for `io::Write`. `poll_shutdown` closes the stream

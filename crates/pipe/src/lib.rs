@@ -119,6 +119,7 @@ pub fn pipe(pool: &Pool, options: Options) -> Result<(Writer, Reader), OptionsEr
     Ok((Writer::new(shared.clone(), pool.clone()), Reader::new(shared)))
 }
 
-#[cfg(doctest)]
+// The README's tokio example needs the `tokio` feature.
+#[cfg(all(doctest, feature = "tokio"))]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;

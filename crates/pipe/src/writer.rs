@@ -210,8 +210,7 @@ impl Writer {
     /// The source's error (`WouldBlock` for a non-blocking socket with
     /// nothing to read), or a [`WriteError`] converted to `io::Error`.
     pub fn read_from<R: io::Read + ?Sized>(&mut self, source: &mut R) -> io::Result<usize> {
-        let min = self.shared.config.min_read_space;
-        let buffer = self.buffer(min)?;
+        let buffer = self.buffer(self.min_read_space())?;
         let n = source.read(buffer)?;
         self.commit(n)?;
         Ok(n)
@@ -297,6 +296,11 @@ impl Writer {
         // The blocks left in `fresh` drop here, back to the pool.
         self.publish(n)?;
         Ok(VectoredRead { read: n, offered })
+    }
+
+    /// The pipe's `min_read_space` (see [`Options::min_read_space`](crate::Options::min_read_space)).
+    pub(crate) fn min_read_space(&self) -> usize {
+        self.shared.config.min_read_space
     }
 
     /// Waits while the reader is over the pause threshold: returns at once

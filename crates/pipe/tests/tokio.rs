@@ -92,3 +92,105 @@ fn poll_write_of_what_the_pool_can_only_partly_hold_is_ok_n() {
     assert_eq!(error.kind(), io::ErrorKind::OutOfMemory);
     assert_eq!(reader.try_read().unwrap().unwrap().to_vec(), [7; 64]);
 }
+
+/// An `AsyncRead` that hands out `data` at most `limit` bytes per read and
+/// is `Pending` (waking itself) every other poll, as a socket would be.
+struct Socket<'a> {
+    data: &'a [u8],
+    limit: usize,
+    ready: bool,
+    reads: usize,
+}
+
+impl tokio::io::AsyncRead for Socket<'_> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<io::Result<()>> {
+        if !self.ready {
+            self.ready = true;
+            cx.waker().wake_by_ref();
+            return std::task::Poll::Pending;
+        }
+        self.ready = false;
+        self.reads += 1;
+        let n = buf.remaining().min(self.limit).min(self.data.len());
+        buf.put_slice(&self.data[..n]);
+        self.data = &self.data[n..];
+        std::task::Poll::Ready(Ok(()))
+    }
+}
+
+#[test]
+fn async_read_from_lands_in_pool_memory_under_back_pressure() {
+    let pool = Pool::builder().block_size(256).build().unwrap();
+    // A 1 KiB window against 64 KiB of input: the socket reads must stop
+    // while the pipe is full and go on as the reader drains it.
+    let (mut writer, reader) = pipe(&pool, Options::new().pause_at(1024)).unwrap();
+    let data: Vec<u8> = (0..64 * 1024u32).map(|i| (i % 251) as u8).collect();
+    let mut socket = Socket { data: &data, limit: 300, ready: false, reads: 0 };
+    let most_unread = std::cell::Cell::new(0usize);
+    runtime().block_on(async {
+        let write = async {
+            loop {
+                let n = writer.read_from_async(&mut socket).await.unwrap();
+                if n == 0 {
+                    break;
+                }
+            }
+            writer.close();
+        };
+        let read = async {
+            let mut received = Vec::new();
+            loop {
+                let guard = reader.read().await.unwrap();
+                most_unread.set(most_unread.get().max(guard.len()));
+                // A slow reader: a few bytes at a time, yielding between.
+                let n = guard.len().min(100);
+                received.extend_from_slice(&guard.to_vec()[..n]);
+                let done = guard.is_completed() && n == guard.len();
+                // Examined no further than consumed: the rest stays
+                // unexamined and holds the writer back.
+                guard.advance_to(n, n).unwrap();
+                if done {
+                    return received;
+                }
+                tokio::task::yield_now().await;
+            }
+        };
+        let ((), received) = tokio::join!(write, read);
+        assert_eq!(received, data, "every byte, in order, once");
+    });
+    // Reads of at most 300 bytes into 256-byte blocks with a quarter-block
+    // (64-byte) read space: each read lands in one block.
+    assert!(socket.reads >= data.len() / 256, "{} reads", socket.reads);
+    // Back-pressure: the writer stopped reading at the 1 KiB threshold (one
+    // read may land past it).
+    assert!(most_unread.get() < 1024 + 256, "{} bytes unread at once", most_unread.get());
+}
+
+#[test]
+fn async_read_from_returns_the_source_error_and_end_of_stream() {
+    struct Failing;
+    impl tokio::io::AsyncRead for Failing {
+        fn poll_read(
+            self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+            _: &mut tokio::io::ReadBuf<'_>,
+        ) -> std::task::Poll<io::Result<()>> {
+            std::task::Poll::Ready(Err(io::ErrorKind::ConnectionReset.into()))
+        }
+    }
+    let pool = Pool::new();
+    let (mut writer, reader) = pipe(&pool, Options::new()).unwrap();
+    runtime().block_on(async {
+        let error = writer.read_from_async(&mut Failing).await.unwrap_err();
+        assert_eq!(error.kind(), io::ErrorKind::ConnectionReset);
+        assert_eq!(writer.written(), 0);
+        assert_eq!(writer.read_from_async(&mut &[][..]).await.unwrap(), 0);
+        drop(reader);
+        let error = writer.read_from_async(&mut &b"x"[..]).await.unwrap_err();
+        assert_eq!(error.kind(), io::ErrorKind::BrokenPipe, "{error}");
+    });
+}
