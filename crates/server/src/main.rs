@@ -118,7 +118,7 @@ impl Unit {
         let millis = duration.as_millis();
         let unit = std::iter::once(self)
             .chain(Self::ALL.iter().rev().map(|(_, unit)| *unit))
-            .find(|unit| millis % u128::from(unit.millis()) == 0)
+            .find(|unit| millis.is_multiple_of(u128::from(unit.millis())))
             .unwrap_or(Unit::Millis);
         format!("{}{}", millis / u128::from(unit.millis()), unit.suffix())
     }

@@ -173,7 +173,7 @@ fn version_and_help_say_what_a_user_needs() {
 
 #[test]
 fn logs_go_to_stderr_without_colours_when_it_is_not_a_terminal() {
-    let (mut child, addr) = spawn(&["--addr", "127.0.0.1:0"]);
+    let (child, addr) = spawn(&["--addr", "127.0.0.1:0"]);
     assert_eq!(Client::connect(addr).get("/plaintext").text(), "Hello, World!");
     let status = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
     assert!(status.success());
