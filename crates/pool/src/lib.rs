@@ -76,6 +76,8 @@
 #![warn(unsafe_op_in_unsafe_fn)]
 
 mod block;
+#[cfg(feature = "bytes")]
+mod buf;
 mod cache;
 mod config;
 mod error;
@@ -85,6 +87,8 @@ mod slot;
 mod stats;
 
 pub use block::Block;
+#[cfg(feature = "bytes")]
+pub use buf::BlockBuf;
 pub use config::{
     DEFAULT_BLOCK_SIZE, DEFAULT_BLOCKS_PER_SLAB, DEFAULT_MAX_BYTES, MAX_BLOCK_SIZE, MAX_SLABS,
     PoolBuilder,
