@@ -32,12 +32,21 @@ use falconet_pool::Block;
 
 use crate::primitive::{AtomicPtr, Ordering, UnsafeCell};
 
+/// A node's block: owned by the node, or shared with `Bytes` the reader
+/// handed out ([`ReadGuard::bytes`](crate::ReadGuard::bytes)), in which case
+/// it goes back to the pool when the node and every such `Bytes` let go.
+pub(crate) enum Held {
+    Owned(#[allow(dead_code, reason = "held for its drop")] Block),
+    Shared(std::sync::Arc<Block>),
+}
+
 /// One segment: a pool block and where it sits in the byte stream.
 pub(crate) struct Node {
     /// The block; `None` for the initial sentinel and for consumed nodes.
-    /// Written by the writer before linking, taken by the reader when the
-    /// node is consumed.
-    block: UnsafeCell<Option<Block>>,
+    /// Written by the writer before linking; after that only the reader
+    /// touches it: it shares it ([`Node::share_block`]) and takes it out
+    /// when the node is consumed.
+    block: UnsafeCell<Option<Held>>,
     /// The block's first byte (raw, so the writer can fill the free part
     /// while the reader reads the committed part) and the stream position of
     /// that byte. Written before the node is linked, read-only after.
@@ -68,7 +77,7 @@ impl Node {
         // SAFETY: the caller owns the node.
         let node = unsafe { &*node };
         // SAFETY: the writer owns the node (above): no other access.
-        node.block.with_mut(|slot| unsafe { *slot = Some(block) });
+        node.block.with_mut(|slot| unsafe { *slot = Some(Held::Owned(block)) });
         // SAFETY: as above.
         node.base.with_mut(|slot| unsafe { *slot = (base, start) });
         // Relaxed: the node is unreachable until it is linked with Release.
@@ -89,14 +98,36 @@ impl Node {
     }
 
     /// Takes the block out of a consumed node; it goes back to its pool when
-    /// the caller drops it.
+    /// the caller drops it (and, if shared, every `Bytes` over it has).
     ///
     /// # Safety
     /// The caller (the reader) owns the node's block: the node is fully
     /// consumed and has not been published as passed yet.
-    pub(crate) unsafe fn take_block(node: *mut Node) -> Option<Block> {
+    pub(crate) unsafe fn take_block(node: *mut Node) -> Option<Held> {
         // SAFETY: the caller owns the block (above).
         unsafe { (*node).block.with_mut(|slot| (*slot).take()) }
+    }
+
+    /// The node's block as a shared handle, made shared the first time:
+    /// the node keeps one handle, the caller gets another.
+    ///
+    /// # Safety
+    /// The caller is the reader and holds a read covering bytes of this
+    /// node (so the node is linked, synchronised and still has its block),
+    /// with exclusive access to the read (`&mut ReadGuard`): nothing else
+    /// touches the slot meanwhile (the writer never does after linking).
+    pub(crate) unsafe fn share_block(node: *mut Node) -> Option<std::sync::Arc<Block>> {
+        // SAFETY: exclusive reader-side access (above).
+        unsafe {
+            (*node).block.with_mut(|slot| {
+                let shared = match (*slot).take()? {
+                    Held::Owned(block) => std::sync::Arc::new(block),
+                    Held::Shared(shared) => shared,
+                };
+                *slot = Some(Held::Shared(std::sync::Arc::clone(&shared)));
+                Some(shared)
+            })
+        }
     }
 
     /// Frees a node and its block.

@@ -3,7 +3,7 @@
 use core::marker::PhantomData;
 use std::io;
 
-use bytes::Buf;
+use bytes::{Buf, Bytes};
 
 use crate::error::AdvanceError;
 use crate::primitive::Ordering;
@@ -78,6 +78,54 @@ impl<'a> ReadGuard<'a> {
         Chunks { view: self.buf() }
     }
 
+    /// The bytes in `range` (counted from the start of this read) as a
+    /// [`Bytes`]: when they lie in one block, without a copy (the `Bytes`
+    /// shares the pool block, which stays out of the pool, even after the
+    /// pipe is gone, until the last `Bytes` over it drops); across a block
+    /// boundary, copied. `None` when `range` is not within
+    /// [`len`](Self::len). The bytes stay in the pipe until
+    /// [`advance_to`](Self::advance_to) consumes them.
+    ///
+    /// Each zero-copy `Bytes` costs one small allocation (its shared
+    /// header), and the first one from a block another (the block's shared
+    /// handle). A block shared with a `Bytes` counts against the pool, not
+    /// against the pipe's thresholds, once consumed.
+    ///
+    /// ```
+    /// let pool = falconet_pool::Pool::new();
+    /// let (mut writer, reader) = falconet_pipe::pipe(&pool, falconet_pipe::Options::new())?;
+    /// writer.put_slice(b"\x00\x05hello\x00\x05world")?; // length-prefixed frames
+    /// let mut read = reader.try_read()?.unwrap();
+    /// let first = read.bytes(2..7).unwrap();
+    /// let second = read.bytes(9..14).unwrap();
+    /// read.consume(14)?;
+    /// drop((writer, reader)); // the frames outlive the pipe
+    /// assert_eq!((&first[..], &second[..]), (&b"hello"[..], &b"world"[..]));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn bytes(&mut self, range: core::ops::Range<usize>) -> Option<Bytes> {
+        if range.start > range.end || range.end > self.len() {
+            return None;
+        }
+        let len = range.end - range.start;
+        if len == 0 {
+            return Some(Bytes::new());
+        }
+        let mut view = self.buf();
+        view.advance(range.start);
+        if view.chunk().len() < len {
+            // Across blocks: one copy.
+            return Some(view.copy_to_bytes(len));
+        }
+        let start = view.chunk().as_ptr();
+        // SAFETY: we are the reader, `&mut self` makes this read's access
+        // exclusive, and the node holds bytes of the read, so its block.
+        let Some(block) = (unsafe { Node::share_block(view.node.cast_mut()) }) else {
+            return Some(view.copy_to_bytes(len));
+        };
+        Some(Bytes::from_owner(SharedSlice { _block: block, start, len }))
+    }
+
     /// Copies the bytes into a `Vec` (for tests and slow paths).
     pub fn to_vec(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(self.len());
@@ -133,6 +181,28 @@ impl core::fmt::Debug for ReadGuard<'_> {
             .field("completed", &self.is_completed())
             .field("error", &self.error())
             .finish()
+    }
+}
+
+/// Bytes of a shared pool block, owned by a `Bytes`.
+struct SharedSlice {
+    /// Keeps the block out of the pool.
+    _block: std::sync::Arc<falconet_pool::Block>,
+    start: *const u8,
+    len: usize,
+}
+
+// SAFETY: the slice's bytes are committed and never written again (the
+// writer writes only past the committed end), and the block they live in
+// is kept alive by `_block`, which is `Send + Sync`.
+unsafe impl Send for SharedSlice {}
+
+impl AsRef<[u8]> for SharedSlice {
+    fn as_ref(&self) -> &[u8] {
+        // SAFETY: as for `Send`: `len` committed bytes at `start`, alive and
+        // immutable while `_block` is held. Only these bytes are borrowed,
+        // not the block, whose free part the writer may still be filling.
+        unsafe { core::slice::from_raw_parts(self.start, self.len) }
     }
 }
 

@@ -230,6 +230,32 @@ fn vectored_read_links_filled_blocks_while_the_reader_consumes() {
     });
 }
 
+/// The reader shares the tail block as `Bytes` while the writer goes on
+/// filling that block and the next, and the `Bytes` drops on a third
+/// thread: the bytes stay what they were, and the block goes back once.
+#[test]
+fn shared_tail_block_vs_writer_and_a_foreign_drop() {
+    model(|| {
+        let (mut writer, reader) = new_pipe(Options::new().without_back_pressure());
+        writer.put_slice(b"abc").unwrap();
+        let mut read = reader.try_read().unwrap().unwrap();
+        let shared = read.bytes(0..3).unwrap();
+        read.consume(3).unwrap();
+        let writer = thread::spawn(move || {
+            writer.put_slice(&[7; 100]).unwrap(); // the rest of the block, and a new one
+            writer.close();
+        });
+        let holder = thread::spawn(move || {
+            assert_eq!(&shared[..], b"abc");
+            drop(shared);
+        });
+        let (bytes, _) = drain(&reader);
+        assert_eq!(bytes, [7; 100]);
+        writer.join().unwrap();
+        holder.join().unwrap();
+    });
+}
+
 /// Polls `future` once with a no-op waker.
 fn poll_once<F: std::future::Future>(future: std::pin::Pin<&mut F>) -> std::task::Poll<F::Output> {
     future.poll(&mut std::task::Context::from_waker(Waker::noop()))

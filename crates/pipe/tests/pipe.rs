@@ -512,6 +512,45 @@ fn read_vectored_from_with_a_short_pool_reads_less_and_a_failed_read_commits_not
 }
 
 #[test]
+fn bytes_within_a_block_share_it_and_outlive_the_pipe() {
+    let pool = small_pool(); // 64-byte blocks
+    let (mut writer, reader) = new_pipe(&pool, Options::new().without_back_pressure());
+    let data: Vec<u8> = (0..150u8).collect();
+    writer.put_slice(&data[..100]).unwrap(); // blocks [0, 64), [64, 100)
+    let mut read = reader.try_read().unwrap().unwrap();
+    let in_first = read.bytes(10..60).unwrap();
+    let chunk_start = read.chunks().next().unwrap().as_ptr();
+    assert_eq!(&in_first[..], &data[10..60]);
+    // SAFETY: only comparing addresses, both inside the first block.
+    assert_eq!(in_first.as_ptr(), unsafe { chunk_start.add(10) }, "no copy");
+    let across = read.bytes(60..70).unwrap();
+    assert_eq!(&across[..], &data[60..70], "across a block boundary: copied");
+    let in_tail = read.bytes(70..100).unwrap();
+    let again = read.bytes(0..64).unwrap(); // the first block, shared twice
+    assert_eq!(read.bytes(0..101), None, "past the read");
+    #[allow(clippy::reversed_empty_ranges)]
+    let backwards = read.bytes(5..4);
+    assert_eq!(backwards, None);
+    assert!(read.bytes(100..100).unwrap().is_empty());
+    read.consume(100).unwrap();
+    // The writer goes on filling the tail block the `Bytes` shares.
+    writer.put_slice(&data[100..]).unwrap();
+    let read = reader.try_read().unwrap().unwrap();
+    assert_eq!(read.to_vec(), &data[100..]);
+    read.consume(50).unwrap();
+    assert_eq!(&in_tail[..], &data[70..100], "later writes to the block leave it be");
+    // Both shared blocks stay out after the pipe is gone.
+    drop((writer, reader));
+    assert_eq!(pool.stats().leased, 2);
+    assert_eq!(&again[..], &data[..64]);
+    drop((in_first, again));
+    assert_eq!(pool.stats().leased, 1, "the first block went back with its last Bytes");
+    std::thread::spawn(move || assert_eq!(&in_tail[..], &data[70..100])).join().unwrap();
+    assert_eq!(pool.stats().leased, 0, "dropped on another thread: back too");
+    drop(across);
+}
+
+#[test]
 fn blocks_go_back_to_the_pool_and_the_pipe_frees_everything() {
     let pool = small_pool();
     let (mut writer, reader) = new_pipe(&pool, Options::new());
