@@ -23,4 +23,4 @@ RUSTFLAGS="-Zsanitizer=thread" RUSTDOCFLAGS="-Zsanitizer=thread" CARGO_TARGET_DI
 # worker polls while tokio tasks answer others (tower).
 RUSTFLAGS="-Zsanitizer=thread" RUSTDOCFLAGS="-Zsanitizer=thread" CARGO_TARGET_DIR=target/tsan \
   cargo +nightly test -Zbuild-std --target "$target" -p falconet-server --features tower \
-  --test app --test deferred --test tower
+  --test app --test deferred --test tower --test tower_polled

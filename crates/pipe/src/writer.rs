@@ -233,6 +233,8 @@ impl Writer {
     /// The source's error (nothing is committed, the fresh blocks go back);
     /// [`WriteError::Lease`] when the pool has no block and the tail no
     /// room (fewer blocks than asked is no error: the read is shorter);
+    /// [`WriteError::CommitPastBuffer`] when the source claims to have read
+    /// more than it was offered (nothing is committed);
     /// [`WriteError::ReaderClosed`], [`WriteError::Closed`]; each a
     /// [`WriteError`] converted to `io::Error`.
     pub fn read_vectored_from<R: io::Read + ?Sized>(
@@ -278,6 +280,11 @@ impl Writer {
         }
         let offered = slices[..count].iter().map(|slice| slice.len()).sum();
         let n = source.read_vectored(&mut slices[..count])?;
+        if n > offered {
+            // A source that claims more than it was given (a safe `Read`
+            // may lie): committing it would publish bytes past the blocks.
+            return Err(WriteError::CommitPastBuffer { committed: n, available: offered }.into());
+        }
         // The read filled the tail, then the fresh blocks in order: link
         // each block it reached (its bytes written before the link, as
         // `put_slice` writes before it publishes), then publish all at once.

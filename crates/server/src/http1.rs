@@ -289,7 +289,12 @@ impl<S> Http1<S> {
                                 self.respond(out, handler, cx, app, more);
                             }
                             Err(status) => {
-                                refuse(out, cx, status);
+                                // A body drained after its response was given
+                                // (or while it is being written) can only
+                                // close: a status here would land inside it.
+                                if exchange.state.is_some() && !self.awaiting {
+                                    refuse(out, cx, status);
+                                }
                                 break Step::Close;
                             }
                         }

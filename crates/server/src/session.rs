@@ -272,8 +272,10 @@ impl<H: Handler> Session<H> {
             if progress == Progress::Waiting && answered {
                 continue;
             }
-            if progress == Progress::Waiting && self.staged.is_some() {
-                // The polled response goes on once its frame is sent.
+            if self.staged.is_some() && progress != Progress::Close {
+                // The polled response goes on once its frame is sent, whatever
+                // the parser waits for (input to drain an ignored body, say):
+                // the connection must write and come back, not wait.
                 return Progress::OutputFull;
             }
             return progress;

@@ -436,6 +436,22 @@ impl<B: http_body::Body> OnWorker<B> {
     }
 }
 
+/// The body drops on the worker (a connection closed, timed out or swept),
+/// inside the runtime's context, as it would in a task, and a panic in its
+/// `Drop` is contained: it must not take the worker, and every other
+/// connection of it, down.
+impl<B: http_body::Body> Drop for OnWorker<B> {
+    fn drop(&mut self) {
+        let _runtime = self.runtime.enter();
+        let body = &mut self.body;
+        if catch_unwind(AssertUnwindSafe(|| body.set(None))).is_err() {
+            tracing::error!("a response body panicked when dropped");
+            // Half dropped: never drop it again (its box is leaked).
+            std::mem::forget(std::mem::replace(&mut self.body, Box::pin(None)));
+        }
+    }
+}
+
 impl<B: http_body::Body> fmt::Debug for OnWorker<B> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("OnWorker")
