@@ -25,6 +25,9 @@ RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --all-features
 step "tests: unit, integration, proptest, stress, allocation counting, doc"
 cargo test --workspace --all-features
 
+step "examples that check themselves: tokio_frames (a tokio frame server on the primitives)"
+cargo run --quiet --example tokio_frames
+
 step "loom models (LOOM_MAX_PREEMPTIONS=${LOOM_MAX_PREEMPTIONS:-2}; scripts/loom.sh runs bound 3)"
 LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-2}" scripts/loom.sh
 
