@@ -3,7 +3,8 @@
 # it needs only the pinned toolchain (rust-toolchain.toml) and crates.io.
 #
 #   scripts/test.sh            fmt, clippy, docs, unit/integration/doc/proptest
-#                              tests, stress, loom at preemption bound 2, Miri
+#                              tests, stress, the self-checking example,
+#                              cargo package, loom at preemption bound 2, Miri
 #                              under Stacked Borrows (scripts/miri.sh, the long
 #                              run, adds Tree Borrows)
 #   FALCONET_SKIP_MIRI=1 ...   everything but Miri
@@ -27,6 +28,12 @@ cargo test --workspace --all-features
 
 step "examples that check themselves: tokio_frames (a tokio frame server on the primitives)"
 cargo run --quiet --example tokio_frames
+
+step "cargo package: every published crate, in dependency order, built from its package"
+# A missing file or a broken manifest fails here, not at publish time. The
+# crates are not on crates.io yet, so `cargo package --workspace` resolves
+# them from a local registry of the packages it just made.
+cargo package --workspace --exclude falconet-benches --exclude falconet-testkit --allow-dirty --quiet
 
 step "loom models (LOOM_MAX_PREEMPTIONS=${LOOM_MAX_PREEMPTIONS:-2}; scripts/loom.sh runs bound 3)"
 LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-2}" scripts/loom.sh
