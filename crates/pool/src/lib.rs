@@ -101,7 +101,7 @@ pub use pool::loom_live_pools;
 pub use slot::MAX_BLOCKS_PER_SLAB;
 pub use stats::Stats;
 
-/// The README's example runs as a doctest.
-#[cfg(doctest)]
+/// The README's examples run as doctests (the tokio one needs `bytes`).
+#[cfg(all(doctest, feature = "bytes"))]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
