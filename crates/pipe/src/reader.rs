@@ -225,8 +225,9 @@ impl Reader {
     /// Gives up a read that returned no bytes (cancelled, failed or empty
     /// `try_read`): returns the credit a waiting `read_at_least` took to the
     /// unexamined count, and `PENDING` -> idle, in one CAS. The caller owns
-    /// the read (`PENDING`).
-    pub(crate) fn cancel(&self) {
+    /// the read (`PENDING`). Returns whether a second read had flagged it
+    /// (`CONFLICT`) first: a read that gives up then fails as that one did.
+    pub(crate) fn cancel(&self) -> bool {
         // SAFETY: the caller owns PENDING, hence `local`.
         let credit = self.local.with_mut(|local| unsafe { core::mem::take(&mut (*local).credit) });
         let shared = &*self.shared;
@@ -243,7 +244,7 @@ impl Reader {
                 Ordering::AcqRel,
                 Ordering::Relaxed,
             ) {
-                Ok(_) => return,
+                Ok(_) => return has(current, CONFLICT),
                 Err(actual) => current = actual,
             }
         }
@@ -295,7 +296,13 @@ impl Reader {
                 }
             }
             let Some(cx) = cx.as_deref_mut() else {
-                self.cancel();
+                // A second read that flagged this one after our load above
+                // failed at once, expecting this one to fail too: it does,
+                // rather than report "nothing yet" (a caller polling until a
+                // read conflicts would wait forever).
+                if self.cancel() {
+                    return Poll::Ready(Err(ReadError::ConcurrentRead));
+                }
                 return Poll::Pending;
             };
             shared.reader_waker.register(cx.waker());

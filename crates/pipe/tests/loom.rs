@@ -107,7 +107,8 @@ fn two_readers_race() {
 }
 
 /// A second read against a read that is pending on an empty pipe: both
-/// fail (the pending one is woken), and the next read works. Whichever
+/// fail (the pending one is woken, and a `try_read` flagged while it gives
+/// up fails rather than say "nothing yet"), and the next read works. Whichever
 /// begins first, the other runs into it: the pending read can only end
 /// with the error, since nothing is written.
 #[test]
@@ -131,9 +132,13 @@ fn second_read_wakes_a_pending_read_with_the_error() {
                     break;
                 }
                 Ok(Some(_)) => unreachable!("nothing was written"),
-                // The first read has not begun, or it ran into this one.
-                Ok(None) if done.load(Ordering::Acquire) => break,
-                Ok(None) => thread::yield_now(),
+                // The first read has not begun. (If it had run into this
+                // one and failed, this one fails too: never "nothing yet",
+                // which would leave a caller polling forever.)
+                Ok(None) => {
+                    assert!(!done.load(Ordering::Acquire), "a conflicted try_read said Ok(None)");
+                    thread::yield_now();
+                }
             }
         }
         assert_eq!(pending.join().unwrap(), Err(ReadError::ConcurrentRead));

@@ -84,7 +84,7 @@ fn read_vectored_from_stress_with_a_concurrent_reader() {
         .build()
         .unwrap();
     let (writer, reader) = pipe(&pool, Options::new()).unwrap();
-    const TOTAL: usize = if cfg!(miri) { 64 << 10 } else { 32 << 20 };
+    const TOTAL: usize = if cfg!(miri) { 8 << 10 } else { 32 << 20 };
     let data: Arc<Vec<u8>> =
         Arc::new((0..TOTAL).map(|i| (i % 251) as u8 ^ (i >> 9) as u8).collect());
     let d2 = Arc::clone(&data);
