@@ -18,6 +18,7 @@
 #       RSS of 10,000 pending /delay requests.
 #   python3 scripts/bench_server.py --echo [seconds, default 5] [rounds]
 #       Only the 1 MiB echo, once --app has built the servers.
+# The default run and --app also render SVG plots into docs/img/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v wrk >/dev/null 2>&1; then
@@ -38,4 +39,6 @@ if [ "${1:-}" = --app ]; then
   (cd "$worktree" && CARGO_TARGET_DIR=../before cargo build --release -q -p falconet-server --bin falconet)
   git worktree remove --force "$worktree"
 fi
-exec python3 scripts/bench_server.py "$@"
+python3 scripts/bench_server.py "$@"
+# The plots: docs/img/server.svg (the default run), docs/img/server-app.svg (--app).
+cargo run --release -q -p falconet-benches --bin plots

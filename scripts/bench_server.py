@@ -3,6 +3,7 @@
 loads it with wrk pinned to the other, and reports req/s and req per
 server-CPU-second (medians over rounds) with ratios against the peers."""
 
+import json
 import os
 import re
 import socket
@@ -21,6 +22,14 @@ SERVER_CORE, LOAD_CORE = "0", ("1" if CPUS > 1 else "0")
 BEFORE = os.path.join(ROOT, "target", "before", "release", "falconet")
 EXAMPLES = os.path.join(RELEASE, "examples")
 POST_1MIB = os.path.join(ROOT, "scripts", "post_1mib.lua")
+PLOT_DATA = os.path.join(ROOT, "target", "plot-data")
+
+
+def save_plot_data(name, rows):
+    """Medians for the plots (cargo run -p falconet-benches --bin plots)."""
+    os.makedirs(PLOT_DATA, exist_ok=True)
+    with open(os.path.join(PLOT_DATA, f"{name}.json"), "w") as f:
+        json.dump([{"load": load, "server": server, "per_cpu": per_cpu} for load, server, per_cpu in rows], f)
 
 SERVERS = {
     "falconet": lambda addr: [os.path.join(RELEASE, "falconet"), "--addr", addr, "--workers", "1"],
@@ -137,6 +146,8 @@ def benchmark(seconds, rounds):
             vs = [per_cpu / med[peer][1] for peer in ("hyper", "hyper+flush", "may_minihttp")]
             ratios = " | ".join(f"{v:.2f}x" for v in vs)
             print(f"| {mode[0]} | {name} | {rps:,.0f} | {per_cpu:,.0f} | {util:.0%} | {ratios} |")
+    save_plot_data("server", [(mode[0], name, statistics.median(x[1] for x in results[(mode[0], name)]))
+                              for mode in MODES for name in SERVERS])
     print()
     print("ratios: requests per second of server CPU, medians; hyper = default http1 builder,")
     print("hyper+flush = with pipeline_flush(true)")
@@ -230,6 +241,8 @@ def app_benchmark(seconds, rounds):
             rps, per_cpu, util = med[(label, name)]
             echoed = f"{per_cpu:,.0f}" if script else ""
             print(f"| {label} | {name} | {rps:,.0f} | {per_cpu:,.0f} | {echoed} | {util:.0%} |")
+    save_plot_data("server-app", [(label + (" (MiB)" if script else ""), name, med[(label, name)][1])
+                                  for label, _, _, _, script, names in modes for name in names])
     print()
     for label, _, _, _, _, names in modes:
         base = med[(label, names[0])][1]

@@ -5,6 +5,9 @@
 //! percentiles (over every call of every round).
 //!
 //! `cargo run --release -p falconet-benches --bin flow_harness [rounds] [ms per run]`
+//!
+//! The percentiles also go to `target/plot-data/flow.json` for the plots
+//! (`--bin plots`).
 
 use std::time::Duration;
 
@@ -40,6 +43,7 @@ fn main() {
         "| K | implementation | MB/s | window full | advance p50 / p99 / p99.9 / p99.99 / max | release p50 / p99 / p99.9 / p99.99 / max |"
     );
     println!("|---|---|---|---|---|---|");
+    let mut plot = serde_json::Map::new();
     for apps in [1, 3, 7] {
         let mut results: Vec<Totals> = impls.iter().map(|_| Totals::default()).collect();
         for _ in 0..rounds {
@@ -53,8 +57,16 @@ fn main() {
                 totals.attempts += r.attempts;
             }
         }
+        let mut plot_k = serde_json::Map::new();
         for ((name, _), totals) in impls.iter().zip(results) {
             let Totals { mut mbs, mut advance, mut release, full, attempts } = totals;
+            let points = |v: &mut Vec<u32>| -> Vec<u32> {
+                [0.5, 0.99, 0.999, 0.9999, 1.0].iter().map(|&q| percentile(v, q)).collect()
+            };
+            plot_k.insert(
+                name.to_string(),
+                serde_json::json!({ "advance": points(&mut advance), "release": points(&mut release) }),
+            );
             mbs.sort_by(f64::total_cmp);
             let median = mbs[mbs.len() / 2];
             let p = |v: &mut Vec<u32>| {
@@ -74,6 +86,12 @@ fn main() {
                 p(&mut release)
             );
         }
+        plot.insert(apps.to_string(), serde_json::Value::Object(plot_k));
+    }
+
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/plot-data");
+    if std::fs::create_dir_all(&dir).is_ok() {
+        let _ = std::fs::write(dir.join("flow.json"), serde_json::Value::Object(plot).to_string());
     }
 
     println!(
