@@ -211,7 +211,14 @@ fn throughput_plot(file: &Path, title: &str, group: &Group) -> Result<bool, Erro
             .draw()?;
     } else {
         let mut chart = chart.build_cartesian_2d(x_min..x_max, 0.0..y_max)?;
-        chart.configure_mesh().x_desc(group.x_label).y_desc(group.unit).draw()?;
+        let counts = points.iter().map(|p| p.0 as u64).collect::<std::collections::BTreeSet<_>>();
+        chart
+            .configure_mesh()
+            .x_desc(group.x_label)
+            .y_desc(group.unit)
+            .x_labels(counts.len().max(2))
+            .x_label_formatter(&|x| format!("{x:.0}"))
+            .draw()?;
         draw_series(&mut chart, group)?;
         chart
             .configure_series_labels()
@@ -250,11 +257,11 @@ where
 
 fn size_label(bytes: f64) -> String {
     if bytes >= 1048576.0 {
-        format!("{} MiB", bytes / 1048576.0)
+        format!("{:.0} MiB", bytes / 1048576.0)
     } else if bytes >= 1024.0 {
-        format!("{} KiB", bytes / 1024.0)
+        format!("{:.0} KiB", bytes / 1024.0)
     } else {
-        format!("{bytes} B")
+        format!("{bytes:.0} B")
     }
 }
 
