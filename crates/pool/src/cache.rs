@@ -247,10 +247,11 @@ impl ThreadCache {
     fn published(&self) -> &Published {
         let published = self.published.get();
         debug_assert!(!published.is_null());
-        // SAFETY: non-null once the cache first bound (callers check
-        // `shared` first, which is set only after), and this thread's
-        // share of the `Arc` keeps it alive until `free_published`, which
-        // runs only at thread exit, after `unbind`.
+        // Non-null once the cache first bound (callers check `shared`
+        // first, which is set only after); this thread's share of the `Arc`
+        // keeps it alive until `free_published`, at thread exit, after
+        // `unbind`.
+        // SAFETY: non-null and alive while this thread's cache exists (above).
         unsafe { &*published }
     }
 
