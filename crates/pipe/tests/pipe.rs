@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::Trickle;
+use common::{Trickle, small_pool};
 use std::io::{self, BufRead, Read, Write};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -15,16 +15,6 @@ use falconet_pipe::{
     AdvanceError, Options, OptionsError, ReadError, Reader, WriteError, Writer, pipe,
 };
 use falconet_pool::Pool;
-
-fn small_pool() -> Pool {
-    Pool::builder()
-        .block_size(64)
-        .blocks_per_slab(8)
-        .thread_cache(0)
-        .max_bytes(1 << 20)
-        .build()
-        .unwrap()
-}
 
 fn new_pipe(pool: &Pool, options: Options) -> (Writer, Reader) {
     pipe(pool, options).unwrap()

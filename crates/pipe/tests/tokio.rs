@@ -194,3 +194,34 @@ fn async_read_from_returns_the_source_error_and_end_of_stream() {
         assert_eq!(error.kind(), io::ErrorKind::BrokenPipe, "{error}");
     });
 }
+
+#[test]
+fn a_read_from_async_dropped_while_waiting_commits_nothing_and_the_next_one_works() {
+    use std::future::Future;
+    use std::task::{Context, Waker};
+
+    let pool = Pool::new();
+    // Dropped at each of its waits: on the source (no bytes yet) and on
+    // back-pressure (the pipe full).
+    let (mut writer, reader) = pipe(&pool, Options::new().pause_at(100)).unwrap();
+    let mut cx = Context::from_waker(Waker::noop());
+    let mut socket = Socket { data: b"hello", limit: 100, ready: false, reads: 0 };
+    {
+        let read = std::pin::pin!(writer.read_from_async(&mut socket));
+        assert!(read.poll(&mut cx).is_pending(), "the source has nothing yet");
+    }
+    assert_eq!(writer.written(), 0);
+    assert!(reader.try_read().unwrap().is_none(), "nothing committed by the dropped read");
+    writer.put_slice(&[1; 100]).unwrap();
+    {
+        let read = std::pin::pin!(writer.read_from_async(&mut socket));
+        assert!(read.poll(&mut cx).is_pending(), "100 bytes unexamined: paused");
+    }
+    assert_eq!(socket.reads, 0, "the paused read did not touch the socket");
+    let read = reader.try_read().unwrap().unwrap();
+    let len = read.len();
+    read.consume(len).unwrap();
+    let n = runtime().block_on(writer.read_from_async(&mut socket)).unwrap();
+    assert_eq!(n, 5);
+    assert_eq!(reader.try_read().unwrap().unwrap().to_vec(), b"hello");
+}

@@ -1,22 +1,15 @@
 //! `Writer::read_vectored_from` at its edges: a source claiming more than it was offered, an interrupted read, a concurrent reader under stress. From an adversarial review.
 #![cfg(not(falconet_pipe_loom))]
 
+mod common;
+
+use common::small_pool;
 use std::io::{self, Read};
 use std::sync::Arc;
 use std::thread;
 
 use falconet_pipe::{Options, Reader, Writer, pipe};
 use falconet_pool::Pool;
-
-fn small_pool() -> Pool {
-    Pool::builder()
-        .block_size(64)
-        .blocks_per_slab(8)
-        .thread_cache(0)
-        .max_bytes(1 << 20)
-        .build()
-        .unwrap()
-}
 
 /// A safe `Read` that claims more bytes than it was offered (a buggy
 /// source; std treats this as possible and guards against it).

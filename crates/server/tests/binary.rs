@@ -20,13 +20,7 @@ fn run_until(signal: &str) {
     let mut stdout = BufReader::new(child.stdout.take().unwrap());
     let mut line = String::new();
     stdout.read_line(&mut line).unwrap();
-    let addr = line
-        .split("http://")
-        .nth(1)
-        .and_then(|rest| rest.split_whitespace().next())
-        .expect("the listening address")
-        .parse()
-        .unwrap();
+    let addr = listening_addr(&line);
     let mut client = Client::connect(addr);
     assert_eq!(client.get("/plaintext").text(), "Hello, World!");
     let mut silent = Client::connect(addr);
@@ -138,14 +132,17 @@ fn spawn(args: &[&str]) -> (std::process::Child, std::net::SocketAddr) {
     let mut stdout = BufReader::new(child.stdout.take().unwrap());
     let mut line = String::new();
     stdout.read_line(&mut line).unwrap();
-    let addr = line
-        .split("http://")
+    (child, listening_addr(&line))
+}
+
+/// The address in the binary's first line ("falconet listening on http://ADDR ...").
+fn listening_addr(line: &str) -> std::net::SocketAddr {
+    line.split("http://")
         .nth(1)
         .and_then(|rest| rest.split_whitespace().next())
         .unwrap_or_else(|| panic!("no address in {line:?}"))
         .parse()
-        .unwrap();
-    (child, addr)
+        .unwrap()
 }
 
 #[test]

@@ -2,8 +2,24 @@
 
 use std::io::{self, Read};
 
+use falconet_pool::Pool;
+
+/// A pool of 64-byte blocks (so a few bytes span blocks), no thread cache,
+/// 1 MiB at most.
+#[allow(dead_code, reason = "not every test file uses it")]
+pub fn small_pool() -> Pool {
+    Pool::builder()
+        .block_size(64)
+        .blocks_per_slab(8)
+        .thread_cache(0)
+        .max_bytes(1 << 20)
+        .build()
+        .unwrap()
+}
+
 /// A source that offers `data`, at most `limit` bytes per read (a socket
 /// whose receive queue holds `limit` bytes), vectored or not.
+#[allow(dead_code, reason = "not every test file uses it")]
 pub struct Trickle<'a> {
     pub data: &'a [u8],
     pub limit: usize,
