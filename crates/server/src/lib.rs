@@ -96,6 +96,7 @@ mod body;
 mod chunked;
 mod conn;
 mod date;
+pub mod h2;
 mod handler;
 pub mod hello;
 mod http1;

@@ -1,0 +1,213 @@
+//! Decoding a header block (RFC 7541 section 6) into fields.
+//!
+//! Each representation starts with a pattern in its first byte:
+//!
+//! | first byte | representation | prefix |
+//! |---|---|---|
+//! | `1xxxxxxx` | indexed field (6.1) | 7 |
+//! | `01xxxxxx` | literal, incremental indexing (6.2.1) | 6 |
+//! | `001xxxxx` | dynamic table size update (6.3) | 5 |
+//! | `0001xxxx` | literal, never indexed (6.2.3) | 4 |
+//! | `0000xxxx` | literal, without indexing (6.2.2) | 4 |
+//!
+//! A literal's name is an index (prefix value above 0) or a string that
+//! follows. Raw strings are handed out as slices of the block itself;
+//! Huffman strings are decoded into two buffers the decoder keeps, so a
+//! decoder in steady state does not allocate.
+
+use super::table::{DynamicTable, STATIC_LEN, static_entry};
+use super::{DEFAULT_TABLE_SIZE, DecodeError, Field, HUFFMAN, decode_integer, huffman};
+
+/// Indexed field: `1xxxxxxx`.
+const INDEXED: u8 = 0x80;
+/// Literal with incremental indexing: `01xxxxxx`.
+const LITERAL_INDEXED: u8 = 0x40;
+/// Dynamic table size update: `001xxxxx`.
+const SIZE_UPDATE: u8 = 0x20;
+/// Literal never indexed: `0001xxxx` (otherwise `0000xxxx`, without
+/// indexing).
+const NEVER_INDEXED: u8 = 0x10;
+
+/// The default field-count limit of a decoder.
+pub const DEFAULT_MAX_FIELDS: usize = 128;
+/// The default header-list limit of a decoder, in bytes counted as
+/// RFC 9113 6.5.2 counts them.
+pub const DEFAULT_MAX_HEADER_LIST_SIZE: usize = 16 * 1024;
+
+/// An HPACK decoder: one per connection, fed every header block in order.
+///
+/// ```
+/// use falconet_server::h2::hpack::Decoder;
+///
+/// // RFC 7541 C.3.1: the first request of a connection, without Huffman.
+/// let block = b"\x82\x86\x84\x41\x0fwww.example.com";
+/// let mut decoder = Decoder::new(4096);
+/// let mut names = Vec::new();
+/// decoder.decode(block, |field| names.push(String::from_utf8_lossy(field.name).into_owned()))?;
+/// assert_eq!(names, [":method", ":scheme", ":path", ":authority"]);
+/// # Ok::<(), falconet_server::h2::hpack::DecodeError>(())
+/// ```
+#[derive(Debug)]
+pub struct Decoder {
+    pub(super) table: DynamicTable,
+    /// The largest table size an update may ask for: what we advertised
+    /// as `SETTINGS_HEADER_TABLE_SIZE`.
+    max_table_size: usize,
+    max_header_list_size: usize,
+    max_fields: usize,
+    /// A Huffman-coded or table-borrowed name, decoded here.
+    name: Vec<u8>,
+    /// A Huffman-coded value, decoded here.
+    value: Vec<u8>,
+}
+
+impl Default for Decoder {
+    fn default() -> Self {
+        Self::new(DEFAULT_TABLE_SIZE)
+    }
+}
+
+impl Decoder {
+    /// A decoder whose dynamic table may grow to `max_table_size` bytes
+    /// (the `SETTINGS_HEADER_TABLE_SIZE` this endpoint advertises), with
+    /// the default limits ([`DEFAULT_MAX_HEADER_LIST_SIZE`],
+    /// [`DEFAULT_MAX_FIELDS`]).
+    pub fn new(max_table_size: usize) -> Self {
+        Self {
+            // The peer's encoder starts at the protocol default (RFC 9113
+            // 6.5.2) until it has seen our SETTINGS, and announces any other
+            // size with an update, which `max_table_size` bounds.
+            table: DynamicTable::new(DEFAULT_TABLE_SIZE),
+            max_table_size,
+            max_header_list_size: DEFAULT_MAX_HEADER_LIST_SIZE,
+            max_fields: DEFAULT_MAX_FIELDS,
+            name: Vec::new(),
+            value: Vec::new(),
+        }
+    }
+
+    /// A decoder whose table is already `size` bytes and may not grow (the
+    /// RFC 7541 C.5 examples).
+    #[cfg(test)]
+    pub(crate) fn with_table_size(size: usize) -> Self {
+        let mut decoder = Self::new(size);
+        decoder.table.set_max_size(size);
+        decoder
+    }
+
+    /// The header-list limit: the sum over a block's fields of name and
+    /// value lengths plus 32 (RFC 9113 6.5.2).
+    pub fn set_max_header_list_size(&mut self, max: usize) {
+        self.max_header_list_size = max;
+    }
+
+    /// The most fields one block may hold.
+    pub fn set_max_fields(&mut self, max: usize) {
+        self.max_fields = max;
+    }
+
+    /// The dynamic table's current size (sum of entry sizes).
+    pub fn table_size(&self) -> usize {
+        self.table.size()
+    }
+
+    /// Decodes one complete header block (the fragments of a HEADERS frame
+    /// and its CONTINUATIONs, joined), calling `sink` with each field in
+    /// order.
+    ///
+    /// # Errors
+    /// A [`DecodeError`]. When it [is a connection
+    /// error](DecodeError::is_connection_error), the decoder is out of step
+    /// and must not be used again. A block over the header-list or field
+    /// limit is decoded to its end (keeping the table in step) with `sink`
+    /// no longer called, then fails with `HeaderListTooLarge` or
+    /// `TooManyFields`.
+    pub fn decode<F>(&mut self, block: &[u8], mut sink: F) -> Result<(), DecodeError>
+    where
+        F: FnMut(Field<'_>),
+    {
+        let mut pos = 0;
+        let mut fields = 0usize;
+        let mut list_size = 0usize;
+        let mut over_limit = None;
+        while let Some(&first) = block.get(pos) {
+            if first & SIZE_UPDATE == SIZE_UPDATE && first & (INDEXED | LITERAL_INDEXED) == 0 {
+                if fields > 0 {
+                    return Err(DecodeError::TableSizeUpdateTooLate);
+                }
+                let size = decode_integer(block, &mut pos, 5)?;
+                if size as usize > self.max_table_size {
+                    return Err(DecodeError::TableSizeTooLarge { size, max: self.max_table_size });
+                }
+                self.table.set_max_size(size as usize);
+                continue;
+            }
+            fields += 1;
+            let field = if first & INDEXED != 0 {
+                let index = decode_integer(block, &mut pos, 7)?;
+                let (name, value) = lookup(&self.table, index)?;
+                Field::new(name, value)
+            } else {
+                let (prefix, never_indexed) = if first & LITERAL_INDEXED != 0 {
+                    (6, false)
+                } else {
+                    (4, first & NEVER_INDEXED != 0)
+                };
+                let index = decode_integer(block, &mut pos, prefix)?;
+                let name = if index == 0 {
+                    string(block, &mut pos, &mut self.name)?
+                } else {
+                    // Copied: an insertion below may evict the entry.
+                    let (name, _) = lookup(&self.table, index)?;
+                    self.name.clear();
+                    self.name.extend_from_slice(name);
+                    &self.name[..]
+                };
+                let value = string(block, &mut pos, &mut self.value)?;
+                if first & LITERAL_INDEXED != 0 {
+                    self.table.insert(name, value);
+                }
+                Field { name, value, never_indexed }
+            };
+            list_size = list_size.saturating_add(field.size());
+            if over_limit.is_none() {
+                if fields > self.max_fields {
+                    over_limit = Some(DecodeError::TooManyFields { max: self.max_fields });
+                } else if list_size > self.max_header_list_size {
+                    over_limit =
+                        Some(DecodeError::HeaderListTooLarge { max: self.max_header_list_size });
+                } else {
+                    sink(field);
+                }
+            }
+        }
+        over_limit.map_or(Ok(()), Err)
+    }
+}
+
+/// The entry at `index` of the combined index space (RFC 7541 2.3.3).
+fn lookup(table: &DynamicTable, index: u32) -> Result<(&[u8], &[u8]), DecodeError> {
+    let at = index as usize;
+    let found = if at <= STATIC_LEN { static_entry(at) } else { table.get(at - STATIC_LEN - 1) };
+    found.ok_or(DecodeError::InvalidIndex { index })
+}
+
+/// A string literal at `block[*pos]` (RFC 7541 5.2): a slice of the block
+/// when raw, decoded into `scratch` when Huffman-coded.
+fn string<'a>(
+    block: &'a [u8],
+    pos: &mut usize,
+    scratch: &'a mut Vec<u8>,
+) -> Result<&'a [u8], DecodeError> {
+    let huffman_coded = block.get(*pos).ok_or(DecodeError::Truncated)? & HUFFMAN != 0;
+    let len = decode_integer(block, pos, 7)? as usize;
+    let raw = block.get(*pos..).and_then(|rest| rest.get(..len)).ok_or(DecodeError::Truncated)?;
+    *pos += len;
+    if huffman_coded {
+        scratch.clear();
+        huffman::decode(raw, scratch)?;
+        Ok(&scratch[..])
+    } else {
+        Ok(raw)
+    }
+}
