@@ -33,7 +33,9 @@
 //! - [`Session`] is one connection without its socket (pipe, HTTP/1 state,
 //!   output): the server drives one per connection, tests and the fuzz
 //!   target drive it with bytes. A second protocol (HTTP/2, with
-//!   `falconet-flow` windows) would be a sibling of `http1` behind it.
+//!   `falconet-flow` windows) will be a sibling of `http1` behind it; its
+//!   layers so far (frames, HPACK, the connection state machine) are in
+//!   [`h2`], tested on their own but not yet served.
 //!
 //! # The cycle
 //!

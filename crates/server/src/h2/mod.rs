@@ -1,3 +1,18 @@
-//! HTTP/2 (RFC 9113) pieces: HPACK (RFC 7541).
+//! HTTP/2 (RFC 9113), layer by layer. The server does not serve HTTP/2
+//! yet: these are the layers it will be served through, each tested on its
+//! own (see `CHANGELOG.md`).
+//!
+//! - [`frame`]: frames decoded into borrowed views with every per-frame
+//!   rule of section 6 as a typed [`frame::FrameError`], and the frames a
+//!   server sends, encoded.
+//! - [`hpack`]: field compression (RFC 7541), bounded against HPACK bombs.
+//! - [`head`]: a request's fields, checked against section 8 while they
+//!   are decoded.
+//! - [`connection`]: one connection's state machine (preface, SETTINGS,
+//!   stream states, field blocks, flow control on `falconet-flow`, the
+//!   limits against known attacks), driven with bytes like [`Session`](crate::Session).
 
+pub mod connection;
+pub mod frame;
+pub mod head;
 pub mod hpack;

@@ -50,7 +50,7 @@ mod table;
 
 use core::fmt;
 
-pub use decoder::Decoder;
+pub use decoder::{DEFAULT_MAX_FIELDS, DEFAULT_MAX_HEADER_LIST_SIZE, Decoder};
 pub use encoder::{ENCODER_MAX_TABLE_SIZE, Encoder};
 pub use table::ENTRY_OVERHEAD;
 

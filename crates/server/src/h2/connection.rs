@@ -1,0 +1,895 @@
+//! One HTTP/2 connection's protocol state, without its socket (RFC 9113):
+//! bytes in through [`Connection::receive`], requests out to a
+//! [`Streams`] sink, responses in through [`Connection::send_headers`] and
+//! [`Connection::send_data`], frames out through [`Connection::output`].
+//!
+//! # Connection states
+//!
+//! ```text
+//!   Preface --24 bytes match--> FirstSettings --SETTINGS--> Open --GOAWAY sent--> Closed
+//!      |                              |                      |
+//!      +--mismatch----+   other frame-+   connection error---+--> Closed (GOAWAY with the code)
+//! ```
+//!
+//! `shutdown` sends GOAWAY(NO_ERROR) with the last stream id seen and
+//! keeps serving the streams at or below it (new ones are ignored, section
+//! 6.8); the connection is done once they are.
+//!
+//! # Stream states (section 5.1, a server that never pushes)
+//!
+//! ```text
+//!   idle --HEADERS--> open --END_STREAM received--> half-closed (remote) --END_STREAM sent--> closed
+//!                      |  \--END_STREAM sent--> half-closed (local) --END_STREAM received--> closed
+//!                      +--RST_STREAM either way, or a stream error--> closed
+//! ```
+//!
+//! A stream lives in the map while open or half-closed. An id at or below
+//! the highest the client opened that is not in the map is closed; above
+//! it, idle. What a frame on each does:
+//!
+//! | frame | idle | open | half-closed (remote) | closed |
+//! |---|---|---|---|---|
+//! | HEADERS | opens (odd ids only) | trailers, END_STREAM required | stream error STREAM_CLOSED | connection error STREAM_CLOSED |
+//! | DATA | connection error PROTOCOL_ERROR | delivered | stream error STREAM_CLOSED | ignored if we reset it, else stream error STREAM_CLOSED |
+//! | RST_STREAM | connection error PROTOCOL_ERROR | closes | closes | ignored |
+//! | WINDOW_UPDATE | connection error PROTOCOL_ERROR | send window | send window | ignored |
+//! | PRIORITY | ignored | ignored | ignored | ignored |
+//!
+//! Every field block is decompressed, even one whose stream is refused, so
+//! the HPACK tables stay in step (section 4.3). DATA on any stream counts
+//! against the connection window, refused or not (section 6.9).
+//!
+//! # Flow control on falconet-flow
+//!
+//! Each stream's receive side is a [`StreamInput`]: its own window and the
+//! connection's shared [`InputWindow`], advanced per DATA frame on the
+//! worker and released by whoever consumes the body (here, the sink, as
+//! soon as it returns; a body lent to an application thread releases as
+//! it reads). A release past half a window asks for a WINDOW_UPDATE. The
+//! send side is an [`OutputWindow`] per stream and one for the connection,
+//! both used by the worker alone: a DATA frame takes the smaller credit of
+//! the two from both.
+//!
+//! # Limits against known attacks
+//!
+//! Every one ends the attacking connection with GOAWAY
+//! (`ENHANCE_YOUR_CALM`, or the RFC's code), and only that connection:
+//!
+//! - **Rapid reset (CVE-2023-44487) and MadeYouReset (CVE-2025-8671):** a
+//!   budget of [`Config::reset_budget`] resets, spent by each stream the
+//!   client resets before its response ended and by each stream error we
+//!   send, and refilled by one for each stream that completes normally.
+//! - **CONTINUATION flood (CVE-2024-27316 class):** a field block may take
+//!   at most `max(5, 1.25 * list / frame)` CONTINUATION frames and at most
+//!   [`Config::max_header_list_size`] compressed bytes.
+//! - **PING and SETTINGS floods (CVE-2019-9512, -9515):** at most
+//!   [`Config::max_queued_control`] acknowledgements wait in the output;
+//!   past that the client is not reading what it asks for.
+//! - **Empty frames (CVE-2019-9518):** at most [`Config::max_empty_frames`]
+//!   DATA frames without data or END_STREAM, or CONTINUATION frames without
+//!   a fragment, in a row.
+//! - **HPACK bombs:** the decoder's header-list limit (+32 bytes per
+//!   field) and field-count limit.
+//! - **Stream-id exhaustion:** ids only grow; past 2^31-1 the client must
+//!   open a new connection.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use bytes::BufMut;
+use falconet_flow::{Advance, InputWindow, OutputWindow, Scope, StreamInput, Updates};
+
+use super::frame::{
+    self, ErrorCode, ErrorScope, Frame, FrameError, FrameHeader, HEADER_LEN, PREFACE, Settings,
+    setting,
+};
+use super::head::Head;
+use super::hpack::{self, Decoder, Encoder, Field};
+
+/// The limits one connection applies; each has a documented default.
+#[derive(Clone, Copy, Debug)]
+pub struct Config {
+    /// SETTINGS_MAX_CONCURRENT_STREAMS we advertise (default 100); a stream
+    /// past it is refused (REFUSED_STREAM).
+    pub max_concurrent_streams: u32,
+    /// SETTINGS_INITIAL_WINDOW_SIZE we advertise: each stream's receive
+    /// window (default 1 MiB, as hyper).
+    pub initial_window_size: u32,
+    /// The connection's receive window (default 1 MiB), announced by a
+    /// WINDOW_UPDATE after our SETTINGS.
+    pub connection_window_size: u32,
+    /// SETTINGS_MAX_FRAME_SIZE we advertise (default 16 KiB).
+    pub max_frame_size: u32,
+    /// SETTINGS_MAX_HEADER_LIST_SIZE we advertise and enforce (default 16
+    /// KiB, as hyper).
+    pub max_header_list_size: u32,
+    /// Fields per block (default 128).
+    pub max_fields: usize,
+    /// Resets the client may cause before the connection ends (default
+    /// 200; see the module docs).
+    pub reset_budget: u32,
+    /// Acknowledgements (PING, SETTINGS) and resets waiting in the output
+    /// (default 1,000).
+    pub max_queued_control: usize,
+    /// Empty DATA or CONTINUATION frames in a row (default 100, as h2).
+    pub max_empty_frames: u32,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            max_concurrent_streams: 100,
+            initial_window_size: 1 << 20,
+            connection_window_size: 1 << 20,
+            max_frame_size: frame::DEFAULT_MAX_FRAME_SIZE,
+            max_header_list_size: 16 * 1024,
+            max_fields: 128,
+            reset_budget: 200,
+            max_queued_control: 1000,
+            max_empty_frames: 100,
+        }
+    }
+}
+
+/// Where the application side of a connection learns of its streams.
+pub trait Streams {
+    /// A request's head opened `stream`; `end_stream` says it has no body.
+    fn headers(&mut self, stream: u32, head: &Head, end_stream: bool);
+    /// A piece of `stream`'s body; `end_stream` on the last (which may be
+    /// empty: the end of the body, or trailers).
+    fn data(&mut self, stream: u32, data: &[u8], end_stream: bool);
+    /// `stream` ended early (the client reset it or broke a rule): drop
+    /// whatever is under way for it.
+    fn reset(&mut self, stream: u32);
+    /// Send credit arrived for `stream` (0: for the connection): data that
+    /// waited for it may go now.
+    fn writable(&mut self, stream: u32);
+}
+
+/// A connection error we sent: why the connection ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConnectionError {
+    /// The code in our GOAWAY.
+    pub code: ErrorCode,
+    /// What happened, for logs.
+    pub reason: &'static str,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    Preface,
+    FirstSettings,
+    Open,
+    Closed,
+}
+
+/// An open or half-closed stream.
+#[derive(Debug)]
+struct Stream {
+    /// END_STREAM received: half-closed (remote).
+    remote_closed: bool,
+    /// END_STREAM sent: half-closed (local).
+    local_closed: bool,
+    input: StreamInput,
+    output: OutputWindow,
+    content_length: Option<u64>,
+    received: u64,
+}
+
+/// A field block being received: its HEADERS, then CONTINUATIONs.
+#[derive(Clone, Copy, Debug)]
+struct Block {
+    stream: u32,
+    end_stream: bool,
+    continuations: usize,
+}
+
+/// How many recently reset stream ids are remembered: DATA still in
+/// flight for them is ignored rather than answered (section 5.1).
+const RESET_MEMORY: usize = 32;
+
+/// The largest client stream id (section 5.1.1).
+const MAX_STREAM_ID: u32 = (1 << 31) - 1;
+
+/// One HTTP/2 connection's protocol state; see the module docs.
+#[derive(Debug)]
+pub struct Connection {
+    config: Config,
+    phase: Phase,
+    /// What we advertised.
+    local: Settings,
+    /// What the client asked for.
+    peer: Settings,
+    decoder: Decoder,
+    encoder: Encoder,
+    /// The connection's receive window, shared with every stream's.
+    recv: Arc<InputWindow>,
+    /// The connection's send window.
+    send: OutputWindow,
+    streams: HashMap<u32, Stream>,
+    /// The highest stream id the client opened.
+    last_stream: u32,
+    /// After our GOAWAY: streams above this id are ignored.
+    goaway: Option<u32>,
+    recently_reset: [u32; RESET_MEMORY],
+    next_reset_slot: usize,
+    block: Option<Block>,
+    block_bytes: Vec<u8>,
+    head: Head,
+    out: Vec<u8>,
+    sent: usize,
+    scratch: Vec<u8>,
+    budget: u32,
+    queued_control: usize,
+    empty_frames: u32,
+    error: Option<ConnectionError>,
+}
+
+impl Connection {
+    /// A connection that has received nothing yet: its SETTINGS (and the
+    /// connection window's WINDOW_UPDATE) are already in the output, as
+    /// section 3.4 asks of a server.
+    ///
+    /// # Errors
+    /// A window size past 2^31-1.
+    pub fn new(config: Config) -> Result<Self, falconet_flow::FlowError> {
+        let local = Settings {
+            max_concurrent_streams: Some(config.max_concurrent_streams),
+            initial_window_size: config.initial_window_size,
+            max_frame_size: config
+                .max_frame_size
+                .clamp(frame::DEFAULT_MAX_FRAME_SIZE, frame::MAX_FRAME_LEN),
+            max_header_list_size: Some(config.max_header_list_size),
+            enable_push: false,
+            ..Settings::INITIAL
+        };
+        let recv = Arc::new(InputWindow::with_threshold(
+            config.connection_window_size,
+            config.connection_window_size / 2,
+        )?);
+        let mut decoder = Decoder::new(hpack::DEFAULT_TABLE_SIZE);
+        decoder.set_max_header_list_size(config.max_header_list_size as usize);
+        decoder.set_max_fields(config.max_fields);
+        let mut out = Vec::new();
+        local.encode_changes(&Settings::INITIAL, &mut out);
+        let extra =
+            config.connection_window_size.saturating_sub(frame::DEFAULT_INITIAL_WINDOW_SIZE);
+        if extra > 0 {
+            frame::encode_window_update(&mut out, 0, extra);
+        }
+        // The client starts the connection window at 65,535 (6.9.2); the
+        // update above raises it to ours.
+        let recv_start = recv.try_advance(extra);
+        debug_assert!(recv_start.is_ok());
+        let _ = recv.release(extra);
+        Ok(Self {
+            config,
+            phase: Phase::Preface,
+            local,
+            peer: Settings::INITIAL,
+            decoder,
+            encoder: Encoder::new(),
+            recv,
+            send: OutputWindow::new(frame::DEFAULT_INITIAL_WINDOW_SIZE)?,
+            streams: HashMap::with_capacity(config.max_concurrent_streams.min(256) as usize),
+            last_stream: 0,
+            goaway: None,
+            recently_reset: [0; RESET_MEMORY],
+            next_reset_slot: 0,
+            block: None,
+            block_bytes: Vec::new(),
+            head: Head::default(),
+            out,
+            sent: 0,
+            scratch: Vec::new(),
+            budget: config.reset_budget,
+            queued_control: 0,
+            empty_frames: 0,
+            error: None,
+        })
+    }
+
+    /// Reads every complete frame at the start of `input`, telling
+    /// `streams` what they carry. Returns how many bytes were used; the
+    /// caller keeps the rest (an incomplete frame) for the next call. After
+    /// a connection error, everything is used and ignored.
+    pub fn receive(&mut self, input: &[u8], streams: &mut impl Streams) -> usize {
+        let mut pos = 0;
+        loop {
+            let rest = &input[pos..];
+            match self.phase {
+                Phase::Closed => return input.len(),
+                Phase::Preface => {
+                    let n = rest.len().min(PREFACE.len());
+                    if rest[..n] != PREFACE[..n] {
+                        self.fail(ErrorCode::PROTOCOL_ERROR, "not the HTTP/2 connection preface");
+                        continue;
+                    }
+                    if n < PREFACE.len() {
+                        return pos;
+                    }
+                    pos += PREFACE.len();
+                    self.phase = Phase::FirstSettings;
+                    continue;
+                }
+                Phase::FirstSettings | Phase::Open => {}
+            }
+            let Some(header_bytes) = rest.first_chunk::<HEADER_LEN>() else { return pos };
+            let header = FrameHeader::parse(header_bytes);
+            if let Err(error) = header.check_length(self.local.max_frame_size) {
+                self.frame_error(error, streams);
+                continue;
+            }
+            let end = HEADER_LEN + header.length as usize;
+            let Some(payload) = rest.get(HEADER_LEN..end) else { return pos };
+            pos += end;
+            match Frame::parse(header, payload, self.local.max_frame_size) {
+                Ok(frame) => self.frame(frame, streams),
+                Err(error) => self.frame_error(error, streams),
+            }
+        }
+    }
+
+    fn frame(&mut self, frame: Frame<'_>, streams: &mut impl Streams) {
+        if self.phase == Phase::FirstSettings {
+            if !matches!(frame, Frame::Settings { ack: false, .. }) {
+                return self
+                    .fail(ErrorCode::PROTOCOL_ERROR, "the preface's first frame is not SETTINGS");
+            }
+            self.phase = Phase::Open;
+        }
+        if let Some(block) = self.block {
+            // 6.10: nothing but the block's CONTINUATIONs until it ends.
+            match frame {
+                Frame::Continuation { stream, .. } if stream == block.stream => {}
+                _ => return self.fail(ErrorCode::PROTOCOL_ERROR, "frame inside a field block"),
+            }
+        }
+        match frame {
+            Frame::Data { stream, end_stream, data, flow_len } => {
+                self.data(stream, end_stream, data, flow_len, streams)
+            }
+            Frame::Headers { stream, end_stream, end_headers, fragment, .. } => {
+                self.headers(stream, end_stream, end_headers, fragment, streams)
+            }
+            Frame::Continuation { stream, end_headers, fragment } => {
+                self.continuation(stream, end_headers, fragment, streams)
+            }
+            Frame::Priority { .. } | Frame::Unknown { .. } => {}
+            Frame::RstStream { stream, .. } => self.rst_stream(stream, streams),
+            Frame::Settings { ack: true, .. } => {}
+            Frame::Settings { ack: false, params } => {
+                for (id, value) in params {
+                    if let Err(error) = self.setting(id, value) {
+                        return self.frame_error(error, streams);
+                    }
+                }
+                frame::encode_settings_ack(&mut self.out);
+                self.control_queued();
+            }
+            Frame::Ping { ack: false, payload } => {
+                frame::encode_ping(&mut self.out, payload, true);
+                self.control_queued();
+            }
+            Frame::Ping { ack: true, .. } | Frame::GoAway { .. } => {}
+            Frame::WindowUpdate { stream, increment } => {
+                self.window_update(stream, increment, streams)
+            }
+        }
+    }
+
+    /// One SETTINGS parameter from the client, already range-checked.
+    fn setting(&mut self, id: u16, value: u32) -> Result<(), FrameError> {
+        let before = self.peer.initial_window_size;
+        self.peer.apply(id, value)?;
+        match id {
+            setting::INITIAL_WINDOW_SIZE => {
+                // 6.9.2: the change applies to every open stream's window.
+                let delta = i64::from(value) - i64::from(before);
+                let delta = i32::try_from(delta).unwrap_or(i32::MAX);
+                let overflow = self
+                    .streams
+                    .values()
+                    .any(|s| s.output.apply_initial_window_delta(delta).is_err());
+                if overflow {
+                    self.fail(ErrorCode::FLOW_CONTROL_ERROR, "SETTINGS took a window past 2^31-1");
+                }
+            }
+            setting::HEADER_TABLE_SIZE => self.encoder.set_peer_table_size(value),
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn data(
+        &mut self,
+        id: u32,
+        end_stream: bool,
+        data: &[u8],
+        flow_len: u32,
+        streams: &mut impl Streams,
+    ) {
+        if data.is_empty() && !end_stream && self.empty_frame() {
+            return;
+        }
+        let Some(stream) = self.streams.get_mut(&id) else {
+            if id > self.last_stream {
+                return self.fail(ErrorCode::PROTOCOL_ERROR, "DATA on an idle stream");
+            }
+            // Closed: the bytes still count against the connection (6.9).
+            if !self.discard(flow_len) {
+                return;
+            }
+            if !self.recently_reset.contains(&id) {
+                self.stream_error(id, ErrorCode::STREAM_CLOSED, streams);
+            }
+            return;
+        };
+        if stream.remote_closed {
+            if self.discard(flow_len) {
+                self.stream_error(id, ErrorCode::STREAM_CLOSED, streams);
+            }
+            return;
+        }
+        match stream.input.try_advance(flow_len) {
+            Ok((Advance::Accepted, update)) => self.connection_update(update),
+            Ok((Advance::Aborted, update)) => return self.connection_update(update),
+            Err(error) => {
+                self.connection_update(error.connection_update);
+                if error.scope == Scope::Connection {
+                    return self
+                        .fail(ErrorCode::FLOW_CONTROL_ERROR, "DATA past the connection window");
+                }
+                return self.stream_error(id, ErrorCode::FLOW_CONTROL_ERROR, streams);
+            }
+        }
+        let Some(stream) = self.streams.get_mut(&id) else { return };
+        stream.received += data.len() as u64;
+        let length_broken = stream.content_length.is_some_and(|length| {
+            stream.received > length || (end_stream && stream.received != length)
+        });
+        if length_broken {
+            // 8.1.1: the body's length differs from content-length.
+            let _ = stream.input.release(flow_len);
+            return self.stream_error(id, ErrorCode::PROTOCOL_ERROR, streams);
+        }
+        if end_stream {
+            stream.remote_closed = true;
+            stream.input.disable_updates();
+        }
+        streams.data(id, data, end_stream);
+        // The sink consumed the bytes (and padding is never read): both
+        // windows get them back.
+        let Some(stream) = self.streams.get(&id) else { return };
+        match stream.input.release(flow_len) {
+            Ok(updates) => self.updates(id, updates),
+            Err(_) => self.fail(ErrorCode::INTERNAL_ERROR, "receive window accounting"),
+        }
+        self.complete_if_closed(id);
+    }
+
+    /// Counts DATA on a stream that no longer takes it against the
+    /// connection window and gives it straight back. False after a
+    /// connection error.
+    fn discard(&mut self, flow_len: u32) -> bool {
+        if self.recv.try_advance(flow_len).is_err() {
+            self.fail(ErrorCode::FLOW_CONTROL_ERROR, "DATA past the connection window");
+            return false;
+        }
+        match self.recv.release(flow_len) {
+            Ok(falconet_flow::Release::Update(n)) => {
+                frame::encode_window_update(&mut self.out, 0, n)
+            }
+            Ok(_) => {}
+            Err(_) => {
+                self.fail(ErrorCode::INTERNAL_ERROR, "receive window accounting");
+                return false;
+            }
+        }
+        true
+    }
+
+    fn headers(
+        &mut self,
+        id: u32,
+        end_stream: bool,
+        end_headers: bool,
+        fragment: &[u8],
+        streams: &mut impl Streams,
+    ) {
+        if id.is_multiple_of(2) {
+            return self.fail(ErrorCode::PROTOCOL_ERROR, "HEADERS on an even stream id");
+        }
+        if id <= self.last_stream && !self.streams.contains_key(&id) {
+            return self.fail(ErrorCode::STREAM_CLOSED, "HEADERS on a closed stream");
+        }
+        self.last_stream = self.last_stream.max(id);
+        self.block = Some(Block { stream: id, end_stream, continuations: 0 });
+        self.block_bytes.clear();
+        self.block_bytes.extend_from_slice(fragment);
+        if end_headers {
+            self.end_block(streams);
+        }
+    }
+
+    fn continuation(
+        &mut self,
+        id: u32,
+        end_headers: bool,
+        fragment: &[u8],
+        streams: &mut impl Streams,
+    ) {
+        let Some(block) = &mut self.block else {
+            return self.fail(ErrorCode::PROTOCOL_ERROR, "CONTINUATION without HEADERS");
+        };
+        debug_assert_eq!(block.stream, id);
+        block.continuations += 1;
+        let list = self.config.max_header_list_size as usize;
+        let per_frame = self.local.max_frame_size as usize;
+        let max_continuations = (list / per_frame + list / per_frame / 4).max(5);
+        if block.continuations > max_continuations || self.block_bytes.len() + fragment.len() > list
+        {
+            return self.fail(ErrorCode::ENHANCE_YOUR_CALM, "CONTINUATION flood");
+        }
+        if fragment.is_empty() && !end_headers && self.empty_frame() {
+            return;
+        }
+        self.block_bytes.extend_from_slice(fragment);
+        if end_headers {
+            self.end_block(streams);
+        }
+    }
+
+    /// A field block is complete: decode it (always: 4.3), then open the
+    /// stream, deliver trailers, or refuse.
+    fn end_block(&mut self, streams: &mut impl Streams) {
+        let Some(Block { stream: id, end_stream, .. }) = self.block.take() else { return };
+        self.empty_frames = 0;
+        self.head.clear();
+        let head = &mut self.head;
+        let decoded = self.decoder.decode(&self.block_bytes, |field| head.add(field));
+        if let Err(error) = decoded {
+            if error.is_connection_error() {
+                return self.fail(ErrorCode::COMPRESSION_ERROR, "field block does not decode");
+            }
+            // Over the header-list or field limit: the table is in step.
+            if self.streams.contains_key(&id) {
+                return self.stream_error(id, ErrorCode::PROTOCOL_ERROR, streams);
+            }
+            return self.refuse(id, ErrorCode::PROTOCOL_ERROR);
+        }
+        if let Some(stream) = self.streams.get_mut(&id) {
+            // Trailers: the body's end (8.1), no pseudo-fields.
+            if stream.remote_closed {
+                return self.stream_error(id, ErrorCode::STREAM_CLOSED, streams);
+            }
+            let valid = end_stream
+                && self.head.finish_trailers().is_ok()
+                && stream.content_length.is_none_or(|length| length == stream.received);
+            if !valid {
+                return self.stream_error(id, ErrorCode::PROTOCOL_ERROR, streams);
+            }
+            stream.remote_closed = true;
+            stream.input.disable_updates();
+            streams.data(id, &[], true);
+            return self.complete_if_closed(id);
+        }
+        if self.goaway.is_some_and(|last| id > last) {
+            return; // 6.8: after our GOAWAY, new streams are ignored.
+        }
+        if self.streams.len() >= self.config.max_concurrent_streams as usize {
+            return self.refuse(id, ErrorCode::REFUSED_STREAM);
+        }
+        if self.head.finish().is_err()
+            || (end_stream && self.head.content_length().is_some_and(|length| length != 0))
+        {
+            return self.refuse(id, ErrorCode::PROTOCOL_ERROR);
+        }
+        let input = match StreamInput::new(Arc::clone(&self.recv), self.local.initial_window_size) {
+            Ok(input) => input,
+            Err(_) => return self.fail(ErrorCode::INTERNAL_ERROR, "stream window"),
+        };
+        let output = match OutputWindow::new(self.peer.initial_window_size) {
+            Ok(output) => output,
+            Err(_) => return self.fail(ErrorCode::INTERNAL_ERROR, "stream window"),
+        };
+        if end_stream {
+            input.disable_updates();
+        }
+        let stream = Stream {
+            remote_closed: end_stream,
+            local_closed: false,
+            input,
+            output,
+            content_length: self.head.content_length(),
+            received: 0,
+        };
+        self.streams.insert(id, stream);
+        streams.headers(id, &self.head, end_stream);
+    }
+
+    fn rst_stream(&mut self, id: u32, streams: &mut impl Streams) {
+        let Some(stream) = self.streams.remove(&id) else {
+            if id > self.last_stream {
+                self.fail(ErrorCode::PROTOCOL_ERROR, "RST_STREAM on an idle stream");
+            }
+            return;
+        };
+        let update = stream.input.abort().ok().flatten();
+        self.connection_update(update);
+        streams.reset(id);
+        if !stream.local_closed {
+            // Reset before its response ended: the rapid-reset pattern.
+            self.spend_budget();
+        }
+    }
+
+    fn window_update(&mut self, id: u32, increment: u32, streams: &mut impl Streams) {
+        if id == 0 {
+            if self.send.increase(increment).is_err() {
+                return self.fail(ErrorCode::FLOW_CONTROL_ERROR, "connection window past 2^31-1");
+            }
+            return streams.writable(0);
+        }
+        let Some(stream) = self.streams.get(&id) else {
+            if id > self.last_stream {
+                self.fail(ErrorCode::PROTOCOL_ERROR, "WINDOW_UPDATE on an idle stream");
+            }
+            return;
+        };
+        if stream.output.increase(increment).is_err() {
+            return self.stream_error(id, ErrorCode::FLOW_CONTROL_ERROR, streams);
+        }
+        streams.writable(id);
+    }
+
+    /// A frame broke a rule: a connection or a stream error.
+    fn frame_error(&mut self, error: FrameError, streams: &mut impl Streams) {
+        match error.scope() {
+            ErrorScope::Connection => self.fail(error.code(), "malformed frame"),
+            ErrorScope::Stream(id) => {
+                if self.streams.contains_key(&id) {
+                    self.stream_error(id, error.code(), streams);
+                } else {
+                    self.refuse(id, error.code());
+                }
+            }
+        }
+    }
+
+    /// Ends stream `id` with RST_STREAM(`code`): the sink drops it, its
+    /// unread bytes return to the connection window.
+    fn stream_error(&mut self, id: u32, code: ErrorCode, streams: &mut impl Streams) {
+        if let Some(stream) = self.streams.remove(&id) {
+            let update = stream.input.abort().ok().flatten();
+            self.connection_update(update);
+            streams.reset(id);
+        }
+        self.refuse(id, code);
+    }
+
+    /// Sends RST_STREAM(`code`) for a stream not (or no longer) in the map.
+    fn refuse(&mut self, id: u32, code: ErrorCode) {
+        if self.phase == Phase::Closed {
+            return;
+        }
+        frame::encode_rst_stream(&mut self.out, id, code);
+        self.remember_reset(id);
+        self.control_queued();
+        self.spend_budget();
+    }
+
+    /// DATA the client sent before it saw our RST_STREAM is ignored.
+    fn remember_reset(&mut self, id: u32) {
+        self.recently_reset[self.next_reset_slot] = id;
+        self.next_reset_slot = (self.next_reset_slot + 1) % RESET_MEMORY;
+    }
+
+    fn spend_budget(&mut self) {
+        if self.budget == 0 {
+            return self.fail(ErrorCode::ENHANCE_YOUR_CALM, "too many resets");
+        }
+        self.budget -= 1;
+    }
+
+    /// Counts an empty frame; true (and the connection failed) past the
+    /// limit.
+    fn empty_frame(&mut self) -> bool {
+        self.empty_frames += 1;
+        if self.empty_frames > self.config.max_empty_frames {
+            self.fail(ErrorCode::ENHANCE_YOUR_CALM, "empty frame flood");
+            return true;
+        }
+        false
+    }
+
+    fn control_queued(&mut self) {
+        self.queued_control += 1;
+        if self.queued_control > self.config.max_queued_control {
+            self.fail(ErrorCode::ENHANCE_YOUR_CALM, "control frame flood");
+        }
+    }
+
+    fn connection_update(&mut self, update: Option<u32>) {
+        if let Some(n) = update {
+            frame::encode_window_update(&mut self.out, 0, n);
+        }
+    }
+
+    fn updates(&mut self, id: u32, updates: Updates) {
+        if let Some(n) = updates.stream {
+            frame::encode_window_update(&mut self.out, id, n);
+        }
+        self.connection_update(updates.connection);
+    }
+
+    /// Removes stream `id` once both sides ended, refilling the reset
+    /// budget by one.
+    fn complete_if_closed(&mut self, id: u32) {
+        if self.streams.get(&id).is_some_and(|s| s.remote_closed && s.local_closed) {
+            self.streams.remove(&id);
+            self.budget = (self.budget + 1).min(self.config.reset_budget);
+        }
+    }
+
+    /// A connection error: GOAWAY with `code`, and nothing more is read.
+    fn fail(&mut self, code: ErrorCode, reason: &'static str) {
+        if self.phase == Phase::Closed {
+            return;
+        }
+        frame::encode_goaway(&mut self.out, self.last_stream, code, reason.as_bytes());
+        self.phase = Phase::Closed;
+        self.error = Some(ConnectionError { code, reason });
+        self.block = None;
+    }
+
+    /// Sends a response's head on `stream`: `:status`, then `fields`
+    /// (lowercase names). With `end_stream`, the response has no body.
+    /// Does nothing for a stream that is gone (reset).
+    pub fn send_headers<'f>(
+        &mut self,
+        id: u32,
+        status: u16,
+        fields: impl IntoIterator<Item = Field<'f>>,
+        end_stream: bool,
+    ) {
+        let Some(stream) = self.streams.get_mut(&id) else { return };
+        if stream.local_closed || self.phase == Phase::Closed {
+            return;
+        }
+        let mut digits = [0u8; 3];
+        let status = status.clamp(100, 999);
+        digits[0] = b'0' + (status / 100) as u8;
+        digits[1] = b'0' + (status / 10 % 10) as u8;
+        digits[2] = b'0' + (status % 10) as u8;
+        self.scratch.clear();
+        let status_field = Field::new(b":status", &digits);
+        // Each field re-borrowed for as long as `digits` lives.
+        let fields = fields.into_iter().map(|field| Field { ..field });
+        self.encoder.encode(core::iter::once(status_field).chain(fields), &mut self.scratch);
+        frame::encode_headers(
+            &mut self.out,
+            id,
+            &self.scratch,
+            end_stream,
+            self.peer.max_frame_size,
+        );
+        if end_stream {
+            stream.local_closed = true;
+            self.complete_if_closed(id);
+        }
+    }
+
+    /// Sends as much of `data` on `stream` as both send windows allow, in
+    /// frames of at most the client's SETTINGS_MAX_FRAME_SIZE, and returns
+    /// how much that was; END_STREAM goes on the last frame once all of
+    /// `data` is sent. The rest waits for [`Streams::writable`]. A stream
+    /// that is gone takes everything (and sends nothing).
+    pub fn send_data(&mut self, id: u32, data: &[u8], end_stream: bool) -> usize {
+        let Some(stream) = self.streams.get_mut(&id) else { return data.len() };
+        if stream.local_closed || self.phase == Phase::Closed {
+            return data.len();
+        }
+        let credit = stream.output.available().min(self.send.available()).max(0) as usize;
+        let n = data.len().min(credit);
+        let max_frame = self.peer.max_frame_size as usize;
+        let mut sent = 0;
+        // Both windows grant `n` in full: the worker alone uses them.
+        let granted = (
+            stream.output.try_reserve(n as u32).unwrap_or(0),
+            self.send.try_reserve(n as u32).unwrap_or(0),
+        );
+        debug_assert_eq!(granted, (n as u32, n as u32));
+        let finish = end_stream && n == data.len();
+        loop {
+            let len = (n - sent).min(max_frame);
+            let last = sent + len == n;
+            if len == 0 && !(last && finish) {
+                break;
+            }
+            let header = frame::data_header(id, len as u32, last && finish);
+            self.out.put_slice(&header);
+            self.out.put_slice(&data[sent..sent + len]);
+            sent += len;
+            if last {
+                break;
+            }
+        }
+        if finish {
+            stream.local_closed = true;
+            self.complete_if_closed(id);
+        }
+        n
+    }
+
+    /// Ends `stream` from our side with RST_STREAM(`code`) (the
+    /// application gave up: CANCEL, INTERNAL_ERROR).
+    pub fn reset(&mut self, id: u32, code: ErrorCode) {
+        if let Some(stream) = self.streams.remove(&id) {
+            let update = stream.input.abort().ok().flatten();
+            self.connection_update(update);
+            if self.phase != Phase::Closed {
+                frame::encode_rst_stream(&mut self.out, id, code);
+                self.remember_reset(id);
+            }
+        }
+    }
+
+    /// Graceful shutdown: GOAWAY(NO_ERROR) naming the last stream seen;
+    /// those streams finish, newer ones are ignored.
+    pub fn shutdown(&mut self) {
+        if self.goaway.is_none() && self.phase != Phase::Closed {
+            frame::encode_goaway(&mut self.out, self.last_stream, ErrorCode::NO_ERROR, b"");
+            self.goaway = Some(self.last_stream);
+        }
+    }
+
+    /// Whether the connection is over: a connection error was sent, or a
+    /// shutdown's streams have all ended. It closes once its output is
+    /// sent.
+    pub fn is_closed(&self) -> bool {
+        self.phase == Phase::Closed || (self.goaway.is_some() && self.streams.is_empty())
+    }
+
+    /// The connection error we sent, if any.
+    pub fn error(&self) -> Option<ConnectionError> {
+        self.error
+    }
+
+    /// Frames not yet sent.
+    pub fn output(&self) -> &[u8] {
+        &self.out[self.sent..]
+    }
+
+    /// Marks the first `n` bytes of the output as sent.
+    pub fn consume_output(&mut self, n: usize) {
+        self.sent = (self.sent + n).min(self.out.len());
+        if self.sent == self.out.len() {
+            self.out.clear();
+            self.sent = 0;
+            self.queued_control = 0;
+        }
+    }
+
+    /// Streams open or half-closed.
+    pub fn open_streams(&self) -> usize {
+        self.streams.len()
+    }
+
+    /// The send credit `stream` has now: the smaller of its window and the
+    /// connection's (0 for a stream that is gone).
+    pub fn send_credit(&self, id: u32) -> usize {
+        self.streams
+            .get(&id)
+            .map_or(0, |s| s.output.available().min(self.send.available()).max(0) as usize)
+    }
+
+    /// Whether stream ids are used up: the client must open a new
+    /// connection for more requests (5.1.1).
+    pub fn ids_exhausted(&self) -> bool {
+        self.last_stream >= MAX_STREAM_ID - 1
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,633 @@
+//! The connection state machine against hand-built client frames: each
+//! case names the RFC 9113 section it checks.
+
+use super::*;
+use crate::h2::frame::{flag, kind};
+
+/// What the sink saw.
+#[derive(Debug, Default)]
+struct Seen {
+    events: Vec<String>,
+}
+
+impl Streams for Seen {
+    fn headers(&mut self, stream: u32, head: &Head, end_stream: bool) {
+        self.events.push(format!(
+            "headers {stream} {} {} end={end_stream}",
+            head.method().unwrap_or("-"),
+            head.path().unwrap_or("-")
+        ));
+    }
+    fn data(&mut self, stream: u32, data: &[u8], end_stream: bool) {
+        self.events.push(format!("data {stream} {} end={end_stream}", data.len()));
+    }
+    fn reset(&mut self, stream: u32) {
+        self.events.push(format!("reset {stream}"));
+    }
+    fn writable(&mut self, stream: u32) {
+        self.events.push(format!("writable {stream}"));
+    }
+}
+
+/// A client: builds frames, feeds them, decodes what the server sent.
+struct Client {
+    conn: Connection,
+    seen: Seen,
+    encoder: Encoder,
+    decoder: Decoder,
+}
+
+/// A frame the server sent, decoded loosely.
+#[derive(Debug, PartialEq, Eq)]
+enum Sent {
+    Settings { ack: bool },
+    WindowUpdate { stream: u32, increment: u32 },
+    Ping { ack: bool },
+    GoAway { code: ErrorCode },
+    Rst { stream: u32, code: ErrorCode },
+    Headers { stream: u32, status: String, end_stream: bool },
+    Data { stream: u32, len: usize, end_stream: bool },
+}
+
+fn raw(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+    let mut out =
+        FrameHeader { length: payload.len() as u32, kind, flags, stream }.to_bytes().to_vec();
+    out.extend_from_slice(payload);
+    out
+}
+
+impl Client {
+    fn new() -> Self {
+        Self::with(Config::default())
+    }
+
+    fn with(config: Config) -> Self {
+        let mut client = Self {
+            conn: Connection::new(config).unwrap(),
+            seen: Seen::default(),
+            encoder: Encoder::new(),
+            decoder: Decoder::default(),
+        };
+        let mut start = PREFACE.to_vec();
+        start.extend(raw(kind::SETTINGS, 0, 0, &[]));
+        client.feed(&start);
+        let sent = client.sent();
+        assert!(sent.contains(&Sent::Settings { ack: false }), "{sent:?}");
+        assert!(sent.contains(&Sent::Settings { ack: true }), "{sent:?}");
+        client
+    }
+
+    fn feed(&mut self, bytes: &[u8]) {
+        let used = self.conn.receive(bytes, &mut self.seen);
+        assert_eq!(used, bytes.len(), "whole frames are used");
+    }
+
+    fn block(&mut self, fields: &[(&str, &str)]) -> Vec<u8> {
+        let mut block = Vec::new();
+        self.encoder
+            .encode(fields.iter().map(|(n, v)| Field::new(n.as_bytes(), v.as_bytes())), &mut block);
+        block
+    }
+
+    fn request(&mut self, stream: u32, path: &str, end_stream: bool) -> Vec<u8> {
+        let block = self.block(&[(":method", "POST"), (":scheme", "http"), (":path", path)]);
+        let flags = flag::END_HEADERS | if end_stream { flag::END_STREAM } else { 0 };
+        raw(kind::HEADERS, flags, stream, &block)
+    }
+
+    fn sent(&mut self) -> Vec<Sent> {
+        let out = self.conn.output().to_vec();
+        self.conn.consume_output(out.len());
+        let mut frames = Vec::new();
+        let mut rest = &out[..];
+        while let Some(header) = rest.first_chunk::<HEADER_LEN>() {
+            let header = FrameHeader::parse(header);
+            let payload = &rest[HEADER_LEN..HEADER_LEN + header.length as usize];
+            let word = |at: usize| u32::from_be_bytes(payload[at..at + 4].try_into().unwrap());
+            let end_stream = header.has(flag::END_STREAM);
+            frames.push(match header.kind {
+                kind::SETTINGS => Sent::Settings { ack: header.has(flag::ACK) },
+                kind::WINDOW_UPDATE => {
+                    Sent::WindowUpdate { stream: header.stream, increment: word(0) }
+                }
+                kind::PING => Sent::Ping { ack: header.has(flag::ACK) },
+                kind::GOAWAY => Sent::GoAway { code: ErrorCode::from(word(4)) },
+                kind::RST_STREAM => {
+                    Sent::Rst { stream: header.stream, code: ErrorCode::from(word(0)) }
+                }
+                kind::HEADERS => {
+                    let mut status = String::new();
+                    self.decoder
+                        .decode(payload, |f| {
+                            if f.name == b":status" {
+                                status = String::from_utf8_lossy(f.value).into_owned();
+                            }
+                        })
+                        .unwrap();
+                    Sent::Headers { stream: header.stream, status, end_stream }
+                }
+                kind::DATA => Sent::Data { stream: header.stream, len: payload.len(), end_stream },
+                other => panic!("unexpected frame type {other}"),
+            });
+            rest = &rest[HEADER_LEN + header.length as usize..];
+        }
+        frames
+    }
+
+    fn events(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.seen.events)
+    }
+
+    fn goaway(&mut self) -> Option<ErrorCode> {
+        self.sent().into_iter().find_map(|f| match f {
+            Sent::GoAway { code } => Some(code),
+            _ => None,
+        })
+    }
+}
+
+#[test]
+fn a_request_and_its_response() {
+    let mut c = Client::new();
+    let headers = c.request(1, "/a", false);
+    c.feed(&headers);
+    c.feed(&raw(kind::DATA, flag::END_STREAM, 1, b"hello"));
+    assert_eq!(c.events(), ["headers 1 POST /a end=false", "data 1 5 end=true"]);
+    c.conn.send_headers(1, 200, [Field::new(b"content-type", b"text/plain")], false);
+    assert_eq!(c.conn.send_data(1, b"world", true), 5);
+    let sent = c.sent();
+    assert_eq!(
+        &sent[sent.len() - 2..],
+        [
+            Sent::Headers { stream: 1, status: "200".into(), end_stream: false },
+            Sent::Data { stream: 1, len: 5, end_stream: true }
+        ]
+    );
+    assert_eq!(c.conn.open_streams(), 0);
+}
+
+/// 3.4: the preface must be exact, and SETTINGS must follow it.
+#[test]
+fn preface_rules() {
+    let mut conn = Connection::new(Config::default()).unwrap();
+    let mut seen = Seen::default();
+    assert_eq!(conn.receive(&PREFACE[..10], &mut seen), 0);
+    assert!(conn.error().is_none());
+    let mut wrong = PREFACE.to_vec();
+    wrong[3] = b'X';
+    conn.receive(&wrong, &mut seen);
+    assert_eq!(conn.error().map(|e| e.code), Some(ErrorCode::PROTOCOL_ERROR));
+    assert!(conn.is_closed());
+
+    let mut conn = Connection::new(Config::default()).unwrap();
+    let mut bytes = PREFACE.to_vec();
+    bytes.extend(raw(kind::PING, 0, 0, &[0; 8]));
+    conn.receive(&bytes, &mut seen);
+    assert_eq!(conn.error().map(|e| e.code), Some(ErrorCode::PROTOCOL_ERROR));
+}
+
+/// Frames split anywhere are reassembled by the caller: `receive` uses
+/// whole frames only.
+#[test]
+fn partial_frames_wait() {
+    let mut c = Client::new();
+    let frame = raw(kind::PING, 0, 0, &[7; 8]);
+    assert_eq!(c.conn.receive(&frame[..5], &mut c.seen), 0);
+    assert_eq!(c.conn.receive(&frame[..12], &mut c.seen), 0);
+    assert_eq!(c.conn.receive(&frame, &mut c.seen), frame.len());
+    assert_eq!(c.sent(), [Sent::Ping { ack: true }]);
+}
+
+/// 5.1.1: client streams are odd and increasing.
+#[test]
+fn stream_ids() {
+    let mut c = Client::new();
+    let even = c.request(2, "/", true);
+    c.feed(&even);
+    assert_eq!(c.goaway(), Some(ErrorCode::PROTOCOL_ERROR));
+
+    let mut c = Client::new();
+    let five = c.request(5, "/", true);
+    c.feed(&five);
+    c.conn.send_headers(5, 204, [], true);
+    let three = c.request(3, "/", true);
+    c.feed(&three);
+    assert_eq!(c.goaway(), Some(ErrorCode::STREAM_CLOSED));
+}
+
+/// 5.1: frames on idle streams.
+#[test]
+fn idle_stream_frames() {
+    for frame in [
+        raw(kind::DATA, 0, 1, b"x"),
+        raw(kind::RST_STREAM, 0, 1, &[0, 0, 0, 8]),
+        raw(kind::WINDOW_UPDATE, 0, 1, &[0, 0, 0, 1]),
+    ] {
+        let mut c = Client::new();
+        c.feed(&frame);
+        assert_eq!(c.goaway(), Some(ErrorCode::PROTOCOL_ERROR));
+    }
+    // PRIORITY on an idle stream is fine.
+    let mut c = Client::new();
+    c.feed(&raw(kind::PRIORITY, 0, 1, &[0, 0, 0, 0, 16]));
+    assert_eq!(c.sent(), []);
+}
+
+/// 5.1: half-closed (remote) takes no more DATA or HEADERS.
+#[test]
+fn half_closed_remote() {
+    let mut c = Client::new();
+    let headers = c.request(1, "/", true);
+    c.feed(&headers);
+    c.feed(&raw(kind::DATA, 0, 1, b"x"));
+    assert!(c.sent().contains(&Sent::Rst { stream: 1, code: ErrorCode::STREAM_CLOSED }));
+    assert_eq!(c.events(), ["headers 1 POST / end=true", "reset 1"]);
+    // The stream is gone; a response to it sends nothing.
+    c.conn.send_headers(1, 200, [], true);
+    assert_eq!(c.sent(), []);
+}
+
+/// 5.1: DATA for a stream we reset is ignored, but still counted
+/// against the connection window (6.9).
+#[test]
+fn data_after_our_reset_is_ignored() {
+    let mut c = Client::new();
+    let headers = c.request(1, "/", false);
+    c.feed(&headers);
+    c.conn.reset(1, ErrorCode::CANCEL);
+    assert!(c.sent().contains(&Sent::Rst { stream: 1, code: ErrorCode::CANCEL }));
+    let before = c.conn.recv.available();
+    c.feed(&raw(kind::DATA, 0, 1, &[0; 100]));
+    assert_eq!(c.sent(), []);
+    assert_eq!(c.conn.recv.available(), before, "counted, then given back");
+}
+
+/// 6.10: only the block's CONTINUATIONs may follow a HEADERS without
+/// END_HEADERS.
+#[test]
+fn continuation_rules() {
+    let mut c = Client::new();
+    let block = c.block(&[(":method", "GET"), (":scheme", "http"), (":path", "/split")]);
+    c.feed(&raw(kind::HEADERS, flag::END_STREAM, 1, &block[..2]));
+    c.feed(&raw(kind::CONTINUATION, 0, 1, &block[2..4]));
+    c.feed(&raw(kind::CONTINUATION, flag::END_HEADERS, 1, &block[4..]));
+    assert_eq!(c.events(), ["headers 1 GET /split end=true"]);
+
+    let mut c = Client::new();
+    let block = c.block(&[(":method", "GET"), (":scheme", "http"), (":path", "/")]);
+    c.feed(&raw(kind::HEADERS, 0, 1, &block));
+    c.feed(&raw(kind::PING, 0, 0, &[0; 8]));
+    assert_eq!(c.goaway(), Some(ErrorCode::PROTOCOL_ERROR));
+
+    let mut c = Client::new();
+    c.feed(&raw(kind::HEADERS, 0, 1, &block));
+    c.feed(&raw(kind::CONTINUATION, flag::END_HEADERS, 3, &[]));
+    assert_eq!(c.goaway(), Some(ErrorCode::PROTOCOL_ERROR));
+
+    let mut c = Client::new();
+    c.feed(&raw(kind::CONTINUATION, flag::END_HEADERS, 1, &[]));
+    assert_eq!(c.goaway(), Some(ErrorCode::PROTOCOL_ERROR));
+}
+
+/// CVE-2024-27316 class: endless CONTINUATION frames end the connection
+/// early, with bounded memory.
+#[test]
+fn continuation_flood() {
+    let mut c = Client::new();
+    c.feed(&raw(kind::HEADERS, 0, 1, &[0x82]));
+    let mut frames = 0;
+    while c.conn.error().is_none() {
+        c.feed(&raw(kind::CONTINUATION, 0, 1, &[0x40, 1, b'a', 1, b'b']));
+        frames += 1;
+        assert!(frames < 100, "still reading after {frames} frames");
+    }
+    assert_eq!(c.goaway(), Some(ErrorCode::ENHANCE_YOUR_CALM));
+    // Large fragments hit the byte limit first.
+    let mut c = Client::new();
+    c.feed(&raw(kind::HEADERS, 0, 1, &[0x82]));
+    for _ in 0..2 {
+        c.feed(&raw(kind::CONTINUATION, 0, 1, &vec![0x82; 16_000]));
+    }
+    assert_eq!(c.goaway(), Some(ErrorCode::ENHANCE_YOUR_CALM));
+}
+
+/// CVE-2023-44487: HEADERS then RST_STREAM, again and again.
+#[test]
+fn rapid_reset() {
+    let mut c = Client::with(Config { reset_budget: 50, ..Config::default() });
+    let mut stream = 1;
+    while c.conn.error().is_none() {
+        let headers = c.request(stream, "/", false);
+        c.feed(&headers);
+        c.feed(&raw(kind::RST_STREAM, 0, stream, &[0, 0, 0, 8]));
+        stream += 2;
+        assert!(stream < 200, "no limit");
+    }
+    assert_eq!(c.goaway(), Some(ErrorCode::ENHANCE_YOUR_CALM));
+    assert_eq!(stream, 1 + 2 * 51);
+}
+
+/// Completed streams refill the budget: a client that cancels now and
+/// then is never cut off.
+#[test]
+fn ordinary_cancels_are_not_an_attack() {
+    let mut c = Client::with(Config { reset_budget: 5, ..Config::default() });
+    for i in 0..200u32 {
+        let stream = 1 + 2 * i;
+        let headers = c.request(stream, "/", true);
+        c.feed(&headers);
+        if i % 3 == 0 {
+            c.feed(&raw(kind::RST_STREAM, 0, stream, &[0, 0, 0, 8]));
+        } else {
+            c.conn.send_headers(stream, 200, [], true);
+        }
+    }
+    assert!(c.conn.error().is_none());
+}
+
+/// CVE-2025-8671 (MadeYouReset): frames that make the server reset
+/// streams spend the same budget.
+#[test]
+fn made_you_reset() {
+    let mut c = Client::with(Config { reset_budget: 20, ..Config::default() });
+    let mut stream = 1;
+    while c.conn.error().is_none() {
+        let headers = c.request(stream, "/", false);
+        c.feed(&headers);
+        c.feed(&raw(kind::WINDOW_UPDATE, 0, stream, &[0, 0, 0, 0])); // stream error
+        stream += 2;
+        assert!(stream < 100, "no limit");
+    }
+    assert_eq!(c.goaway(), Some(ErrorCode::ENHANCE_YOUR_CALM));
+}
+
+/// CVE-2019-9512: PINGs from a client that does not read the answers.
+#[test]
+fn ping_flood() {
+    let mut c = Client::with(Config { max_queued_control: 10, ..Config::default() });
+    for _ in 0..5 {
+        c.feed(&raw(kind::PING, 0, 0, &[0; 8]));
+    }
+    c.sent(); // the client read these
+    for _ in 0..11 {
+        c.feed(&raw(kind::PING, 0, 0, &[0; 8]));
+    }
+    assert_eq!(c.conn.error().map(|e| e.code), Some(ErrorCode::ENHANCE_YOUR_CALM));
+}
+
+/// CVE-2019-9518: empty DATA frames.
+#[test]
+fn empty_frame_flood() {
+    let mut c = Client::with(Config { max_empty_frames: 10, ..Config::default() });
+    let headers = c.request(1, "/", false);
+    c.feed(&headers);
+    for _ in 0..11 {
+        c.feed(&raw(kind::DATA, 0, 1, &[]));
+    }
+    assert_eq!(c.goaway(), Some(ErrorCode::ENHANCE_YOUR_CALM));
+}
+
+/// 5.1.2: streams past MAX_CONCURRENT_STREAMS are refused.
+#[test]
+fn concurrency_limit() {
+    let mut c = Client::with(Config { max_concurrent_streams: 2, ..Config::default() });
+    for stream in [1, 3, 5] {
+        let headers = c.request(stream, "/", false);
+        c.feed(&headers);
+    }
+    assert!(c.sent().contains(&Sent::Rst { stream: 5, code: ErrorCode::REFUSED_STREAM }));
+    assert_eq!(c.conn.open_streams(), 2);
+    assert_eq!(c.events().len(), 2);
+}
+
+/// 8.1.1: malformed requests are stream errors, and the table stays in
+/// step for the next request.
+#[test]
+fn malformed_requests_are_reset() {
+    let mut c = Client::new();
+    let block = c.block(&[(":method", "GET"), (":path", "/")]); // no :scheme
+    c.feed(&raw(kind::HEADERS, flag::END_HEADERS | flag::END_STREAM, 1, &block));
+    assert!(c.sent().contains(&Sent::Rst { stream: 1, code: ErrorCode::PROTOCOL_ERROR }));
+    let block = c.block(&[(":method", "GET"), (":scheme", "http"), (":path", "/"), ("Upper", "x")]);
+    c.feed(&raw(kind::HEADERS, flag::END_HEADERS | flag::END_STREAM, 3, &block));
+    assert!(c.sent().contains(&Sent::Rst { stream: 3, code: ErrorCode::PROTOCOL_ERROR }));
+    let fine = c.request(5, "/ok", true);
+    c.feed(&fine);
+    assert_eq!(c.events(), ["headers 5 POST /ok end=true"]);
+}
+
+/// 8.1.1: DATA that disagrees with content-length.
+#[test]
+fn content_length_mismatch() {
+    for (length, chunks) in [("3", &[&b"ab"[..], b"cd"][..]), ("5", &[&b"ab"[..]][..])] {
+        let mut c = Client::new();
+        let block = c.block(&[
+            (":method", "POST"),
+            (":scheme", "http"),
+            (":path", "/"),
+            ("content-length", length),
+        ]);
+        c.feed(&raw(kind::HEADERS, flag::END_HEADERS, 1, &block));
+        for (i, chunk) in chunks.iter().enumerate() {
+            let last = i + 1 == chunks.len();
+            c.feed(&raw(kind::DATA, if last { flag::END_STREAM } else { 0 }, 1, chunk));
+        }
+        assert!(c.sent().contains(&Sent::Rst { stream: 1, code: ErrorCode::PROTOCOL_ERROR }));
+    }
+}
+
+/// 6.9.1: DATA past the stream window is a stream error; past the
+/// connection window, a connection error.
+#[test]
+fn receive_windows() {
+    let config =
+        Config { initial_window_size: 10, connection_window_size: 65_535, ..Config::default() };
+    let mut c = Client::with(config);
+    let headers = c.request(1, "/", false);
+    c.feed(&headers);
+    c.feed(&raw(kind::DATA, 0, 1, &[0; 11]));
+    assert!(c.sent().contains(&Sent::Rst { stream: 1, code: ErrorCode::FLOW_CONTROL_ERROR }));
+
+    let config =
+        Config { initial_window_size: 65_535, connection_window_size: 65_535, ..Config::default() };
+    let mut c = Client::with(config);
+    for stream in [1, 3] {
+        let headers = c.request(stream, "/", false);
+        c.feed(&headers);
+    }
+    // The sink consumes at once, so credit returns: the client must
+    // overrun in one go. 16,384 * 4 = 65,536 > 65,535.
+    c.conn.recv.try_advance(65_535 - 16_384 * 3).unwrap();
+    for _ in 0..3 {
+        c.feed(&raw(kind::DATA, 0, 1, &[0; 16_384]));
+    }
+    assert!(c.conn.error().is_none());
+}
+
+/// 6.9: consumed DATA comes back as WINDOW_UPDATEs past half a window.
+#[test]
+fn window_updates_follow_consumption() {
+    let config =
+        Config { initial_window_size: 32_768, connection_window_size: 65_535, ..Config::default() };
+    let mut c = Client::with(config);
+    let headers = c.request(1, "/", false);
+    c.feed(&headers);
+    c.sent();
+    c.feed(&raw(kind::DATA, 0, 1, &[0; 16_000]));
+    assert_eq!(c.sent(), []);
+    c.feed(&raw(kind::DATA, 0, 1, &[0; 1_000]));
+    assert_eq!(c.sent(), [Sent::WindowUpdate { stream: 1, increment: 17_000 }]);
+    c.feed(&raw(kind::DATA, 0, 1, &[0; 16_000]));
+    assert!(c.sent().contains(&Sent::WindowUpdate { stream: 0, increment: 33_000 }));
+}
+
+/// 6.9, 6.9.2: send windows bound DATA; WINDOW_UPDATE and SETTINGS move
+/// them.
+#[test]
+fn send_windows() {
+    let mut c = Client::new();
+    let headers = c.request(1, "/", true);
+    c.feed(&headers);
+    c.conn.send_headers(1, 200, [], false);
+    c.sent();
+    let body = vec![7u8; 100_000];
+    let n = c.conn.send_data(1, &body, true);
+    assert_eq!(n, 65_535, "the initial windows");
+    let frames = c.sent();
+    assert_eq!(frames.len(), 4, "16 KiB frames: {frames:?}");
+    assert!(frames.iter().all(|f| matches!(f, Sent::Data { end_stream: false, .. })));
+    assert_eq!(c.conn.send_data(1, &body[n..], true), 0);
+    c.feed(&raw(kind::WINDOW_UPDATE, 0, 1, &100_000u32.to_be_bytes()));
+    assert_eq!(c.conn.send_data(1, &body[n..], true), 0, "the connection window is empty");
+    c.feed(&raw(kind::WINDOW_UPDATE, 0, 0, &100_000u32.to_be_bytes()));
+    assert_eq!(c.events()[1..], ["writable 1", "writable 0"]);
+    assert_eq!(c.conn.send_data(1, &body[n..], true), 100_000 - n);
+    assert!(matches!(c.sent().last(), Some(Sent::Data { end_stream: true, .. })));
+
+    // SETTINGS_INITIAL_WINDOW_SIZE shrinks an open stream's window below 0.
+    let headers = c.request(3, "/", true);
+    c.feed(&headers);
+    c.conn.send_headers(3, 200, [], false);
+    assert_eq!(c.conn.send_data(3, &[0; 1000], false), 1000);
+    let mut settings = setting::INITIAL_WINDOW_SIZE.to_be_bytes().to_vec();
+    settings.extend(500u32.to_be_bytes());
+    c.feed(&raw(kind::SETTINGS, 0, 0, &settings));
+    assert_eq!(c.conn.send_credit(3), 0);
+    assert_eq!(c.conn.send_data(3, &[0; 10], false), 0);
+}
+
+/// 6.9.1: a WINDOW_UPDATE past 2^31-1.
+#[test]
+fn send_window_overflow() {
+    let mut c = Client::new();
+    c.feed(&raw(kind::WINDOW_UPDATE, 0, 0, &(u32::MAX >> 1).to_be_bytes()));
+    assert_eq!(c.goaway(), Some(ErrorCode::FLOW_CONTROL_ERROR));
+
+    let mut c = Client::new();
+    let headers = c.request(1, "/", true);
+    c.feed(&headers);
+    c.feed(&raw(kind::WINDOW_UPDATE, 0, 1, &(u32::MAX >> 1).to_be_bytes()));
+    assert!(c.sent().contains(&Sent::Rst { stream: 1, code: ErrorCode::FLOW_CONTROL_ERROR }));
+}
+
+/// 8.1: trailers end the body; they need END_STREAM and no pseudo-field.
+#[test]
+fn trailers() {
+    let mut c = Client::new();
+    let headers = c.request(1, "/", false);
+    c.feed(&headers);
+    c.feed(&raw(kind::DATA, 0, 1, b"abc"));
+    let block = c.block(&[("x-checksum", "1")]);
+    c.feed(&raw(kind::HEADERS, flag::END_HEADERS | flag::END_STREAM, 1, &block));
+    assert_eq!(c.events()[1..], ["data 1 3 end=false", "data 1 0 end=true"]);
+
+    let headers = c.request(3, "/", false);
+    c.feed(&headers);
+    let block = c.block(&[("x-checksum", "1")]);
+    c.feed(&raw(kind::HEADERS, flag::END_HEADERS, 3, &block));
+    assert!(c.sent().contains(&Sent::Rst { stream: 3, code: ErrorCode::PROTOCOL_ERROR }));
+}
+
+/// 6.8: after our GOAWAY, older streams finish, newer ones are ignored.
+#[test]
+fn graceful_shutdown() {
+    let mut c = Client::new();
+    let headers = c.request(1, "/", true);
+    c.feed(&headers);
+    c.conn.shutdown();
+    assert_eq!(c.goaway(), Some(ErrorCode::NO_ERROR));
+    let late = c.request(3, "/", true);
+    c.feed(&late);
+    assert_eq!(c.events(), ["headers 1 POST / end=true"]);
+    assert!(!c.conn.is_closed());
+    c.conn.send_headers(1, 200, [], true);
+    assert!(c.conn.is_closed());
+}
+
+/// 4.3: a field block that does not decode is a connection error.
+#[test]
+fn compression_error() {
+    let mut c = Client::new();
+    c.feed(&raw(kind::HEADERS, flag::END_HEADERS, 1, &[0x80]));
+    assert_eq!(c.goaway(), Some(ErrorCode::COMPRESSION_ERROR));
+}
+
+/// An HPACK bomb over the header-list limit resets the stream only.
+#[test]
+fn header_list_limit() {
+    let mut c = Client::with(Config { max_header_list_size: 1024, ..Config::default() });
+    let big = "x".repeat(900);
+    let block = c.block(&[
+        (":method", "GET"),
+        (":scheme", "http"),
+        (":path", "/"),
+        ("a", &big),
+        ("b", &big),
+    ]);
+    c.feed(&raw(kind::HEADERS, flag::END_HEADERS | flag::END_STREAM, 1, &block));
+    assert!(c.sent().contains(&Sent::Rst { stream: 1, code: ErrorCode::PROTOCOL_ERROR }));
+    assert!(c.conn.error().is_none());
+}
+
+/// Unknown frame types and flags are ignored (4.1, 5.5).
+#[test]
+fn unknown_frames_are_ignored() {
+    let mut c = Client::new();
+    c.feed(&raw(0xfa, 0xff, 0, b"anything"));
+    c.feed(&raw(0xfa, 0, 7, b""));
+    assert_eq!(c.sent(), []);
+    assert!(c.conn.error().is_none());
+}
+
+proptest::proptest! {
+    /// Arbitrary frames (well-formed headers, random types, flags, ids and
+    /// payloads) never panic the connection, and it ends in an orderly
+    /// state: either still open or closed with one GOAWAY.
+    #[test]
+    fn random_frames_never_panic(
+        frames in proptest::collection::vec(
+            (0u8..12, proptest::num::u8::ANY, 0u32..8, proptest::collection::vec(proptest::num::u8::ANY, 0..40)),
+            0..40,
+        ),
+        split in 1usize..64,
+    ) {
+        let mut c = Client::new();
+        let mut bytes = Vec::new();
+        for (kind, flags, stream, payload) in frames {
+            bytes.extend(raw(kind, flags, stream, &payload));
+        }
+        // Fed in pieces, as socket reads would deliver them.
+        let mut pending = Vec::new();
+        for piece in bytes.chunks(split) {
+            pending.extend_from_slice(piece);
+            let used = c.conn.receive(&pending, &mut c.seen);
+            pending.drain(..used);
+            if c.conn.open_streams() > 0 {
+                c.conn.send_headers(1, 200, [], false);
+                c.conn.send_data(1, b"x", false);
+            }
+        }
+        let goaways = c.sent().iter().filter(|f| matches!(f, Sent::GoAway { .. })).count();
+        proptest::prop_assert_eq!(goaways, usize::from(c.conn.error().is_some()));
+    }
+}

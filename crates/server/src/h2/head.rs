@@ -1,0 +1,317 @@
+//! A request's fields as HTTP/2 carries them (RFC 9113 section 8.3), checked
+//! while the field block is decoded and kept in one reusable buffer.
+//!
+//! The rules (each a malformed request, a stream error `PROTOCOL_ERROR`,
+//! section 8.1.1):
+//!
+//! - names: no uppercase, no octet in `0x00..=0x20` or `0x7f..=0xff`
+//!   (8.2.1), and no connection-specific field (`connection`, `keep-alive`,
+//!   `proxy-connection`, `transfer-encoding`, `upgrade`; `te` other than
+//!   `trailers`: 8.2.2);
+//! - values: no NUL, CR or LF, no leading or trailing space or tab (8.2.1);
+//! - pseudo-fields: only `:method`, `:scheme`, `:authority`, `:path`, each
+//!   at most once, all before the first regular field (8.3); `:method`,
+//!   `:scheme` and `:path` present, except that CONNECT has only
+//!   `:method` and `:authority` (8.5); `:path` not empty, `/...` or `*`
+//!   for OPTIONS (8.3.1);
+//! - `content-length`: digits only, and every copy the same (8.1.1).
+
+use core::ops::Range;
+
+use super::hpack::Field;
+
+/// Why a request's fields are malformed (RFC 9113 8.1.1): the stream is
+/// reset with `PROTOCOL_ERROR`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Malformed {
+    /// A name with uppercase or a forbidden octet (8.2.1).
+    Name,
+    /// A value with NUL, CR, LF or surrounding whitespace (8.2.1).
+    Value,
+    /// A connection-specific field (8.2.2).
+    ConnectionField,
+    /// An unknown, repeated or misplaced pseudo-field, or a response one
+    /// (8.3).
+    PseudoField,
+    /// `:method`, `:scheme` or `:path` missing, or `:path` not a valid
+    /// request target (8.3.1, 8.5).
+    MissingPseudoField,
+    /// A `content-length` that is not a number, or copies that differ
+    /// (8.1.1).
+    ContentLength,
+}
+
+/// One field's place in [`Head`]'s buffer.
+#[derive(Clone, Debug)]
+struct Span {
+    name: Range<usize>,
+    value: Range<usize>,
+}
+
+/// A request head decoded from a field block: pseudo-fields and regular
+/// fields in one buffer, reused from request to request.
+#[derive(Debug, Default)]
+pub struct Head {
+    bytes: Vec<u8>,
+    fields: Vec<Span>,
+    method: Option<Range<usize>>,
+    scheme: Option<Range<usize>>,
+    authority: Option<Range<usize>>,
+    path: Option<Range<usize>>,
+    content_length: Option<u64>,
+    /// The first rule broken, if any: later fields are not kept.
+    malformed: Option<Malformed>,
+    /// A regular field was seen: no pseudo-field may follow.
+    regular: bool,
+}
+
+impl Head {
+    /// Empties the head for the next field block, keeping its memory.
+    pub(crate) fn clear(&mut self) {
+        self.bytes.clear();
+        self.fields.clear();
+        self.method = None;
+        self.scheme = None;
+        self.authority = None;
+        self.path = None;
+        self.content_length = None;
+        self.malformed = None;
+        self.regular = false;
+    }
+
+    fn push(&mut self, bytes: &[u8]) -> Range<usize> {
+        let start = self.bytes.len();
+        self.bytes.extend_from_slice(bytes);
+        start..self.bytes.len()
+    }
+
+    fn fail(&mut self, why: Malformed) {
+        self.malformed.get_or_insert(why);
+    }
+
+    /// Adds one decoded field, checking it.
+    pub(crate) fn add(&mut self, field: Field<'_>) {
+        if self.malformed.is_some() {
+            return;
+        }
+        let Field { name, value, .. } = field;
+        if value.iter().any(|&b| matches!(b, 0 | b'\r' | b'\n'))
+            || value.first().is_some_and(|&b| b == b' ' || b == b'\t')
+            || value.last().is_some_and(|&b| b == b' ' || b == b'\t')
+        {
+            return self.fail(Malformed::Value);
+        }
+        if let Some(pseudo) = name.strip_prefix(b":") {
+            if self.regular {
+                return self.fail(Malformed::PseudoField);
+            }
+            let slot = match pseudo {
+                b"method" => &self.method,
+                b"scheme" => &self.scheme,
+                b"authority" => &self.authority,
+                b"path" => &self.path,
+                _ => return self.fail(Malformed::PseudoField),
+            };
+            if slot.is_some() {
+                return self.fail(Malformed::PseudoField);
+            }
+            let range = Some(self.push(value));
+            match pseudo {
+                b"method" => self.method = range,
+                b"scheme" => self.scheme = range,
+                b"authority" => self.authority = range,
+                _ => self.path = range,
+            }
+            return;
+        }
+        self.regular = true;
+        if name.is_empty() || name.iter().any(|&b| b <= 0x20 || b >= 0x7f || b.is_ascii_uppercase())
+        {
+            return self.fail(Malformed::Name);
+        }
+        match name {
+            b"connection" | b"keep-alive" | b"proxy-connection" | b"transfer-encoding"
+            | b"upgrade" => return self.fail(Malformed::ConnectionField),
+            b"te" if value != b"trailers" => return self.fail(Malformed::ConnectionField),
+            b"content-length" => {
+                let Some(length) = parse_decimal(value) else {
+                    return self.fail(Malformed::ContentLength);
+                };
+                if self.content_length.is_some_and(|known| known != length) {
+                    return self.fail(Malformed::ContentLength);
+                }
+                self.content_length = Some(length);
+            }
+            _ => {}
+        }
+        let name = self.push(name);
+        let value = self.push(value);
+        self.fields.push(Span { name, value });
+    }
+
+    /// Checks the block as a whole once it is decoded.
+    pub(crate) fn finish(&mut self) -> Result<(), Malformed> {
+        if let Some(why) = self.malformed {
+            return Err(why);
+        }
+        if self.method() == Some("CONNECT") {
+            // 8.5: only :method and :authority.
+            if self.scheme.is_some() || self.path.is_some() || self.authority.is_none() {
+                return Err(Malformed::MissingPseudoField);
+            }
+            return Ok(());
+        }
+        let (Some(method), Some(_), Some(path)) = (self.method(), self.scheme(), self.path())
+        else {
+            return Err(Malformed::MissingPseudoField);
+        };
+        let valid_method =
+            !method.is_empty() && method.bytes().all(|b| crate::syntax::TOKEN[usize::from(b)]);
+        let valid_path = path.starts_with('/') || (path == "*" && method == "OPTIONS");
+        if !valid_method || !valid_path || path.bytes().any(|b| b <= 0x20 || b == 0x7f) {
+            return Err(Malformed::MissingPseudoField);
+        }
+        Ok(())
+    }
+
+    /// Checks a trailer block (RFC 9113 8.1): the field rules, and no
+    /// pseudo-field at all.
+    pub(crate) fn finish_trailers(&self) -> Result<(), Malformed> {
+        if let Some(why) = self.malformed {
+            return Err(why);
+        }
+        let pseudo = [&self.method, &self.scheme, &self.authority, &self.path];
+        if pseudo.iter().any(|p| p.is_some()) {
+            return Err(Malformed::PseudoField);
+        }
+        Ok(())
+    }
+
+    fn text(&self, range: &Option<Range<usize>>) -> Option<&str> {
+        // Values are checked for NUL, CR and LF only: non-UTF-8 ones read
+        // as absent.
+        range.as_ref().and_then(|r| core::str::from_utf8(&self.bytes[r.clone()]).ok())
+    }
+
+    /// `:method`.
+    pub fn method(&self) -> Option<&str> {
+        self.text(&self.method)
+    }
+
+    /// `:scheme`.
+    pub fn scheme(&self) -> Option<&str> {
+        self.text(&self.scheme)
+    }
+
+    /// `:authority`, if sent.
+    pub fn authority(&self) -> Option<&str> {
+        self.text(&self.authority)
+    }
+
+    /// `:path`.
+    pub fn path(&self) -> Option<&str> {
+        self.text(&self.path)
+    }
+
+    /// The `content-length`, if sent.
+    pub fn content_length(&self) -> Option<u64> {
+        self.content_length
+    }
+
+    /// The regular fields, in order.
+    pub fn fields(&self) -> impl Iterator<Item = (&[u8], &[u8])> + '_ {
+        self.fields.iter().map(|s| (&self.bytes[s.name.clone()], &self.bytes[s.value.clone()]))
+    }
+}
+
+/// A decimal of at most 19 digits (no sign, no space), or `None`.
+fn parse_decimal(digits: &[u8]) -> Option<u64> {
+    if digits.is_empty() || digits.len() > 19 || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    Some(digits.iter().fold(0, |n, &d| n * 10 + u64::from(d - b'0')))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn head(fields: &[(&str, &str)]) -> Result<Head, Malformed> {
+        let mut head = Head::default();
+        for (n, v) in fields {
+            head.add(Field::new(n.as_bytes(), v.as_bytes()));
+        }
+        head.finish().map(|()| head)
+    }
+
+    const GET: [(&str, &str); 3] = [(":method", "GET"), (":scheme", "http"), (":path", "/a")];
+
+    #[test]
+    fn a_well_formed_request() {
+        let mut fields = GET.to_vec();
+        fields.extend([(":authority", "x"), ("accept", "*/*"), ("content-length", "12")]);
+        let head = head(&fields).unwrap();
+        assert_eq!(
+            (head.method(), head.path(), head.authority()),
+            (Some("GET"), Some("/a"), Some("x"))
+        );
+        assert_eq!(head.content_length(), Some(12));
+        assert_eq!(head.fields().count(), 2);
+    }
+
+    /// RFC 9113 8.3: required, unique, known pseudo-fields, before the rest.
+    #[test]
+    fn pseudo_field_rules() {
+        assert_eq!(head(&GET[..2]).err(), Some(Malformed::MissingPseudoField));
+        let mut twice = GET.to_vec();
+        twice.push((":path", "/b"));
+        assert_eq!(head(&twice).err(), Some(Malformed::PseudoField));
+        let mut late = vec![GET[0], GET[1], ("accept", "*/*"), GET[2]];
+        assert_eq!(head(&late).err(), Some(Malformed::PseudoField));
+        late = GET.to_vec();
+        late.push((":status", "200"));
+        assert_eq!(head(&late).err(), Some(Malformed::PseudoField));
+        let empty_path = [(":method", "GET"), (":scheme", "http"), (":path", "")];
+        assert_eq!(head(&empty_path).err(), Some(Malformed::MissingPseudoField));
+        let star = [(":method", "OPTIONS"), (":scheme", "http"), (":path", "*")];
+        assert!(head(&star).is_ok());
+        let connect = [(":method", "CONNECT"), (":authority", "a:1")];
+        assert!(head(&connect).is_ok());
+        let connect_path = [(":method", "CONNECT"), (":authority", "a:1"), (":path", "/")];
+        assert_eq!(head(&connect_path).err(), Some(Malformed::MissingPseudoField));
+    }
+
+    /// RFC 9113 8.2.1, 8.2.2: names, values, connection-specific fields.
+    #[test]
+    fn field_rules() {
+        for (name, value, why) in [
+            ("Accept", "x", Malformed::Name),
+            ("a b", "x", Malformed::Name),
+            ("", "x", Malformed::Name),
+            ("accept", "a\r\nb", Malformed::Value),
+            ("accept", " x", Malformed::Value),
+            ("accept", "x\t", Malformed::Value),
+            ("accept", "a\0", Malformed::Value),
+            ("connection", "close", Malformed::ConnectionField),
+            ("transfer-encoding", "chunked", Malformed::ConnectionField),
+            ("upgrade", "h2c", Malformed::ConnectionField),
+            ("te", "gzip", Malformed::ConnectionField),
+            ("content-length", "1a", Malformed::ContentLength),
+            ("content-length", "", Malformed::ContentLength),
+            ("content-length", "99999999999999999999", Malformed::ContentLength),
+        ] {
+            let mut fields = GET.to_vec();
+            fields.push((name, value));
+            assert_eq!(head(&fields).err(), Some(why), "{name}: {value:?}");
+        }
+        let mut te = GET.to_vec();
+        te.push(("te", "trailers"));
+        assert!(head(&te).is_ok());
+        let mut lengths = GET.to_vec();
+        lengths.extend([("content-length", "5"), ("content-length", "5")]);
+        assert!(head(&lengths).is_ok());
+        lengths.push(("content-length", "6"));
+        assert_eq!(head(&lengths).err(), Some(Malformed::ContentLength));
+    }
+}
