@@ -231,7 +231,8 @@ impl Connection {
     /// section 3.4 asks of a server.
     ///
     /// # Errors
-    /// A window size past 2^31-1.
+    /// [`FlowError::InitialTooLarge`](falconet_flow::FlowError::InitialTooLarge)
+    /// for a window size past 2^31-1.
     pub fn new(config: Config) -> Result<Self, falconet_flow::FlowError> {
         let local = Settings {
             max_concurrent_streams: Some(config.max_concurrent_streams),
@@ -243,25 +244,25 @@ impl Connection {
             enable_push: false,
             ..Settings::INITIAL
         };
-        let recv = Arc::new(InputWindow::with_threshold(
-            config.connection_window_size,
-            config.connection_window_size / 2,
-        )?);
+        if config.initial_window_size > frame::MAX_WINDOW_SIZE {
+            return Err(falconet_flow::FlowError::InitialTooLarge {
+                initial: config.initial_window_size,
+            });
+        }
+        // The client starts the connection window at 65,535 (6.9.2) and
+        // may use it before it reads our update, so ours is never smaller.
+        let connection_window =
+            config.connection_window_size.max(frame::DEFAULT_INITIAL_WINDOW_SIZE);
+        let recv = Arc::new(InputWindow::with_threshold(connection_window, connection_window / 2)?);
         let mut decoder = Decoder::new(hpack::DEFAULT_TABLE_SIZE);
         decoder.set_max_header_list_size(config.max_header_list_size as usize);
         decoder.set_max_fields(config.max_fields);
         let mut out = Vec::new();
         local.encode_changes(&Settings::INITIAL, &mut out);
-        let extra =
-            config.connection_window_size.saturating_sub(frame::DEFAULT_INITIAL_WINDOW_SIZE);
+        let extra = connection_window - frame::DEFAULT_INITIAL_WINDOW_SIZE;
         if extra > 0 {
             frame::encode_window_update(&mut out, 0, extra);
         }
-        // The client starts the connection window at 65,535 (6.9.2); the
-        // update above raises it to ours.
-        let recv_start = recv.try_advance(extra);
-        debug_assert!(recv_start.is_ok());
-        let _ = recv.release(extra);
         Ok(Self {
             config,
             phase: Phase::Preface,

@@ -631,3 +631,31 @@ proptest::proptest! {
         proptest::prop_assert_eq!(goaways, usize::from(c.conn.error().is_some()));
     }
 }
+
+/// Config edges: a window past 2^31-1 is refused; a connection window
+/// below the protocol's 65,535 is raised to it (the client may use that
+/// much before it reads our SETTINGS).
+#[test]
+fn config_edges() {
+    let too_large = Config { initial_window_size: 1 << 31, ..Config::default() };
+    assert!(Connection::new(too_large).is_err());
+    let at_max = Config {
+        initial_window_size: (1 << 31) - 1,
+        connection_window_size: (1 << 31) - 1,
+        ..Config::default()
+    };
+    let mut c = Client::with(at_max);
+    let headers = c.request(1, "/", false);
+    c.feed(&headers);
+    c.feed(&raw(kind::DATA, 0, 1, &[0; 16_384]));
+    assert!(c.conn.error().is_none());
+    let small = Config { connection_window_size: 0, ..Config::default() };
+    let mut c = Client::with(small);
+    assert_eq!(c.conn.recv.available(), 65_535);
+    let headers = c.request(1, "/", false);
+    c.feed(&headers);
+    for _ in 0..3 {
+        c.feed(&raw(kind::DATA, 0, 1, &[0; 16_384]));
+    }
+    assert!(c.conn.error().is_none());
+}
