@@ -56,6 +56,15 @@ pub enum FlowError {
         /// Bytes consumed and not yet released.
         outstanding: u32,
     },
+    /// More send credit was settled ([`sent`](crate::OutputWindow::sent) or
+    /// [`give_back`](crate::OutputWindow::give_back)) than is held (a
+    /// caller's accounting bug, never sent to a peer).
+    NotHeld {
+        /// Bytes settled.
+        requested: u32,
+        /// Bytes held and not yet settled.
+        held: u32,
+    },
     /// An initial window size above 2^31-1.
     InitialTooLarge {
         /// The size given.
@@ -77,8 +86,8 @@ pub enum FlowError {
 
 impl FlowError {
     /// The RFC 9113 error code to send for this error (FLOW_CONTROL_ERROR
-    /// for the local [`ThresholdTooLarge`](Self::ThresholdTooLarge), which is
-    /// never sent).
+    /// for the local [`ThresholdTooLarge`](Self::ThresholdTooLarge) and
+    /// [`NotHeld`](Self::NotHeld), which are never sent).
     pub const fn code(&self) -> ErrorCode {
         match self {
             Self::ZeroIncrement => ErrorCode::ProtocolError,
@@ -102,6 +111,9 @@ impl fmt::Display for FlowError {
             }
             Self::OverRelease { released, outstanding } => {
                 write!(f, "released {released} bytes; only {outstanding} were consumed")
+            }
+            Self::NotHeld { requested, held } => {
+                write!(f, "settled {requested} bytes of send credit; only {held} are held")
             }
             Self::InitialTooLarge { initial } => {
                 write!(f, "initial window {initial} is above 2^31-1")

@@ -95,6 +95,18 @@ impl<L: StateLock<OutputState>> OutputFlow for LockedOutputWindow<L> {
         self.state.with(|state| state.reserve(max))
     }
     #[inline]
+    fn try_hold(&self, max: u32) -> Result<u32, Aborted> {
+        self.state.with(|state| state.hold(max))
+    }
+    #[inline]
+    fn sent(&self, n: u32) -> Result<(), FlowError> {
+        self.state.with(|state| state.sent(n))
+    }
+    #[inline]
+    fn give_back(&self, n: u32) -> Result<(), FlowError> {
+        self.state.with(|state| state.give_back(n))
+    }
+    #[inline]
     fn increase(&self, n: u32) -> Result<(), FlowError> {
         self.state.with(|state| state.increase(n))
     }

@@ -2,55 +2,94 @@
 //! async `reserve` that waits for credit.
 //!
 //! ```text
-//!   63 ........... 34    33       32      31 .............. 0
-//! +-------------------+-------+--------+---------------------+
-//! |      (zero)       |WAITING|ABORTED | window (i32, two's  |
-//! |                   |       |        |  complement)        |
-//! +-------------------+-------+--------+---------------------+
+//!   63       62 ................... 32   31 .................. 0
+//! +--------+-------------------------+-------------------------+
+//! |ABORTED |       held (31)         | window (i32, two's      |
+//! |        |                         |  complement)            |
+//! +--------+-------------------------+-------------------------+
 //! ```
 //!
 //! Every operation applies the rules of [`OutputState`] to an unpacked copy
-//! and installs the result with one CAS. `WAITING` says a task sleeps in
-//! [`reserve`](OutputWindow::reserve) until the window is positive or
-//! aborted:
+//! and installs the result with one CAS: free credit (`window`), credit
+//! held and not yet settled (`held`, see `output_state.rs` for why the
+//! overflow rule needs it in the same word) and `ABORTED` change together.
 //!
-//! - the waiter stores its waker (under a small lock that only waiting and
-//!   waking take), then sets `WAITING` with a CAS against the word it found
-//!   empty: an `increase` in between fails the CAS and the waiter looks
-//!   again, so a wake is never lost;
-//! - `increase`, `apply_initial_window_delta` and `abort` clear `WAITING`
-//!   in the same CAS that makes the window usable, then take the waker
-//!   under the lock (which the waiter held while it set the bit, so the
-//!   waker is there) and wake it.
+//! # Waiting for credit
+//!
+//! [`reserve`](OutputWindow::reserve) sleeps until the window is *usable*
+//! (positive or aborted). The word has no bit left for "a task waits", so
+//! that flag, `waiting`, is an `AtomicBool` beside it, written only with the
+//! waker's lock held (it mirrors "a waker is stored"). Two roles:
+//!
+//! - the **waiter**, with the lock held, stores its waker, sets `waiting`,
+//!   then reads the word again with a read-modify-write: usable, it goes on
+//!   and takes the credit; still unusable, it sleeps;
+//! - a **transition** is a change whose CAS takes the word from unusable to
+//!   usable (`increase`, `apply_initial_window_delta`, `give_back`,
+//!   `abort`). After its CAS it reads `waiting`; if set, it takes the waker
+//!   under the lock, clears `waiting` and wakes it. Other changes (a
+//!   reservation, a hold, `sent`, an update that leaves the window
+//!   unusable or found it usable) never look.
+//!
+//! No wake is lost: every change of the word is a read-modify-write, so they
+//! form one total order (the word's modification order), and each, being
+//! AcqRel, synchronises with every earlier one (a release sequence that
+//! nothing but RMWs continues). If the waiter's re-read found the word
+//! unusable, the first transition after it in that order happens after the
+//! waiter set `waiting`, so it sees it set (or cleared by a wake that came
+//! after the waker was stored) and finds the waker, the lock ordering its
+//! critical section after the waiter's. If a transition came before the
+//! re-read, the re-read sees the usable word, or a later unusable one and
+//! then a later transition wakes. A stale waker left in the slot (a
+//! reservation that found credit, a dropped future) costs one spurious wake.
 //!
 //! One task may wait at a time (a stream's writer); a second waiter
 //! replaces the first's waker.
 //!
+//! # Ordering
+//!
 //! As in `input.rs`: every decision is made from a value read by an RMW
 //! (linearizable, no error from a stale load, the line taken exclusive at
-//! once), with AcqRel throughout; the waker itself is published by the lock.
+//! once), with AcqRel throughout. `waiting` is Relaxed: the RMWs on the
+//! word order it, as above; the waker itself is published by the lock.
 
 use core::future::Future;
 use core::pin::Pin;
 use core::task::{Context, Poll, Waker};
 
 use crate::error::FlowError;
+use crate::grant::Grant;
+use crate::input_state::MAX_WINDOW;
 use crate::output_state::{Aborted, OutputState};
-use crate::primitive::{AtomicU64, Mutex, Ordering, lock};
+use crate::primitive::{AtomicBool, AtomicU64, Mutex, Ordering, lock};
 
 /// The window field (bits 0..=31, an `i32`).
 const WINDOW_MASK: u64 = u32::MAX as u64;
+/// Bits of the held field: it holds 0..=2^31-1.
+const HELD_BITS: u32 = 31;
+/// The held field's first bit.
+const HELD_SHIFT: u32 = 32;
+/// The held field (bits 32..=62).
+const HELD_MASK: u64 = ((1 << HELD_BITS) - 1) << HELD_SHIFT;
 /// `abort` has happened.
-const ABORTED: u64 = 1 << 32;
-/// A task waits in `reserve` for the window to become usable.
-const WAITING: u64 = 1 << 33;
+const ABORTED: u64 = 1 << 63;
 
 fn unpack(word: u64) -> OutputState {
-    OutputState { window: (word & WINDOW_MASK) as u32 as i32, aborted: word & ABORTED != 0 }
+    OutputState {
+        window: (word & WINDOW_MASK) as u32 as i32,
+        held: ((word & HELD_MASK) >> HELD_SHIFT) as u32,
+        aborted: word & ABORTED != 0,
+    }
 }
 
+/// Packs a state the rules produced. `held <= window + held <= 2^31-1` by
+/// the rules' invariant (`output_state.rs`); a value out of range would
+/// spill into `ABORTED`, so it is checked in every build, as in `input.rs`.
 fn pack(state: OutputState) -> u64 {
-    u64::from(state.window as u32) | if state.aborted { ABORTED } else { 0 }
+    assert!(state.held <= MAX_WINDOW, "held credit out of range: {state:?}");
+    u64::from(state.window as u32)
+        | (u64::from(state.held) << HELD_SHIFT)
+        | if state.aborted { ABORTED } else { 0 }
 }
 
 /// Whether a waiting reservation can go on.
@@ -61,6 +100,11 @@ fn usable(state: OutputState) -> bool {
 /// A send window (what we may send the peer), lock-free: one packed
 /// `AtomicU64`, every transition one CAS.
 ///
+/// Credit is taken two ways: [`try_reserve`](Self::try_reserve) counts it
+/// as sent at once; [`try_hold`](Self::try_hold) (or the token
+/// [`try_grant`](Self::try_grant)) holds it until the caller settles it
+/// with [`sent`](Self::sent) or [`give_back`](Self::give_back).
+///
 /// ```
 /// use falconet_flow::OutputWindow;
 ///
@@ -70,12 +114,18 @@ fn usable(state: OutputState) -> bool {
 /// window.apply_initial_window_delta(-50)?;    // SETTINGS shrank it
 /// assert_eq!(window.available(), -50);
 /// window.increase(1000)?;                     // WINDOW_UPDATE
-/// assert_eq!(window.try_reserve(64), Ok(64));
+/// assert_eq!(window.try_hold(64), Ok(64));    // held, not sent yet
+/// window.sent(16)?;                           // a 16-byte DATA frame
+/// window.give_back(48)?;                      // the rest stays unsent
+/// assert_eq!((window.available(), window.held()), (934, 0));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug)]
 pub struct OutputWindow {
     word: AtomicU64,
+    /// A waker is stored in `waiter`: written only with `waiter` locked,
+    /// read by a transition without the lock (see the module docs).
+    waiting: AtomicBool,
     /// The waiting task's waker; locked only to wait and to wake.
     waiter: Mutex<Option<Waker>>,
 }
@@ -88,28 +138,33 @@ impl OutputWindow {
     pub fn new(initial: u32) -> Result<Self, FlowError> {
         Ok(Self {
             word: AtomicU64::new(pack(OutputState::new(initial)?)),
+            waiting: AtomicBool::new(false),
             waiter: Mutex::new(None),
         })
     }
 
-    /// Applies `rule` in one CAS, keeping `WAITING` unless the result makes
-    /// the window usable; wakes the waiter then. A refusal changes nothing.
+    /// Applies `rule` in one CAS; wakes the waiter if the result made an
+    /// unusable window usable. A refusal changes nothing.
+    ///
+    /// # Ordering
+    /// AcqRel on the read and the CAS: every change is an RMW, which the
+    /// wake protocol needs (module docs); Relaxed on a failed CAS, whose
+    /// value is thrown away (the loop reads again with an RMW).
     #[inline]
     fn update<R, E>(&self, rule: impl Fn(&mut OutputState) -> Result<R, E>) -> Result<R, E> {
         loop {
             // An RMW, not a load: the latest value, and the line exclusive.
             let current = self.word.fetch_add(0, Ordering::AcqRel);
-            let mut state = unpack(current);
+            let before = unpack(current);
+            let mut state = before;
             let result = rule(&mut state);
-            let waiting = current & WAITING != 0;
-            let wake = result.is_ok() && waiting && usable(state);
-            let new = pack(state) | if waiting && !wake { WAITING } else { 0 };
+            let new = pack(state);
             if result.is_err() || new == current {
                 return result;
             }
             if self.word.compare_exchange(current, new, Ordering::AcqRel, Ordering::Relaxed).is_ok()
             {
-                if wake {
+                if !usable(before) && usable(state) {
                     self.wake();
                 }
                 return result;
@@ -117,16 +172,45 @@ impl OutputWindow {
         }
     }
 
-    #[cold]
+    /// A transition's half of the wake protocol: wake the stored waker, if
+    /// any.
+    #[inline]
     fn wake(&self) {
-        let waker = lock(&self.waiter).take();
+        // Relaxed: the CAS just done (AcqRel) comes after the waiter's RMW
+        // in the word's order, so it already ordered the waiter's store.
+        if !self.waiting.load(Ordering::Relaxed) {
+            return;
+        }
+        self.wake_slow();
+    }
+
+    #[cold]
+    fn wake_slow(&self) {
+        let waker = {
+            let mut waiter = lock(&self.waiter);
+            // Under the lock: `waiting` mirrors the slot.
+            self.waiting.store(false, Ordering::Relaxed);
+            waiter.take()
+        };
         if let Some(waker) = waker {
             waker.wake();
         }
     }
 
-    /// Takes up to `max` bytes of credit now: `max` if the window allows,
-    /// less if not (a partial grant), 0 when it is empty or negative.
+    /// Takes up to `max` bytes of credit now, counted as sent: `max` if the
+    /// window allows, less if not (a partial grant), 0 when it is empty or
+    /// negative. Use [`try_hold`](Self::try_hold) when some of it may stay
+    /// unsent.
+    ///
+    /// ```
+    /// use falconet_flow::OutputWindow;
+    ///
+    /// let window = OutputWindow::new(10)?;
+    /// assert_eq!(window.try_reserve(4), Ok(4));
+    /// assert_eq!(window.try_reserve(u32::MAX), Ok(6));
+    /// assert_eq!(window.try_reserve(1), Ok(0));
+    /// # Ok::<(), falconet_flow::FlowError>(())
+    /// ```
     ///
     /// # Errors
     /// [`Aborted`] once the window is aborted.
@@ -135,8 +219,105 @@ impl OutputWindow {
         self.update(|state| state.reserve(max))
     }
 
+    /// Takes up to `max` bytes of credit now (as
+    /// [`try_reserve`](Self::try_reserve) does) and holds it: it counts as
+    /// unsent until [`sent`](Self::sent) or [`give_back`](Self::give_back)
+    /// settles it. For an event loop that stores the number; see
+    /// [`try_grant`](Self::try_grant) for a token that gives back on drop.
+    ///
+    /// ```
+    /// use falconet_flow::OutputWindow;
+    ///
+    /// let window = OutputWindow::new(100)?;
+    /// let held = window.try_hold(60)?;
+    /// assert_eq!((window.available(), window.held()), (40, 60));
+    /// window.sent(50)?;           // a 50-byte DATA frame
+    /// window.give_back(held - 50)?;
+    /// assert_eq!((window.available(), window.held()), (50, 0));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Aborted`] once the window is aborted.
+    #[inline]
+    pub fn try_hold(&self, max: u32) -> Result<u32, Aborted> {
+        self.update(|state| state.hold(max))
+    }
+
+    /// [`try_hold`](Self::try_hold) as a [`Grant`]: the token settles
+    /// what it sends with [`Grant::sent`] and gives the rest back when it
+    /// is dropped.
+    ///
+    /// ```
+    /// use falconet_flow::OutputWindow;
+    ///
+    /// let window = OutputWindow::new(100)?;
+    /// {
+    ///     let mut grant = window.try_grant(64)?;
+    ///     assert_eq!(grant.len(), 64);
+    ///     grant.sent(10)?; // a 10-byte frame went out; then an error
+    /// } // the 54 unsent bytes return to the window
+    /// assert_eq!((window.available(), window.held()), (90, 0));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Aborted`] once the window is aborted.
+    pub fn try_grant(&self, max: u32) -> Result<Grant<'_, Self>, Aborted> {
+        crate::OutputFlow::try_grant(self, max)
+    }
+
+    /// `n` held bytes were sent: they leave the held count for good.
+    /// Settle before the frame can reach the peer (see the crate docs on
+    /// held credit).
+    ///
+    /// ```
+    /// use falconet_flow::{FlowError, OutputWindow};
+    ///
+    /// let window = OutputWindow::new(100)?;
+    /// window.try_hold(30)?;
+    /// window.sent(30)?;
+    /// assert_eq!(window.sent(1), Err(FlowError::NotHeld { requested: 1, held: 0 }));
+    /// assert_eq!((window.available(), window.held()), (70, 0));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`FlowError::NotHeld`] when `n` is more than is held (nothing
+    /// changes).
+    #[inline]
+    pub fn sent(&self, n: u32) -> Result<(), FlowError> {
+        self.update(|state| state.sent(n))
+    }
+
+    /// `n` held bytes will not be sent: they return to the free window
+    /// (and wake a waiting [`reserve`](Self::reserve)). Never an overflow:
+    /// the window the peer counts already includes them.
+    ///
+    /// ```
+    /// use falconet_flow::{FlowError, MAX_WINDOW, OutputWindow};
+    ///
+    /// let window = OutputWindow::new(MAX_WINDOW - 100)?;
+    /// let held = window.try_hold(u32::MAX)?;
+    /// window.increase(100)?; // the peer's window is now 2^31-1
+    /// assert!(window.increase(1).is_err()); // FLOW_CONTROL_ERROR
+    /// window.give_back(held)?;  // back into the window, within 2^31-1
+    /// assert_eq!(window.available(), MAX_WINDOW as i32);
+    /// assert_eq!(window.give_back(1), Err(FlowError::NotHeld { requested: 1, held: 0 }));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`FlowError::NotHeld`] when `n` is more than is held (nothing
+    /// changes).
+    #[inline]
+    pub fn give_back(&self, n: u32) -> Result<(), FlowError> {
+        self.update(|state| state.give_back(n))
+    }
+
     /// Waits until some credit is available and takes up to `max` bytes
-    /// of it (at least 1 when `max > 0`).
+    /// of it (at least 1 when `max > 0`), counted as sent as by
+    /// [`try_reserve`](Self::try_reserve).
     ///
     /// # Errors
     /// [`Aborted`] when the window is aborted, also while waiting.
@@ -149,7 +330,9 @@ impl OutputWindow {
     ///
     /// # Errors
     /// [`FlowError::ZeroIncrement`] (PROTOCOL_ERROR) for 0,
-    /// [`FlowError::WindowOverflow`] (FLOW_CONTROL_ERROR) past 2^31-1.
+    /// [`FlowError::WindowOverflow`] (FLOW_CONTROL_ERROR) when it would
+    /// take the window the peer counts (free plus held,
+    /// [`OutputState::flow_window`]) past 2^31-1.
     pub fn increase(&self, n: u32) -> Result<(), FlowError> {
         self.update(|state| state.increase(n))
     }
@@ -158,14 +341,15 @@ impl OutputWindow {
     /// the window moves by it and may go negative.
     ///
     /// # Errors
-    /// [`FlowError::WindowOverflow`] (FLOW_CONTROL_ERROR) past 2^31-1,
-    /// [`FlowError::WindowUnderflow`] below -2^31.
+    /// [`FlowError::WindowOverflow`] (FLOW_CONTROL_ERROR) when free plus
+    /// held credit would pass 2^31-1, [`FlowError::WindowUnderflow`] when
+    /// the free window would fall below -2^31.
     pub fn apply_initial_window_delta(&self, delta: i32) -> Result<(), FlowError> {
         self.update(|state| state.apply_delta(delta))
     }
 
-    /// Aborts the window: every reservation fails from now on, a waiting
-    /// one too.
+    /// Aborts the window: every reservation and hold fails from now on, a
+    /// waiting one too; updates are ignored. Held credit still settles.
     pub fn abort(&self) {
         let _ = self.update(|state| {
             state.abort();
@@ -183,39 +367,70 @@ impl OutputWindow {
         self.state().window
     }
 
-    /// One poll of a waiting reservation.
+    /// Credit held and not yet settled (see [`try_hold`](Self::try_hold)).
+    ///
+    /// ```
+    /// use falconet_flow::OutputWindow;
+    ///
+    /// let window = OutputWindow::new(100)?;
+    /// window.try_hold(30)?;
+    /// window.sent(10)?;
+    /// assert_eq!(window.held(), 20);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn held(&self) -> u32 {
+        self.state().held
+    }
+
+    /// One poll of a waiting reservation: the waiter's half of the wake
+    /// protocol (module docs).
     fn poll_reserve(&self, cx: &mut Context<'_>, max: u32) -> Poll<Result<u32, Aborted>> {
+        loop {
+            if let Some(result) = self.reserve_if_usable(max) {
+                return Poll::Ready(result);
+            }
+            // Nothing to take: leave the waker, say so, then look again
+            // with an RMW. A transition after that RMW sees `waiting`; one
+            // before it left a usable word for the RMW to see.
+            {
+                let mut waiter = lock(&self.waiter);
+                if !waiter.as_ref().is_some_and(|old| old.will_wake(cx.waker())) {
+                    *waiter = Some(cx.waker().clone());
+                }
+                // Relaxed, under the lock: the RMW below orders it before
+                // every later change of the word.
+                self.waiting.store(true, Ordering::Relaxed);
+                // AcqRel: the release that the next transition's CAS
+                // acquires (module docs).
+                let again = self.word.fetch_add(0, Ordering::AcqRel);
+                if !usable(unpack(again)) {
+                    return Poll::Pending;
+                }
+            }
+            // Usable after all: go round and take the credit (the stored
+            // waker costs at most one spurious wake).
+        }
+    }
+
+    /// A reservation if the window is usable (or `max` is 0); `None` to
+    /// wait.
+    fn reserve_if_usable(&self, max: u32) -> Option<Result<u32, Aborted>> {
         loop {
             // An RMW, not a load: see `update`.
             let current = self.word.fetch_add(0, Ordering::AcqRel);
             let mut state = unpack(current);
-            if max == 0 || usable(state) {
-                let result = state.reserve(max);
-                // The only waiter is this task: done waiting.
-                let new = if result.is_ok() { pack(state) } else { current & !WAITING };
-                if new == current
-                    || self
-                        .word
-                        .compare_exchange(current, new, Ordering::AcqRel, Ordering::Relaxed)
-                        .is_ok()
-                {
-                    return Poll::Ready(result);
-                }
-                continue;
+            if max > 0 && !usable(state) {
+                return None;
             }
-            // Nothing to take: leave the waker, then sleep only if the word
-            // is still the one we judged empty. The lock is held across the
-            // CAS, so a waker that sees WAITING finds the waker in place.
-            let mut waiter = lock(&self.waiter);
-            if !waiter.as_ref().is_some_and(|old| old.will_wake(cx.waker())) {
-                *waiter = Some(cx.waker().clone());
-            }
-            if self
-                .word
-                .compare_exchange(current, current | WAITING, Ordering::AcqRel, Ordering::Relaxed)
-                .is_ok()
+            let result = state.reserve(max);
+            let new = pack(state);
+            if new == current
+                || self
+                    .word
+                    .compare_exchange(current, new, Ordering::AcqRel, Ordering::Relaxed)
+                    .is_ok()
             {
-                return Poll::Pending;
+                return Some(result);
             }
         }
     }
@@ -242,14 +457,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn packing_round_trips_negative_windows_and_keeps_flags_apart() {
+    fn packing_round_trips_every_field_at_its_extremes() {
         for window in [i32::MIN, -1, 0, 1, i32::MAX] {
-            for aborted in [false, true] {
-                let state = OutputState { window, aborted };
-                assert_eq!(unpack(pack(state)), state);
-                assert_eq!(pack(state) & WAITING, 0);
+            for held in [0, 1, MAX_WINDOW - 1, MAX_WINDOW] {
+                for aborted in [false, true] {
+                    let state = OutputState { window, held, aborted };
+                    assert_eq!(unpack(pack(state)), state);
+                }
             }
         }
-        assert_eq!(WINDOW_MASK & (ABORTED | WAITING), 0);
+        assert_eq!(WINDOW_MASK & HELD_MASK, 0);
+        assert_eq!((WINDOW_MASK | HELD_MASK) & ABORTED, 0);
+        assert_eq!(WINDOW_MASK | HELD_MASK | ABORTED, u64::MAX);
+        assert_eq!(HELD_MASK >> HELD_SHIFT, u64::from(MAX_WINDOW));
     }
 }

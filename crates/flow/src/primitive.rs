@@ -4,12 +4,12 @@
 #[cfg(falconet_flow_loom)]
 pub(crate) use loom::sync::{
     Mutex,
-    atomic::{AtomicU64, Ordering},
+    atomic::{AtomicBool, AtomicU64, Ordering},
 };
 #[cfg(not(falconet_flow_loom))]
 pub(crate) use std::sync::{
     Mutex,
-    atomic::{AtomicU64, Ordering},
+    atomic::{AtomicBool, AtomicU64, Ordering},
 };
 
 /// Locks a mutex, ignoring poison: nothing panics while holding one.

@@ -2,6 +2,7 @@
 //! tests and the benchmarks drive all three with the same code.
 
 use crate::error::FlowError;
+use crate::grant::Grant;
 use crate::input_state::{Advance, InputState, Release};
 use crate::output_state::{Aborted, OutputState};
 
@@ -40,15 +41,64 @@ pub trait OutputFlow: Send + Sync + Sized {
     /// # Errors
     /// [`FlowError::InitialTooLarge`] above 2^31-1.
     fn with_initial(initial: u32) -> Result<Self, FlowError>;
-    /// Takes up to `max` bytes of credit (partial grants; 0 when none).
+    /// Takes up to `max` bytes of credit, counted as sent (partial grants;
+    /// 0 when none).
     ///
     /// # Errors
     /// [`Aborted`] once aborted.
     fn try_reserve(&self, max: u32) -> Result<u32, Aborted>;
+    /// Takes up to `max` bytes of credit and holds it until [`sent`](Self::sent)
+    /// or [`give_back`](Self::give_back) settles it.
+    ///
+    /// ```
+    /// use falconet_flow::{FlowError, OutputFlow, StdOutputWindow};
+    ///
+    /// let window = StdOutputWindow::with_initial(100)?;
+    /// assert_eq!(window.try_hold(60), Ok(60));
+    /// window.sent(50)?;
+    /// window.give_back(10)?;
+    /// assert_eq!(window.give_back(1), Err(FlowError::NotHeld { requested: 1, held: 0 }));
+    /// assert_eq!((window.state().window, window.state().held), (50, 0));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Aborted`] once aborted.
+    fn try_hold(&self, max: u32) -> Result<u32, Aborted>;
+    /// [`try_hold`](Self::try_hold) as a [`Grant`], which gives back what
+    /// it did not send when dropped.
+    ///
+    /// ```
+    /// use falconet_flow::{OutputFlow, ParkingLotOutputWindow};
+    ///
+    /// let window = ParkingLotOutputWindow::with_initial(100)?;
+    /// let mut grant = window.try_grant(30)?;
+    /// grant.sent(20)?;
+    /// drop(grant);
+    /// assert_eq!((window.state().window, window.state().held), (80, 0));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Aborted`] once aborted.
+    fn try_grant(&self, max: u32) -> Result<Grant<'_, Self>, Aborted> {
+        Ok(Grant::new(self, self.try_hold(max)?))
+    }
+    /// `n` held bytes were sent.
+    ///
+    /// # Errors
+    /// [`FlowError::NotHeld`] when more than is held.
+    fn sent(&self, n: u32) -> Result<(), FlowError>;
+    /// `n` held bytes will not be sent: back into the window.
+    ///
+    /// # Errors
+    /// [`FlowError::NotHeld`] when more than is held.
+    fn give_back(&self, n: u32) -> Result<(), FlowError>;
     /// A WINDOW_UPDATE of `n`.
     ///
     /// # Errors
-    /// [`FlowError::ZeroIncrement`], [`FlowError::WindowOverflow`].
+    /// [`FlowError::ZeroIncrement`], [`FlowError::WindowOverflow`] (free
+    /// plus held credit past 2^31-1).
     fn increase(&self, n: u32) -> Result<(), FlowError>;
     /// SETTINGS_INITIAL_WINDOW_SIZE moved by `delta`.
     ///
@@ -91,6 +141,18 @@ impl OutputFlow for crate::OutputWindow {
     #[inline]
     fn try_reserve(&self, max: u32) -> Result<u32, Aborted> {
         crate::OutputWindow::try_reserve(self, max)
+    }
+    #[inline]
+    fn try_hold(&self, max: u32) -> Result<u32, Aborted> {
+        crate::OutputWindow::try_hold(self, max)
+    }
+    #[inline]
+    fn sent(&self, n: u32) -> Result<(), FlowError> {
+        crate::OutputWindow::sent(self, n)
+    }
+    #[inline]
+    fn give_back(&self, n: u32) -> Result<(), FlowError> {
+        crate::OutputWindow::give_back(self, n)
     }
     #[inline]
     fn increase(&self, n: u32) -> Result<(), FlowError> {

@@ -1,14 +1,16 @@
 //! Kestrel's own oracle (its InputFlowControl tests), with real threads, for
-//! the CAS windows and both lock-based twins.
+//! the CAS windows and both lock-based twins; and a stream send side
+//! (`StreamOutput`) under writers, a peer and SETTINGS changes.
 #![cfg(not(falconet_flow_loom))]
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread;
 
 use falconet_flow::{
     Aborted, Advance, FlowError, InputFlow, InputWindow, OutputFlow, OutputWindow,
     ParkingLotInputWindow, ParkingLotOutputWindow, Release, StdInputWindow, StdOutputWindow,
+    StreamOutput,
 };
 
 const PER_THREAD: u32 = 5000;
@@ -160,6 +162,98 @@ fn reservations_never_exceed_the_credit<W: OutputFlow + 'static>() {
     }
 }
 
+/// Writers on several streams share one connection window: each takes
+/// grants of varied sizes, sends part (settled through the grant) and drops
+/// the rest; a peer thread credits back exactly what was sent (WINDOW_UPDATE
+/// on the connection and on each stream) and shrinks and regrows the
+/// streams' windows (SETTINGS). When every writer has sent its bytes, every
+/// window is back at its initial size with nothing held: no credit lost or
+/// created, and no writer stuck.
+fn stream_writers_share_a_connection<W: OutputFlow + 'static>() {
+    const STREAMS: usize = 4;
+    const CONNECTION: u32 = 40_000;
+    const STREAM: u32 = 16_384;
+    const SHRINK: i32 = -5_000;
+    let per_stream: u64 = if cfg!(miri) { 3_000 } else { 40_000_000 };
+    let connection = Arc::new(W::with_initial(CONNECTION).unwrap());
+    let streams: Vec<_> = (0..STREAMS)
+        .map(|_| Arc::new(StreamOutput::new(connection.clone(), STREAM).unwrap()))
+        .collect();
+    // Bytes sent per stream, for the peer to credit back.
+    let sent: Arc<Vec<AtomicU64>> = Arc::new((0..STREAMS).map(|_| AtomicU64::new(0)).collect());
+    let writers: Vec<_> = (0..STREAMS)
+        .map(|i| {
+            let (stream, sent) = (streams[i].clone(), sent.clone());
+            thread::spawn(move || {
+                let mut done = 0u64;
+                let mut turn = 0u64;
+                while done < per_stream {
+                    turn += 1;
+                    let want = (1 + (turn * 7_919 + i as u64 * 104_729) % 3_000)
+                        .min(per_stream - done) as u32;
+                    let mut grant = stream.try_grant(want).unwrap();
+                    assert!(grant.len() <= want);
+                    if grant.is_empty() {
+                        thread::yield_now();
+                        continue;
+                    }
+                    // Send three quarters (at least 1 byte); drop the rest.
+                    let frame = (grant.len() * 3 / 4).max(1);
+                    grant.sent(frame).unwrap();
+                    drop(grant);
+                    done += u64::from(frame);
+                    // Release: the peer's Acquire sees the bytes settled.
+                    sent[i].fetch_add(u64::from(frame), Ordering::Release);
+                }
+            })
+        })
+        .collect();
+    let stop = Arc::new(AtomicBool::new(false));
+    let peer = {
+        let (connection, streams, sent, stop) =
+            (connection.clone(), streams.clone(), sent.clone(), stop.clone());
+        thread::spawn(move || {
+            let mut credited = [0u64; STREAMS];
+            let mut round = 0u64;
+            loop {
+                let last = stop.load(Ordering::Acquire);
+                round += 1;
+                for (i, stream) in streams.iter().enumerate() {
+                    let total = sent[i].load(Ordering::Acquire);
+                    let new = (total - credited[i]) as u32;
+                    if new > 0 {
+                        connection.increase(new).unwrap();
+                        stream.stream().increase(new).unwrap();
+                        credited[i] = total;
+                    }
+                    if round % 7 == i as u64 {
+                        stream.stream().apply_initial_window_delta(SHRINK).unwrap();
+                        thread::yield_now();
+                        stream.stream().apply_initial_window_delta(-SHRINK).unwrap();
+                    }
+                }
+                if last {
+                    return credited;
+                }
+                thread::yield_now();
+            }
+        })
+    };
+    writers.into_iter().for_each(|writer| writer.join().unwrap());
+    stop.store(true, Ordering::Release);
+    let credited = peer.join().unwrap();
+    assert!(credited.iter().all(|&bytes| bytes == per_stream), "{credited:?}");
+    let initial = |initial: u32| falconet_flow::OutputState {
+        window: initial as i32,
+        held: 0,
+        aborted: false,
+    };
+    assert_eq!(connection.state(), initial(CONNECTION));
+    for stream in &streams {
+        assert_eq!(stream.stream().state(), initial(STREAM));
+    }
+}
+
 macro_rules! for_each_implementation {
     ($($name:ident => $input:ty, $output:ty;)*) => {$(
         mod $name {
@@ -188,6 +282,11 @@ macro_rules! for_each_implementation {
             #[test]
             fn reservations_never_exceed_the_credit() {
                 super::reservations_never_exceed_the_credit::<$output>();
+            }
+
+            #[test]
+            fn stream_writers_share_a_connection() {
+                super::stream_writers_share_a_connection::<$output>();
             }
         }
     )*};
