@@ -38,6 +38,17 @@ use parking_lot::Mutex;
 use crate::chunked::ChunkedError;
 use crate::http1::Framing;
 use crate::link::{Link, Returned};
+use crate::response::BodyOffer;
+
+/// An HTTP/2 body's receive window: each read releases what it consumed,
+/// on the reading thread, and the WINDOW_UPDATEs that asks for go to the
+/// worker through the link. A body dropped unread gives its bytes back to
+/// the connection's window (the stream's abort).
+#[derive(Debug)]
+pub(crate) struct BodyFlow {
+    pub(crate) input: Arc<falconet_flow::StreamInput>,
+    pub(crate) stream: u32,
+}
 
 /// A request body being read by the application, from any thread.
 ///
@@ -64,6 +75,8 @@ pub struct RequestBody {
     reader: Arc<Reader>,
     state: Mutex<BodyState>,
     link: Arc<Link>,
+    /// HTTP/2: the stream's receive window.
+    flow: Option<BodyFlow>,
     /// The async read's wait for bytes, kept across polls.
     readable: Option<Readable>,
 }
@@ -79,15 +92,10 @@ struct BodyState {
 }
 
 impl RequestBody {
-    pub(crate) fn new(
-        reader: Arc<Reader>,
-        framing: Framing,
-        received: u64,
-        max_body: u64,
-        link: Arc<Link>,
-    ) -> Self {
+    pub(crate) fn new(offer: BodyOffer, link: Arc<Link>) -> Self {
+        let BodyOffer { reader, framing, received, max_body, flow } = offer;
         let state = BodyState { framing: Some(framing), received, max_body, failed: None };
-        Self { reader, state: Mutex::new(state), link, readable: None }
+        Self { reader, state: Mutex::new(state), link, flow, readable: None }
     }
 
     /// Whether the whole body has been read (the next read returns 0).
@@ -165,6 +173,14 @@ impl RequestBody {
                         *left -= n as u64;
                         (n, &chunk[..n])
                     }
+                    Framing::Stream => {
+                        let n = chunk.len().min(room);
+                        if state.received + n as u64 > state.max_body {
+                            error = Some(io::ErrorKind::FileTooLarge);
+                            break;
+                        }
+                        (n, &chunk[..n])
+                    }
                     Framing::Chunked(decoder) => {
                         let budget = state.max_body - state.received;
                         // Data is a part of the input: a piece no longer
@@ -193,10 +209,16 @@ impl RequestBody {
                 break;
             }
         }
-        let done = framing.is_done();
-        let starved = !done && error.is_none() && used == guard.len();
         let completed = guard.is_completed();
         let writer_error = guard.error().map(io::Error::kind);
+        // An HTTP/2 body ends with its pipe: cleanly, or with the stream's
+        // reset.
+        let stream_end = matches!(framing, Framing::Stream) && completed && used == guard.len();
+        if stream_end && error.is_none() {
+            error = writer_error;
+        }
+        let done = framing.is_done() || stream_end;
+        let starved = !done && error.is_none() && used == guard.len();
         // All examined when it is all used: wait for new bytes, not these.
         let _ = guard.advance_to(used, used);
         if error.is_none() && starved && completed && produced == 0 {
@@ -204,13 +226,21 @@ impl RequestBody {
             // the body's end.
             error = Some(writer_error.unwrap_or(io::ErrorKind::UnexpectedEof));
         }
+        self.release(produced);
         if let Some(kind) = error {
             state.failed = Some(kind);
             let received = state.received;
             state.framing = None;
             drop(guarded);
-            // Malformed or cut short: the parser cannot resume after it.
-            self.link.hand_back(Returned { framing: None, received });
+            if let Some(flow) = &self.flow {
+                // The stream is over: its unread credit goes back.
+                let connection = flow.input.abort().ok().flatten();
+                let updates = falconet_flow::Updates { stream: None, connection };
+                self.link.push_updates(flow.stream, updates);
+            } else {
+                // Malformed or cut short: the parser cannot resume after it.
+                self.link.hand_back(Returned { framing: None, received });
+            }
             return Err(io::Error::new(kind, "the request body failed"));
         }
         if done {
@@ -220,9 +250,33 @@ impl RequestBody {
         Ok((produced > 0).then_some(produced))
     }
 
-    /// Gives the framing back to the parser (once).
+    /// HTTP/2: gives `n` consumed bytes back to the stream's and the
+    /// connection's windows; the worker sends the WINDOW_UPDATEs.
+    fn release(&self, n: usize) {
+        let Some(flow) = &self.flow else { return };
+        let mut left = n;
+        while left > 0 {
+            let piece = left.min(falconet_flow::MAX_WINDOW as usize);
+            left -= piece;
+            // The window counted these bytes when they arrived: the release
+            // cannot exceed them (an error would mean the stream was reset,
+            // and then nothing is owed).
+            if let Ok(updates) = flow.input.release(piece as u32) {
+                self.link.push_updates(flow.stream, updates);
+            }
+        }
+    }
+
+    /// Gives the framing back to the parser (once); for HTTP/2, returns the
+    /// unread credit to the connection instead.
     fn hand_back(&self, state: &mut BodyState) {
         if let Some(framing) = state.framing.take() {
+            if let Some(flow) = &self.flow {
+                let connection = flow.input.abort().ok().flatten();
+                let updates = falconet_flow::Updates { stream: None, connection };
+                self.link.push_updates(flow.stream, updates);
+                return;
+            }
             self.link.hand_back(Returned { framing: Some(framing), received: state.received });
         }
     }

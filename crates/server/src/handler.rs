@@ -102,6 +102,8 @@ pub enum Version {
     Http10,
     /// HTTP/1.1: keep alive unless asked to close.
     Http11,
+    /// HTTP/2 (h2c): one stream of a multiplexed connection.
+    Http2,
 }
 
 /// How a request's body is framed.
@@ -111,7 +113,8 @@ pub enum BodyLength {
     Empty,
     /// `Content-Length` bytes.
     Known(u64),
-    /// `Transfer-Encoding: chunked`.
+    /// `Transfer-Encoding: chunked`, or an HTTP/2 body without
+    /// `content-length`: its length is known when it ends.
     Chunked,
 }
 

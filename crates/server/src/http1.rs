@@ -110,6 +110,9 @@ pub(crate) enum Framing {
     /// Bytes left of a `Content-Length` body.
     Length(u64),
     Chunked(ChunkedDecoder),
+    /// An HTTP/2 stream's body: its own pipe holds the data alone, and
+    /// the pipe's end is the body's end.
+    Stream,
 }
 
 impl Framing {
@@ -118,6 +121,8 @@ impl Framing {
         match self {
             Self::Length(left) => *left == 0,
             Self::Chunked(decoder) => decoder.is_done(),
+            // Its pipe's end says so, not the framing.
+            Self::Stream => false,
         }
     }
 }
@@ -473,6 +478,7 @@ impl<S> Http1<S> {
             framing: std::mem::replace(&mut exchange.framing, Framing::Length(0)),
             received: 0,
             max_body: cx.limits.max_body,
+            flow: None,
         });
         let keep_alive = keep_open(exchange.keep_alive, false, cx);
         let encoder = Encoder::new(exchange.version, exchange.head_only, keep_alive);
@@ -586,6 +592,8 @@ fn body<H: Handler>(
             }
             Ok((used, decoder.is_done()))
         }
+        // HTTP/2 bodies never reach the HTTP/1 parser.
+        Framing::Stream => Ok((0, true)),
     }
 }
 
@@ -767,7 +775,7 @@ impl<'a> Fields<'a> {
             (false, Some(n)) => BodyLength::Known(n),
         };
         let keep_alive = match version {
-            Version::Http11 => !close,
+            Version::Http11 | Version::Http2 => !close,
             Version::Http10 => keep_alive_asked && !close,
         };
         Ok(Self {

@@ -32,10 +32,12 @@
 //!   worker when the application has progress for it.
 //! - [`Session`] is one connection without its socket (pipe, HTTP/1 state,
 //!   output): the server drives one per connection, tests and the fuzz
-//!   target drive it with bytes. A second protocol (HTTP/2, with
-//!   `falconet-flow` windows) will be a sibling of `http1` behind it; its
-//!   layers so far (frames, HPACK, the connection state machine) are in
-//!   [`h2`], tested on their own but not yet served.
+//!   target drive it with bytes. HTTP/2 is the sibling of `http1` behind
+//!   it: a connection whose first bytes are the HTTP/2 preface (h2c with
+//!   prior knowledge) is served by [`h2`] (frames, HPACK, the connection
+//!   state machine on `falconet-flow` windows) through the same
+//!   [`Handler`], [`Responder`], [`RequestBody`] and tower path. The
+//!   HTTP/1.1 `Upgrade: h2c` path is not served yet.
 //!
 //! # The cycle
 //!

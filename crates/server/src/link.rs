@@ -18,10 +18,14 @@
 //!   polled again (the connection's own input, read by that body, wakes
 //!   it too).
 //!
+//! - an HTTP/2 request body read on an application thread released
+//!   receive credit that asks for WINDOW_UPDATEs ([`Link::push_updates`]).
+//!
 //! Nothing else crosses: bytes travel in the pipes, whose own protocol
 //! (`falconet-pipe`'s state word) orders them; the link carries only ids
-//! and two small facts (a returned body's framing, "close after this
-//! response"), each behind a lock held for a few instructions.
+//! and three small facts (a returned body's framing, "close after this
+//! response", window increments to announce), each behind a lock held for
+//! a few instructions.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -96,6 +100,9 @@ pub(crate) struct Link {
     close_after: AtomicBool,
     /// The lent body, handed back.
     returned: Mutex<Option<Returned>>,
+    /// WINDOW_UPDATEs that HTTP/2 request bodies read on application
+    /// threads asked for: (stream, increments), for the worker to send.
+    updates: Mutex<Vec<(u32, falconet_flow::Updates)>>,
 }
 
 impl Link {
@@ -105,6 +112,7 @@ impl Link {
             notify,
             close_after: AtomicBool::new(false),
             returned: Mutex::new(None),
+            updates: Mutex::new(Vec::new()),
         })
     }
 
@@ -130,6 +138,22 @@ impl Link {
     pub(crate) fn hand_back(self: &Arc<Self>, returned: Returned) {
         *self.returned.lock() = Some(returned);
         self.wake_by_ref();
+    }
+
+    /// An HTTP/2 body's read released credit that asks for WINDOW_UPDATEs:
+    /// queued for the worker, which is woken to send them.
+    pub(crate) fn push_updates(self: &Arc<Self>, stream: u32, updates: falconet_flow::Updates) {
+        if updates.stream.is_none() && updates.connection.is_none() {
+            return;
+        }
+        self.updates.lock().push((stream, updates));
+        self.wake_by_ref();
+    }
+
+    /// Moves the queued updates into `into` (emptied first).
+    pub(crate) fn take_updates(&self, into: &mut Vec<(u32, falconet_flow::Updates)>) {
+        into.clear();
+        std::mem::swap(&mut *self.updates.lock(), into);
     }
 
     /// The lent body, if it came back.

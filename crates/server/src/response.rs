@@ -92,9 +92,16 @@ pub(crate) struct BodyOffer {
     pub(crate) framing: Framing,
     pub(crate) received: u64,
     pub(crate) max_body: u64,
+    /// An HTTP/2 body's receive window, released as the body is read.
+    pub(crate) flow: Option<crate::body::BodyFlow>,
 }
 
 impl AppSlots {
+    /// The pool that output pipes (and HTTP/2 body pipes) take blocks from.
+    pub(crate) fn pool(&self) -> &Pool {
+        &self.pool
+    }
+
     pub(crate) fn new(pool: Pool) -> Self {
         Self { pool, id: 0, notify: None, link: None, offer: None, deferred: None, polled: None }
     }
@@ -260,7 +267,7 @@ impl<'a> Response<'a> {
     pub fn take_body(&mut self) -> Option<RequestBody> {
         let offer = self.app.offer.take()?;
         let link = Arc::clone(self.app.link());
-        Some(RequestBody::new(offer.reader, offer.framing, offer.received, offer.max_body, link))
+        Some(RequestBody::new(offer, link))
     }
 
     /// Hands the response to the worker, which polls `polled` to write it

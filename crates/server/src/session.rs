@@ -11,6 +11,8 @@ use falconet_pipe::{Readable, Reader, WriteError, Writer};
 use falconet_pool::Pool;
 
 use crate::date::DateCache;
+use crate::h2::frame::PREFACE;
+use crate::h2::serve::Http2;
 use crate::handler::{Handler, Status};
 use crate::http1::{Http1, MAX_HEADERS_LIMIT, Progress};
 use crate::link::Notify;
@@ -136,9 +138,55 @@ pub struct Session<H: Handler> {
     /// free, into a fresh block otherwise (the pipe's measured default, a
     /// quarter block: fewer, fuller reads than the tail's last scraps).
     read_space: usize,
+    /// The protocol is known (see `detect`).
+    detected: bool,
+    /// The HTTP/2 side, for a connection that opened with the preface.
+    h2: Option<Box<Http2<H::State>>>,
 }
 
 impl<H: Handler> Session<H> {
+    /// The connection speaks HTTP/2 (its first bytes were the preface).
+    fn h2(&self) -> Option<&Http2<H::State>> {
+        self.h2.as_deref()
+    }
+
+    /// Looks at the first bytes once: the HTTP/2 connection preface (RFC
+    /// 9113 3.4, prior knowledge) switches the session to HTTP/2; anything
+    /// else is HTTP/1. Returns false while the bytes so far could still be
+    /// the preface.
+    fn detect(&mut self, cx: &Context) -> bool {
+        let guard = match self.reader.try_read() {
+            Ok(Some(guard)) => guard,
+            Ok(None) => return false,
+            Err(_) => {
+                self.detected = true;
+                return true;
+            }
+        };
+        let mut first = [0u8; PREFACE.len()];
+        let mut n = 0;
+        for chunk in guard.chunks() {
+            let take = chunk.len().min(first.len() - n);
+            first[..n + take][n..].copy_from_slice(&chunk[..take]);
+            n += take;
+            if n == first.len() {
+                break;
+            }
+        }
+        let len = guard.len();
+        if n < PREFACE.len() && first[..n] == PREFACE[..n] && !guard.is_completed() {
+            // Could be the preface: wait for more, as a partial head waits.
+            let _ = guard.advance_to(0, len);
+            return false;
+        }
+        let _ = guard.advance_to(0, 0);
+        self.detected = true;
+        if first == *PREFACE {
+            self.h2 = Some(Box::new(Http2::new(cx)));
+        }
+        true
+    }
+
     /// A session whose input lives in `pool`'s blocks.
     ///
     /// # Errors
@@ -160,6 +208,8 @@ impl<H: Handler> Session<H> {
             staged: None,
             bulk: false,
             read_space,
+            detected: false,
+            h2: None,
         })
     }
 
@@ -228,11 +278,12 @@ impl<H: Handler> Session<H> {
     /// body is lent to the application, the pause ends when the
     /// application reads: its read wakes the connection.
     pub fn wants_input(&mut self, cx: &Context) -> bool {
-        if self.http.is_closed() || self.output().len() >= cx.limits.max_pending_output {
+        let closed = self.h2().map_or(self.http.is_closed(), |h2| h2.is_closed());
+        if closed || self.output().len() >= cx.limits.max_pending_output {
             return false;
         }
         let waker = match self.app.existing_link() {
-            Some(link) if self.http.is_lent() => link.waker(),
+            Some(link) if self.http.is_lent() || self.h2.is_some() => link.waker(),
             _ => Waker::noop().clone(),
         };
         let Some(writer) = self.writer.as_mut() else {
@@ -247,6 +298,16 @@ impl<H: Handler> Session<H> {
     /// the output, and moves what deferred responses wrote into it, in
     /// order; see [`Progress`].
     pub fn process(&mut self, handler: &H, cx: &mut Context) -> Progress {
+        if !self.detected && !self.detect(cx) {
+            return Progress::NeedInput;
+        }
+        if let Some(h2) = &mut self.h2 {
+            if cx.draining {
+                // Graceful shutdown: GOAWAY, the open streams finish.
+                h2.shutdown();
+            }
+            return h2.process(&self.reader, handler, cx, &mut self.app);
+        }
         if self.sent == self.out.len() {
             self.out.clear();
             self.sent = 0;
@@ -405,6 +466,9 @@ impl<H: Handler> Session<H> {
     /// then a staged body frame, then its framing's end). Empty when
     /// nothing waits.
     pub fn output(&self) -> &[u8] {
+        if let Some(h2) = self.h2() {
+            return h2.output();
+        }
         let out = &self.out[self.sent..];
         match &self.staged {
             Some(staged) if out.is_empty() => {
@@ -421,6 +485,10 @@ impl<H: Handler> Session<H> {
     /// Every piece of the output, in order, for one vectored write; returns
     /// how many of `slices` it filled.
     pub(crate) fn output_slices<'a>(&'a self, slices: &mut [io::IoSlice<'a>; 3]) -> usize {
+        if let Some(h2) = self.h2() {
+            slices[0] = io::IoSlice::new(h2.output());
+            return usize::from(!h2.output().is_empty());
+        }
         let mut count = 0;
         let staged = self.staged.as_ref().map_or([&[][..], &[][..]], |s| [&s.data[..], s.after]);
         for piece in [&self.out[self.sent..]].into_iter().chain(staged) {
@@ -434,6 +502,9 @@ impl<H: Handler> Session<H> {
 
     /// Marks the first `n` bytes of the output as sent (across its pieces).
     pub fn consume_output(&mut self, mut n: usize) {
+        if let Some(h2) = &mut self.h2 {
+            return h2.consume_output(n);
+        }
         let from_out = n.min(self.out.len() - self.sent);
         self.sent += from_out;
         n -= from_out;
@@ -455,28 +526,41 @@ impl<H: Handler> Session<H> {
 
     /// Whether no request is under way and nothing waits to be sent.
     pub fn is_idle(&self) -> bool {
+        if let Some(h2) = self.h2() {
+            return h2.is_idle();
+        }
         self.http.is_between_requests() && self.output().is_empty() && self.pending.is_none()
     }
 
     /// Whether a request body is arriving.
     pub(crate) fn in_body(&self) -> bool {
-        self.http.in_body()
+        self.h2.is_none() && self.http.in_body()
     }
 
     /// Whether the application has the exchange (a deferred response in
     /// flight or a lent request body).
     pub fn with_application(&self) -> bool {
+        if let Some(h2) = self.h2() {
+            return h2.with_application();
+        }
         self.http.with_application() || self.pending.is_some()
     }
 
     /// Whether the session is over: it closes once its output is sent.
     pub fn is_closed(&self) -> bool {
+        if let Some(h2) = self.h2() {
+            return h2.is_closed();
+        }
         self.http.is_closed()
     }
 
     /// Ends the session with `status` (a timeout): the response is queued
     /// and nothing more is parsed.
     pub(crate) fn refuse(&mut self, status: crate::Status, cx: &Context) {
+        if let Some(h2) = &mut self.h2 {
+            // No status can answer a whole HTTP/2 connection: GOAWAY.
+            return h2.abort();
+        }
         if !self.http.is_closed() {
             // With the application holding the exchange, a response may be
             // half sent: no status can follow it, only the close.

@@ -290,6 +290,7 @@ fn http_head(request: &Request<'_>) -> Result<http::Request<()>, http::Error> {
     *head.version_mut() = match request.version() {
         Version::Http10 => http::Version::HTTP_10,
         Version::Http11 => http::Version::HTTP_11,
+        Version::Http2 => http::Version::HTTP_2,
     };
     let fields = request.headers();
     let mut headers = HeaderMap::with_capacity(fields.size_hint().0);

@@ -1,6 +1,11 @@
 //! HTTP/1 response encoding: the status line, the server's own fields, the
 //! framing fields and chunked data, as bytes appended to a buffer.
 //!
+//! For an HTTP/2 stream ([`Version::Http2`]) the same head is written
+//! without framing or connection fields, and the body as it is: the
+//! stream's staging form, which `h2/serve.rs` turns into HEADERS and DATA
+//! frames, so the synchronous and deferred responses serve both protocols.
+//!
 //! [`Encoder`] is the one place that decides how a response is framed; the
 //! synchronous [`Response`](crate::Response) drives it into the
 //! connection's output buffer, the deferred [`Responder`](crate::Responder)
@@ -163,6 +168,8 @@ impl Encoder {
                     // §6.1 forbids Transfer-Encoding in 1xx and 204).
                 } else if self.version == Version::Http11 {
                     tail.push(b"Transfer-Encoding: chunked\r\n");
+                } else if self.version == Version::Http2 {
+                    // DATA frames delimit the body; the stream's end ends it.
                 } else {
                     // HTTP/1.0 has no chunked coding: the end of the body
                     // is the end of the connection.
@@ -279,6 +286,8 @@ impl Encoder {
     /// field and the blank line: one copy into the output.
     fn end_head(&mut self, out: &mut Vec<u8>, mut tail: Tail) {
         match (self.keep_alive, self.version) {
+            // HTTP/2 has no connection fields (RFC 9113 8.2.2).
+            (_, Version::Http2) => {}
             (false, _) => tail.push(b"Connection: close\r\n"),
             (true, Version::Http10) => tail.push(b"Connection: keep-alive\r\n"),
             (true, Version::Http11) => {}

@@ -134,10 +134,16 @@ impl Default for Config {
 /// Where the application side of a connection learns of its streams.
 pub trait Streams {
     /// A request's head opened `stream`; `end_stream` says it has no body.
-    fn headers(&mut self, stream: u32, head: &Head, end_stream: bool);
+    /// `input` is the stream's receive window: whoever consumes the body
+    /// releases it there (see [`data`](Self::data)).
+    fn headers(&mut self, stream: u32, head: &Head, end_stream: bool, input: &Arc<StreamInput>);
     /// A piece of `stream`'s body; `end_stream` on the last (which may be
-    /// empty: the end of the body, or trailers).
-    fn data(&mut self, stream: u32, data: &[u8], end_stream: bool);
+    /// empty: the end of the body, or trailers). Returns whether the bytes
+    /// were consumed now (the connection releases them at once); `false`
+    /// when the application will release them through the stream's
+    /// [`StreamInput`] as it reads, and hand the WINDOW_UPDATEs to
+    /// [`Connection::send_updates`].
+    fn data(&mut self, stream: u32, data: &[u8], end_stream: bool) -> bool;
     /// `stream` ended early (the client reset it or broke a rule): drop
     /// whatever is under way for it.
     fn reset(&mut self, stream: u32);
@@ -170,7 +176,7 @@ struct Stream {
     remote_closed: bool,
     /// END_STREAM sent: half-closed (local).
     local_closed: bool,
-    input: StreamInput,
+    input: Arc<StreamInput>,
     output: OutputWindow,
     content_length: Option<u64>,
     received: u64,
@@ -458,11 +464,15 @@ impl Connection {
             stream.remote_closed = true;
             stream.input.disable_updates();
         }
-        streams.data(id, data, end_stream);
-        // The sink consumed the bytes (and padding is never read): both
-        // windows get them back.
+        let consumed = streams.data(id, data, end_stream);
+        // Padding is never read: it goes back at once, and the data too
+        // when the sink consumed it.
+        let release = if consumed { flow_len } else { flow_len - data.len() as u32 };
         let Some(stream) = self.streams.get(&id) else { return };
-        match stream.input.release(flow_len) {
+        if release == 0 {
+            return self.complete_if_closed(id);
+        }
+        match stream.input.release(release) {
             Ok(updates) => self.updates(id, updates),
             Err(_) => self.fail(ErrorCode::INTERNAL_ERROR, "receive window accounting"),
         }
@@ -587,7 +597,7 @@ impl Connection {
             return self.refuse(id, ErrorCode::PROTOCOL_ERROR);
         }
         let input = match StreamInput::new(Arc::clone(&self.recv), self.local.initial_window_size) {
-            Ok(input) => input,
+            Ok(input) => Arc::new(input),
             Err(_) => return self.fail(ErrorCode::INTERNAL_ERROR, "stream window"),
         };
         let output = match OutputWindow::new(self.peer.initial_window_size) {
@@ -605,8 +615,9 @@ impl Connection {
             content_length: self.head.content_length(),
             received: 0,
         };
+        let input = Arc::clone(&stream.input);
         self.streams.insert(id, stream);
-        streams.headers(id, &self.head, end_stream);
+        streams.headers(id, &self.head, end_stream, &input);
     }
 
     fn rst_stream(&mut self, id: u32, streams: &mut impl Streams) {
@@ -823,6 +834,21 @@ impl Connection {
         n
     }
 
+    /// Sends the WINDOW_UPDATEs an application's release asked for
+    /// (see [`Streams::data`]); a stream update for a stream that is gone
+    /// is dropped, the connection's always goes.
+    pub fn send_updates(&mut self, id: u32, updates: Updates) {
+        if self.phase == Phase::Closed {
+            return;
+        }
+        if let Some(n) = updates.stream
+            && self.streams.contains_key(&id)
+        {
+            frame::encode_window_update(&mut self.out, id, n);
+        }
+        self.connection_update(updates.connection);
+    }
+
     /// Ends `stream` from our side with RST_STREAM(`code`) (the
     /// application gave up: CANCEL, INTERNAL_ERROR).
     pub fn reset(&mut self, id: u32, code: ErrorCode) {
@@ -843,6 +869,12 @@ impl Connection {
             frame::encode_goaway(&mut self.out, self.last_stream, ErrorCode::NO_ERROR, b"");
             self.goaway = Some(self.last_stream);
         }
+    }
+
+    /// Ends the connection now with GOAWAY(`code`) (a timeout, a server
+    /// that must close): nothing more is read.
+    pub fn abort(&mut self, code: ErrorCode) {
+        self.fail(code, "closed by the server");
     }
 
     /// Whether the connection is over: a connection error was sent, or a

@@ -1,6 +1,7 @@
-//! HTTP/2 (RFC 9113), layer by layer. The server does not serve HTTP/2
-//! yet: these are the layers it will be served through, each tested on its
-//! own (see `CHANGELOG.md`).
+//! HTTP/2 (RFC 9113), layer by layer. The server speaks it on the same
+//! port as HTTP/1.1: a connection that opens with the preface (h2c with
+//! prior knowledge, RFC 9113 3.3) is served by these layers, with the same
+//! application API (`serve.rs`).
 //!
 //! - [`frame`]: frames decoded into borrowed views with every per-frame
 //!   rule of section 6 as a typed [`frame::FrameError`], and the frames a
@@ -16,3 +17,4 @@ pub mod connection;
 pub mod frame;
 pub mod head;
 pub mod hpack;
+pub(crate) mod serve;

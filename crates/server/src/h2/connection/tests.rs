@@ -11,15 +11,16 @@ struct Seen {
 }
 
 impl Streams for Seen {
-    fn headers(&mut self, stream: u32, head: &Head, end_stream: bool) {
+    fn headers(&mut self, stream: u32, head: &Head, end_stream: bool, _: &Arc<StreamInput>) {
         self.events.push(format!(
             "headers {stream} {} {} end={end_stream}",
             head.method().unwrap_or("-"),
             head.path().unwrap_or("-")
         ));
     }
-    fn data(&mut self, stream: u32, data: &[u8], end_stream: bool) {
+    fn data(&mut self, stream: u32, data: &[u8], end_stream: bool) -> bool {
         self.events.push(format!("data {stream} {} end={end_stream}", data.len()));
+        true
     }
     fn reset(&mut self, stream: u32) {
         self.events.push(format!("reset {stream}"));

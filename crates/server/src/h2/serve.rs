@@ -1,0 +1,639 @@
+//! HTTP/2 served through the application API of HTTP/1: each stream's
+//! request goes to the same [`Handler`] (head, body pieces, respond), and
+//! its response is written by the same [`Response`], deferred
+//! [`Responder`](crate::Responder) or polled tower body.
+//!
+//! A response is written in the stream's *staging form* (`wire.rs` with
+//! [`Version::Http2`]): the head as HTTP/1 lines, without framing or
+//! connection fields, then the body bytes as they are. This module turns
+//! that into frames: the head, once complete, into one HEADERS block
+//! (names lowercased, HPACK-encoded), the body into DATA frames as the
+//! send windows allow, END_STREAM when the response has ended. Staging
+//! buffers are kept for the next stream, so a connection in steady state
+//! does not allocate for them.
+//!
+//! A request body lent to the application ([`Request::stream_body`], then
+//! [`Response::take_body`]) gets a pipe of its own: the worker writes each
+//! DATA frame's payload into it, the application reads it on its thread,
+//! and each read releases the stream's receive window there
+//! (`body.rs`, `BodyFlow`), so the windows are shared between the worker
+//! and application threads; the WINDOW_UPDATEs the releases ask for come
+//! back through the connection's link. A reset stream ends its body's
+//! pipe with an error, so a read fails rather than hangs.
+//!
+//! Not yet served: the HTTP/1.1 `Upgrade: h2c` path (HTTP/2 starts with
+//! the preface, prior knowledge).
+
+use std::collections::HashMap;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::Poll;
+
+use falconet_flow::{StreamInput, Updates};
+use falconet_pipe::{Readable, Reader, Writer};
+use falconet_pool::Pool;
+
+use super::connection::{Config, Connection, Streams};
+use super::frame::ErrorCode;
+use super::head::Head;
+use super::hpack::Field;
+use crate::body::BodyFlow;
+use crate::handler::{BodyLength, Handler, Request, Status, Version};
+use crate::http1::{Framing, Progress};
+use crate::response::{AppSlots, BodyOffer, Polled, Response, Step};
+use crate::session::Context;
+use crate::wire::Encoder;
+
+/// The most request fields handed to a handler (as HTTP/1's limit).
+const MAX_FIELDS: usize = crate::http1::MAX_HEADERS_LIMIT;
+
+/// Fields that HTTP/1 framing or connection management wrote and HTTP/2
+/// forbids (RFC 9113 8.2.2).
+const CONNECTION_FIELDS: [&[u8]; 5] =
+    [b"connection", b"keep-alive", b"proxy-connection", b"transfer-encoding", b"upgrade"];
+
+/// One stream's exchange with the application.
+struct Exchange<S> {
+    /// The handler's state until `respond` takes it.
+    state: Option<S>,
+    /// The request ended: respond (once).
+    ready: bool,
+    /// A HEAD request: the response has a length but no body.
+    head_only: bool,
+    /// Request body bytes so far (for `max_body`).
+    received: u64,
+    /// Refused before the handler saw it (a body over `max_body`).
+    refused: Option<Status>,
+    /// The response in staging form; `sent` bytes of it are framed.
+    staged: Vec<u8>,
+    sent: usize,
+    head_sent: bool,
+    /// Every byte of the response is staged.
+    finished: bool,
+    /// Where the rest of the response comes from.
+    source: Option<Source>,
+    /// A lent body's pipe: the offer until `respond`, then the writer
+    /// while the body arrives.
+    offer: Option<BodyOffer>,
+    body: Option<Writer>,
+    /// The body's pipe failed (the pool ran dry): reset the stream.
+    failed: bool,
+}
+
+/// A response the application answers later.
+enum Source {
+    /// Deferred: its bytes arrive through an output pipe.
+    Pipe { reader: Arc<Reader>, readable: Option<Readable> },
+    /// Polled by the worker, through this encoder.
+    Polled(Box<dyn Polled>, Encoder),
+}
+
+/// A connection's HTTP/2 side: the protocol state and each stream's
+/// exchange.
+pub(crate) struct Http2<S> {
+    conn: Connection,
+    exchanges: HashMap<u32, Exchange<S>>,
+    /// Input not yet framed (a frame split across socket reads).
+    input: Vec<u8>,
+    /// Staging buffers of finished streams, for the next ones.
+    spare: Vec<Vec<u8>>,
+    /// Lowercased response fields, for one HEADERS block.
+    fields: Vec<u8>,
+    /// The client ended its side.
+    input_ended: bool,
+    /// Window increments from application threads, being sent.
+    updates: Vec<(u32, Updates)>,
+}
+
+impl<S> std::fmt::Debug for Http2<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Http2")
+            .field("streams", &self.exchanges.len())
+            .field("closed", &self.conn.is_closed())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S: Send + 'static> Http2<S> {
+    /// A connection whose client sent the preface: our SETTINGS are in the
+    /// output.
+    pub(crate) fn new(cx: &Context) -> Self {
+        let config = Config {
+            max_header_list_size: u32::try_from(cx.limits.max_head).unwrap_or(u32::MAX),
+            max_fields: cx.limits.max_headers.min(MAX_FIELDS),
+            ..Config::default()
+        };
+        // The defaults are within range: construction cannot fail.
+        let conn = Connection::new(config).unwrap_or_else(|_| unreachable!("default windows"));
+        Self {
+            conn,
+            exchanges: HashMap::new(),
+            input: Vec::new(),
+            spare: Vec::new(),
+            fields: Vec::new(),
+            input_ended: false,
+            updates: Vec::new(),
+        }
+    }
+
+    /// Reads everything `input` holds, answers every request that ended,
+    /// moves what the application wrote into frames; see [`Progress`].
+    pub(crate) fn process<H>(
+        &mut self,
+        input: &Arc<Reader>,
+        handler: &H,
+        cx: &mut Context,
+        app: &mut AppSlots,
+    ) -> Progress
+    where
+        H: Handler<State = S>,
+    {
+        loop {
+            if self.conn.output().len() >= cx.limits.max_pending_output {
+                return Progress::OutputFull;
+            }
+            let mut got_input = false;
+            match input.try_read() {
+                Ok(Some(guard)) => {
+                    for chunk in guard.chunks() {
+                        self.input.extend_from_slice(chunk);
+                    }
+                    self.input_ended |= guard.is_completed();
+                    got_input = !guard.is_empty();
+                    let len = guard.len();
+                    let _ = guard.advance_to(len, len);
+                }
+                Ok(None) => {}
+                Err(_) => return Progress::Close,
+            }
+            if let Some(link) = app.existing_link() {
+                link.take_updates(&mut self.updates);
+                for (stream, updates) in self.updates.drain(..) {
+                    self.conn.send_updates(stream, updates);
+                }
+            }
+            let mut dispatch = Dispatch {
+                handler,
+                exchanges: &mut self.exchanges,
+                spare: &mut self.spare,
+                pool: app.pool(),
+                cx,
+            };
+            let used = self.conn.receive(&self.input, &mut dispatch);
+            self.input.drain(..used);
+            self.reset_failed();
+            self.respond(handler, cx, app);
+            self.pump(cx, app);
+            self.flush(cx);
+            if self.conn.is_closed() || (self.input_ended && self.exchanges.is_empty()) {
+                return Progress::Close;
+            }
+            if self.input_ended {
+                return Progress::Waiting;
+            }
+            if !got_input {
+                return Progress::NeedInput;
+            }
+        }
+    }
+
+    /// Calls `respond` for each stream whose request ended.
+    fn respond<H>(&mut self, handler: &H, cx: &mut Context, app: &mut AppSlots)
+    where
+        H: Handler<State = S>,
+    {
+        for (&id, exchange) in &mut self.exchanges {
+            if !exchange.ready {
+                continue;
+            }
+            exchange.ready = false;
+            if let Some(status) = exchange.refused {
+                exchange.state = None;
+                refuse(exchange, cx, status);
+                continue;
+            }
+            let Some(state) = exchange.state.take() else { continue };
+            app.offer = exchange.offer.take();
+            let encoder = Encoder::new(Version::Http2, exchange.head_only, true);
+            let mut response = Response::new(&mut exchange.staged, cx.date.fields(), encoder, app);
+            handler.respond(state, &mut response);
+            cx.requests += 1;
+            let _ = response.finish();
+            if let Some(offer) = app.offer.take() {
+                // The body was not taken: it is discarded, and what already
+                // arrived goes back to the connection's window.
+                exchange.body = None;
+                if let Some(flow) = offer.flow {
+                    let connection = flow.input.abort().ok().flatten();
+                    self.conn.send_updates(id, Updates { stream: None, connection });
+                }
+            }
+            if let Some(reader) = app.deferred.take() {
+                exchange.source = Some(Source::Pipe { reader: Arc::new(reader), readable: None });
+            } else if let Some((polled, encoder)) = app.polled.take() {
+                exchange.source = Some(Source::Polled(polled, encoder));
+            } else {
+                exchange.finished = true;
+            }
+        }
+    }
+
+    /// Resets the streams whose body pipe failed.
+    fn reset_failed(&mut self) {
+        let failed: Vec<u32> =
+            self.exchanges.iter().filter(|(_, e)| e.failed).map(|(&id, _)| id).collect();
+        for id in failed {
+            self.conn.reset(id, ErrorCode::INTERNAL_ERROR);
+            if let Some(exchange) = self.exchanges.remove(&id) {
+                recycle(&mut self.spare, exchange.staged);
+            }
+        }
+    }
+
+    /// Moves what deferred and polled responses have into their staging
+    /// buffers, as far as `max_pending_output` allows each.
+    fn pump(&mut self, cx: &Context, app: &mut AppSlots) {
+        let waker = app.link().waker();
+        let mut poll_cx = std::task::Context::from_waker(&waker);
+        let room = cx.limits.max_pending_output;
+        let mut failed = Vec::new();
+        for (&id, exchange) in &mut self.exchanges {
+            let Some(source) = &mut exchange.source else { continue };
+            match source {
+                Source::Pipe { reader, readable } => loop {
+                    if exchange.staged.len() - exchange.sent >= room {
+                        break;
+                    }
+                    if let Some(wait) = readable {
+                        if Pin::new(wait).poll(&mut poll_cx).is_pending() {
+                            break;
+                        }
+                        *readable = None;
+                    }
+                    let guard = match reader.try_read() {
+                        Ok(Some(guard)) => guard,
+                        Ok(None) => {
+                            *readable = Some(Readable::new(reader));
+                            continue;
+                        }
+                        Err(_) => break,
+                    };
+                    for chunk in guard.chunks() {
+                        exchange.staged.extend_from_slice(chunk);
+                    }
+                    let (completed, error) = (guard.is_completed(), guard.error().is_some());
+                    let len = guard.len();
+                    let _ = guard.advance_to(len, len);
+                    if completed {
+                        exchange.source = None;
+                        if error {
+                            failed.push(id);
+                        } else {
+                            exchange.finished = true;
+                        }
+                        break;
+                    }
+                },
+                Source::Polled(polled, encoder) => loop {
+                    if exchange.staged.len() - exchange.sent >= room {
+                        break;
+                    }
+                    let mut response =
+                        Response::new(&mut exchange.staged, cx.date.fields(), *encoder, app);
+                    let step = polled.poll_write(&mut poll_cx, &mut response);
+                    *encoder = response.encoder();
+                    match step {
+                        Poll::Pending => break,
+                        Poll::Ready(Step::Wrote) => {}
+                        Poll::Ready(Step::Frame(data)) => {
+                            let head = encoder.start_stream(&mut exchange.staged, cx.date.fields());
+                            if head.is_err() {
+                                failed.push(id);
+                                exchange.source = None;
+                                break;
+                            }
+                            if encoder.sends_body() {
+                                exchange.staged.extend_from_slice(&data);
+                            }
+                        }
+                        Poll::Ready(Step::Done) => {
+                            let mut encoder = *encoder;
+                            encoder.finish(&mut exchange.staged, cx.date.fields());
+                            exchange.source = None;
+                            exchange.finished = true;
+                            break;
+                        }
+                        Poll::Ready(Step::Failed) => {
+                            failed.push(id);
+                            exchange.source = None;
+                            break;
+                        }
+                    }
+                },
+            }
+        }
+        for id in failed {
+            let Some(exchange) = self.exchanges.get_mut(&id) else { continue };
+            if exchange.head_sent {
+                // Part of the response went out: only a reset can follow.
+                self.conn.reset(id, ErrorCode::INTERNAL_ERROR);
+                if let Some(exchange) = self.exchanges.remove(&id) {
+                    recycle(&mut self.spare, exchange.staged);
+                }
+            } else {
+                refuse(exchange, cx, Status::INTERNAL_SERVER_ERROR);
+            }
+        }
+    }
+
+    /// Turns staged responses into frames, as far as the windows allow.
+    fn flush(&mut self, cx: &Context) {
+        let mut done = Vec::new();
+        for (&id, exchange) in &mut self.exchanges {
+            if self.conn.output().len() >= cx.limits.max_pending_output {
+                break;
+            }
+            if !exchange.head_sent {
+                let Some(head_len) = find_head_end(&exchange.staged) else { continue };
+                let body_empty = exchange.staged.len() == head_len;
+                let end_stream = exchange.finished && body_empty;
+                let status = staged_status(&exchange.staged);
+                let fields = lowercase_fields(&exchange.staged[..head_len], &mut self.fields);
+                self.conn.send_headers(id, status, fields.iter().copied(), end_stream);
+                exchange.head_sent = true;
+                exchange.sent = head_len;
+            }
+            let body = &exchange.staged[exchange.sent..];
+            if !body.is_empty() || exchange.finished {
+                let n = self.conn.send_data(id, body, exchange.finished);
+                exchange.sent += n;
+            }
+            if exchange.sent == exchange.staged.len() {
+                if exchange.finished {
+                    done.push(id);
+                } else {
+                    exchange.staged.clear();
+                    exchange.sent = 0;
+                }
+            }
+        }
+        for id in done {
+            if let Some(exchange) = self.exchanges.remove(&id) {
+                recycle(&mut self.spare, exchange.staged);
+            }
+        }
+    }
+
+    /// The frames to send.
+    pub(crate) fn output(&self) -> &[u8] {
+        self.conn.output()
+    }
+
+    /// Marks `n` bytes of the output as sent.
+    pub(crate) fn consume_output(&mut self, n: usize) {
+        self.conn.consume_output(n);
+    }
+
+    /// No stream open and nothing to send.
+    pub(crate) fn is_idle(&self) -> bool {
+        self.exchanges.is_empty() && self.conn.open_streams() == 0 && self.output().is_empty()
+    }
+
+    /// Some stream waits for the application.
+    pub(crate) fn with_application(&self) -> bool {
+        self.exchanges.values().any(|e| e.source.is_some() || e.state.is_some())
+    }
+
+    /// The connection is over (it closes once its output is sent).
+    pub(crate) fn is_closed(&self) -> bool {
+        self.conn.is_closed()
+    }
+
+    /// Graceful shutdown: GOAWAY, then the open streams finish.
+    pub(crate) fn shutdown(&mut self) {
+        self.conn.shutdown();
+    }
+
+    /// Ends the connection now (a timeout): GOAWAY, nothing more read.
+    pub(crate) fn abort(&mut self) {
+        self.conn.abort(ErrorCode::NO_ERROR);
+    }
+}
+
+/// Writes a refusal (`status`, empty body) as the whole response.
+fn refuse<S>(exchange: &mut Exchange<S>, cx: &Context, status: Status) {
+    exchange.staged.clear();
+    exchange.sent = 0;
+    exchange.source = None;
+    let mut encoder = Encoder::new(Version::Http2, false, true);
+    let _ = encoder.status(status);
+    let _ = encoder.body(&mut exchange.staged, cx.date.fields(), b"");
+    exchange.finished = true;
+}
+
+fn recycle(spare: &mut Vec<Vec<u8>>, mut staged: Vec<u8>) {
+    const KEEP: usize = 16;
+    const KEEP_CAPACITY: usize = 64 * 1024;
+    if spare.len() < KEEP && staged.capacity() <= KEEP_CAPACITY {
+        staged.clear();
+        spare.push(staged);
+    }
+}
+
+/// The end of the staged head (past its blank line), once it is there.
+fn find_head_end(staged: &[u8]) -> Option<usize> {
+    staged.windows(4).position(|w| w == b"\r\n\r\n").map(|at| at + 4)
+}
+
+/// The status of a staged head (`HTTP/1.1 NNN ...`).
+fn staged_status(staged: &[u8]) -> u16 {
+    staged
+        .get(9..12)
+        .and_then(|digits| core::str::from_utf8(digits).ok())
+        .and_then(|digits| digits.parse().ok())
+        .unwrap_or(500)
+}
+
+/// The staged head's fields with lowercased names, minus connection
+/// fields; `buf` holds the lowercased names.
+fn lowercase_fields<'a>(head: &'a [u8], buf: &'a mut Vec<u8>) -> Vec<Field<'a>> {
+    buf.clear();
+    let mut spans = Vec::new();
+    let mut lines = head.split(|&b| b == b'\n').skip(1);
+    for line in lines.by_ref() {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let Some(colon) = line.iter().position(|&b| b == b':') else { continue };
+        let (name, value) = (&line[..colon], line[colon + 1..].trim_ascii_start());
+        let start = buf.len();
+        buf.extend(name.iter().map(u8::to_ascii_lowercase));
+        let lower = start..buf.len();
+        if CONNECTION_FIELDS.contains(&&buf[lower.clone()]) {
+            buf.truncate(start);
+            continue;
+        }
+        spans.push((lower, value));
+    }
+    let buf: &'a [u8] = buf;
+    spans.into_iter().map(|(name, value)| Field::new(&buf[name], value)).collect()
+}
+
+/// The connection's events, handed to the handler as they arrive.
+struct Dispatch<'a, H: Handler> {
+    handler: &'a H,
+    exchanges: &'a mut HashMap<u32, Exchange<H::State>>,
+    spare: &'a mut Vec<Vec<u8>>,
+    pool: &'a Pool,
+    cx: &'a Context,
+}
+
+impl<H: Handler> Streams for Dispatch<'_, H> {
+    fn headers(&mut self, stream: u32, head: &Head, end_stream: bool, input: &Arc<StreamInput>) {
+        let mut headers = [httparse::EMPTY_HEADER; MAX_FIELDS];
+        let mut count = 0;
+        for (name, value) in head.fields() {
+            let (Ok(name), Some(slot)) = (core::str::from_utf8(name), headers.get_mut(count))
+            else {
+                continue;
+            };
+            *slot = httparse::Header { name, value };
+            count += 1;
+        }
+        let headers = &headers[..count];
+        let authority = head
+            .authority()
+            .or_else(|| {
+                let host = headers.iter().find(|h| h.name == "host")?;
+                core::str::from_utf8(host.value).ok()
+            })
+            .unwrap_or_default();
+        let body = match (end_stream, head.content_length()) {
+            (true, _) | (false, Some(0)) => BodyLength::Empty,
+            (false, Some(length)) => BodyLength::Known(length),
+            (false, None) => BodyLength::Chunked,
+        };
+        let method = head.method().unwrap_or_default();
+        let request = Request {
+            method,
+            target: head.path().unwrap_or("/"),
+            authority,
+            version: Version::Http2,
+            headers,
+            body,
+            stream: std::cell::Cell::new(false),
+        };
+        let too_large = matches!(body, BodyLength::Known(n) if n > self.cx.limits.max_body);
+        let state = if too_large { None } else { Some(self.handler.head(&request)) };
+        let mut refused = too_large.then_some(Status::CONTENT_TOO_LARGE);
+        // A body the application reads itself: its own pipe, offered to
+        // `respond`, which runs at once (as for HTTP/1).
+        let (mut offer, mut writer) = (None, None);
+        if request.stream.get() && body != BodyLength::Empty && refused.is_none() {
+            match falconet_pipe::pipe(self.pool, falconet_pipe::Options::new()) {
+                Ok((w, reader)) => {
+                    writer = Some(w);
+                    offer = Some(BodyOffer {
+                        reader: Arc::new(reader),
+                        framing: Framing::Stream,
+                        received: 0,
+                        max_body: self.cx.limits.max_body,
+                        flow: Some(BodyFlow { input: Arc::clone(input), stream }),
+                    });
+                }
+                Err(_) => refused = Some(Status::INTERNAL_SERVER_ERROR),
+            }
+        }
+        let staged = self.spare.pop().unwrap_or_default();
+        self.exchanges.insert(
+            stream,
+            Exchange {
+                state,
+                ready: end_stream || refused.is_some() || offer.is_some(),
+                head_only: method == "HEAD",
+                received: 0,
+                refused,
+                staged,
+                sent: 0,
+                head_sent: false,
+                finished: false,
+                source: None,
+                offer,
+                body: writer,
+                failed: false,
+            },
+        );
+    }
+
+    fn data(&mut self, stream: u32, data: &[u8], end_stream: bool) -> bool {
+        let Some(exchange) = self.exchanges.get_mut(&stream) else { return true };
+        if exchange.refused.is_some() {
+            return true;
+        }
+        if let Some(writer) = &mut exchange.body {
+            // Lent: into the body's pipe; the reader releases the credit.
+            if !data.is_empty() && writer.put_slice(data).is_err() {
+                // The pool ran dry midway (or the reader is gone): the body
+                // cannot be whole, so it fails and the stream is reset.
+                if let Some(writer) = exchange.body.take() {
+                    writer.close_with(std::io::Error::other("no memory for the request body"));
+                }
+                exchange.failed = true;
+                return true;
+            }
+            if end_stream && let Some(writer) = exchange.body.take() {
+                writer.close();
+            }
+            return false;
+        }
+        exchange.received += data.len() as u64;
+        if exchange.received > self.cx.limits.max_body {
+            exchange.refused = Some(Status::CONTENT_TOO_LARGE);
+            exchange.ready = true;
+            return true;
+        }
+        if let Some(state) = exchange.state.as_mut()
+            && !data.is_empty()
+        {
+            self.handler.body(state, data);
+        }
+        exchange.ready |= end_stream;
+        true
+    }
+
+    fn reset(&mut self, stream: u32) {
+        if let Some(mut exchange) = self.exchanges.remove(&stream) {
+            if let Some(writer) = exchange.body.take() {
+                // The application's read fails instead of waiting forever.
+                writer.close_with(std::io::Error::from(std::io::ErrorKind::ConnectionReset));
+            }
+            recycle(self.spare, exchange.staged);
+        }
+    }
+
+    fn writable(&mut self, _stream: u32) {
+        // `flush` runs after every receive and looks at every stream.
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn staged_heads_become_fields() {
+        let head = b"HTTP/1.1 404 Not Found\r\nServer: falconet\r\nDate: x\r\nContent-Length: 0\r\nConnection: close\r\nX-A:b\r\n\r\n";
+        assert_eq!(find_head_end(head), Some(head.len()));
+        assert_eq!(staged_status(head), 404);
+        let mut buf = Vec::new();
+        let fields = lowercase_fields(head, &mut buf);
+        let pairs: Vec<(&[u8], &[u8])> = fields.iter().map(|f| (f.name, f.value)).collect();
+        assert_eq!(
+            pairs,
+            [
+                (&b"server"[..], &b"falconet"[..]),
+                (b"date", b"x"),
+                (b"content-length", b"0"),
+                (b"x-a", b"b"),
+            ]
+        );
+    }
+}

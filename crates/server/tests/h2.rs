@@ -1,0 +1,377 @@
+//! HTTP/2 (h2c, prior knowledge) over real TCP, with the `h2` crate, an
+//! independent implementation of RFC 9113, as the client; and curl.
+
+mod common;
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use bytes::Bytes;
+use common::serve;
+use falconet_server::hello::Hello;
+use falconet_server::{Handler, Options, Request, Response, Status};
+use http::{Method, StatusCode};
+
+/// `/count` answers the body's length; `/big?n=N` sends N bytes, streamed
+/// in 64 KiB writes; `/sized?n=N` sends N bytes with a length.
+struct Bodies;
+
+enum Route {
+    Count(u64),
+    Big(usize),
+    Sized(usize),
+    Other,
+}
+
+fn query_n(request: &Request<'_>) -> usize {
+    request.target().split_once("n=").and_then(|(_, n)| n.parse().ok()).unwrap_or(0)
+}
+
+impl Handler for Bodies {
+    type State = Route;
+
+    fn head(&self, request: &Request<'_>) -> Route {
+        match request.path() {
+            "/count" => Route::Count(0),
+            "/big" => Route::Big(query_n(request)),
+            "/sized" => Route::Sized(query_n(request)),
+            _ => Route::Other,
+        }
+    }
+
+    fn body(&self, state: &mut Route, chunk: &[u8]) {
+        if let Route::Count(n) = state {
+            *n += chunk.len() as u64;
+        }
+    }
+
+    fn respond(&self, state: Route, response: &mut Response<'_>) {
+        let _ = match state {
+            Route::Count(n) => response.body(n.to_string().as_bytes()),
+            Route::Big(n) => {
+                let piece = vec![b'x'; 64 * 1024];
+                let mut left = n;
+                while left > 0 {
+                    let take = left.min(piece.len());
+                    let _ = response.write(&piece[..take]);
+                    left -= take;
+                }
+                Ok(())
+            }
+            Route::Sized(n) => response.body(&vec![b'y'; n]),
+            Route::Other => response.status(Status::NOT_FOUND).map(drop),
+        };
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
+}
+
+async fn connect(addr: SocketAddr, window: u32) -> h2::client::SendRequest<Bytes> {
+    let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let (send, connection) = h2::client::Builder::new()
+        .initial_window_size(window)
+        .initial_connection_window_size(window)
+        .handshake(tcp)
+        .await
+        .unwrap();
+    tokio::spawn(async move {
+        let _ = connection.await;
+    });
+    send
+}
+
+struct Answer {
+    status: StatusCode,
+    headers: http::HeaderMap,
+    body: Vec<u8>,
+}
+
+async fn request(
+    send: &h2::client::SendRequest<Bytes>,
+    method: Method,
+    path: &str,
+    body: &[u8],
+) -> Answer {
+    let mut send = send.clone().ready().await.unwrap();
+    let request = http::Request::builder()
+        .method(method)
+        .uri(format!("http://localhost{path}"))
+        .body(())
+        .unwrap();
+    let (response, mut stream) = send.send_request(request, body.is_empty()).unwrap();
+    // Sent in pieces as the server's windows allow, while the response is
+    // read (an echo answers before the body ends: a client that read only
+    // afterwards would deadlock on the windows, as with any server).
+    let mut rest = Bytes::copy_from_slice(body);
+    let sender = tokio::spawn(async move {
+        while !rest.is_empty() {
+            stream.reserve_capacity(rest.len().min(1 << 20));
+            let granted = std::future::poll_fn(|cx| stream.poll_capacity(cx)).await;
+            let granted = granted.expect("the stream stays open").expect("capacity");
+            let piece = rest.split_to(granted.min(rest.len()));
+            stream.send_data(piece, rest.is_empty()).unwrap();
+        }
+    });
+    let response = response.await.unwrap();
+    let status = response.status();
+    let headers = response.headers().clone();
+    let mut incoming = response.into_body();
+    let mut body = Vec::new();
+    while let Some(piece) = incoming.data().await {
+        let piece = piece.unwrap();
+        incoming.flow_control().release_capacity(piece.len()).unwrap();
+        body.extend_from_slice(&piece);
+    }
+    sender.await.unwrap();
+    Answer { status, headers, body }
+}
+
+#[test]
+fn plaintext_json_head_and_errors() {
+    let server = serve(Options::new().workers(1), Hello);
+    runtime().block_on(async {
+        let send = connect(server.addr, 65_535).await;
+        let plain = request(&send, Method::GET, "/plaintext", b"").await;
+        assert_eq!(plain.status, StatusCode::OK);
+        assert_eq!(plain.body, b"Hello, World!");
+        assert_eq!(plain.headers["content-type"], "text/plain");
+        assert_eq!(plain.headers["content-length"], "13");
+        assert_eq!(plain.headers["server"], "falconet");
+        assert!(plain.headers.contains_key("date"));
+        let json = request(&send, Method::GET, "/json", b"").await;
+        assert_eq!(json.body, br#"{"message":"Hello, World!"}"#);
+        let head = request(&send, Method::HEAD, "/plaintext", b"").await;
+        assert_eq!((head.status, head.body.len()), (StatusCode::OK, 0));
+        assert_eq!(head.headers["content-length"], "13");
+        let missing = request(&send, Method::GET, "/nowhere", b"").await;
+        assert_eq!(missing.status, StatusCode::NOT_FOUND);
+        let wrong = request(&send, Method::POST, "/plaintext", b"").await;
+        assert_eq!(wrong.status, StatusCode::METHOD_NOT_ALLOWED);
+        assert_eq!(wrong.headers["allow"], "GET, HEAD");
+    });
+}
+
+/// Many streams at once on one connection, all answered, each its own.
+#[test]
+fn concurrent_streams() {
+    let server = serve(Options::new().workers(1), Bodies);
+    runtime().block_on(async {
+        let send = connect(server.addr, 1 << 20).await;
+        let mut tasks = Vec::new();
+        for i in 0..90usize {
+            let send = send.clone();
+            tasks.push(tokio::spawn(async move {
+                let answer = request(&send, Method::GET, &format!("/sized?n={i}"), b"").await;
+                assert_eq!(answer.status, StatusCode::OK);
+                assert_eq!(answer.body, vec![b'y'; i]);
+            }));
+        }
+        for task in tasks {
+            task.await.unwrap();
+        }
+    });
+}
+
+/// Request bodies of every size reach the handler whole: past the
+/// stream and connection windows (1 MiB), the server's WINDOW_UPDATEs let
+/// the client go on.
+#[test]
+fn request_bodies_through_the_windows() {
+    let server = serve(Options::new().workers(1).max_body(64 << 20), Bodies);
+    runtime().block_on(async {
+        let send = connect(server.addr, 65_535).await;
+        for size in [1usize, 16_384, 65_536, 100_000, 3 << 20] {
+            let body = vec![7u8; size];
+            let answer = request(&send, Method::POST, "/count", &body).await;
+            assert_eq!(answer.status, StatusCode::OK);
+            assert_eq!(answer.body, size.to_string().as_bytes(), "{size}");
+        }
+    });
+}
+
+/// A response larger than the client's windows: the server sends what the
+/// windows allow and the rest after each WINDOW_UPDATE.
+#[test]
+fn responses_through_small_client_windows() {
+    let server = serve(Options::new().workers(1), Bodies);
+    runtime().block_on(async {
+        let send = connect(server.addr, 16_384).await;
+        for path in ["/big?n=4000000", "/sized?n=1000000", "/big?n=0"] {
+            let answer = request(&send, Method::GET, path, b"").await;
+            assert_eq!(answer.status, StatusCode::OK);
+            let n: usize = path.split_once("n=").unwrap().1.parse().unwrap();
+            assert_eq!(answer.body.len(), n, "{path}");
+        }
+    });
+}
+
+/// A body over `max_body` is refused with 413 (its content-length) before
+/// the handler sees it.
+#[test]
+fn body_over_max_body() {
+    let server = serve(Options::new().workers(1).max_body(1000), Bodies);
+    runtime().block_on(async {
+        let send = connect(server.addr, 65_535).await;
+        let mut send = send.ready().await.unwrap();
+        let request = http::Request::builder()
+            .method(Method::POST)
+            .uri("http://localhost/count")
+            .header("content-length", "5000")
+            .body(())
+            .unwrap();
+        let (response, _stream) = send.send_request(request, false).unwrap();
+        let response = response.await.unwrap();
+        assert_eq!(response.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    });
+}
+
+/// HTTP/1.1 and HTTP/2 on the same port, the protocol chosen by the first
+/// bytes.
+#[test]
+fn both_protocols_on_one_port() {
+    let server = serve(Options::new().workers(1), Hello);
+    let reply = common::Client::connect(server.addr).get("/plaintext");
+    assert_eq!((reply.status, reply.text()), (200, "Hello, World!".to_string()));
+    runtime().block_on(async {
+        let send = connect(server.addr, 65_535).await;
+        assert_eq!(request(&send, Method::GET, "/plaintext", b"").await.status, StatusCode::OK);
+    });
+    // The preface's first bytes, then something else: HTTP/1 answers it.
+    common::refused(server.addr, b"PRI * HTTP/1.1\r\nHost: a\r\n\r\n", 400);
+}
+
+/// Deferred responses (`/delay`) on many streams of one connection, all
+/// in flight at once: the worker is not blocked.
+#[cfg(feature = "tokio")]
+#[test]
+fn deferred_responses_multiplexed() {
+    let app = tokio::runtime::Runtime::new().unwrap();
+    let demo = falconet_server::hello::Demo::new(app.handle().clone());
+    let server = serve(Options::new().workers(1), demo);
+    runtime().block_on(async {
+        let send = connect(server.addr, 65_535).await;
+        let started = std::time::Instant::now();
+        let mut tasks = Vec::new();
+        for _ in 0..50 {
+            let send = send.clone();
+            tasks.push(tokio::spawn(async move {
+                let answer = request(&send, Method::GET, "/delay?ms=300", b"").await;
+                assert_eq!(answer.status, StatusCode::OK);
+                assert_eq!(answer.body, b"delayed 300 ms");
+            }));
+        }
+        for task in tasks {
+            task.await.unwrap();
+        }
+        // 50 x 300 ms one after another would take 15 s.
+        assert!(started.elapsed() < Duration::from_secs(10));
+    });
+}
+
+/// curl, prior knowledge (skipped where curl is not installed).
+#[test]
+fn curl_prior_knowledge() {
+    let server = serve(Options::new().workers(1), Hello);
+    let url = format!("http://{}/plaintext", server.addr);
+    let Ok(output) = std::process::Command::new("curl")
+        .args(["-s", "--http2-prior-knowledge", "-w", "\n%{http_version}", &url])
+        .output()
+    else {
+        eprintln!("curl not installed: skipped");
+        return;
+    };
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(text, "Hello, World!\n2", "{}", String::from_utf8_lossy(&output.stderr));
+}
+
+/// Request bodies read on the application's thread (Demo's `/echo`: a
+/// lent body, a deferred response): byte-exact both ways, at sizes past
+/// the 1 MiB windows, so the reads' releases on the application thread
+/// must come back as WINDOW_UPDATEs for the client to go on.
+#[cfg(feature = "tokio")]
+#[test]
+fn echo_through_an_application_thread() {
+    let app = tokio::runtime::Runtime::new().unwrap();
+    let demo = falconet_server::hello::Demo::new(app.handle().clone());
+    let server = serve(Options::new().workers(1).max_body(64 << 20), demo);
+    runtime().block_on(async {
+        let send = connect(server.addr, 1 << 20).await;
+        for size in [1usize, 100_000, 5 << 20] {
+            let body: Vec<u8> = (0..size).map(|i| (i * 7 % 251) as u8).collect();
+            let answer = request(&send, Method::POST, "/echo", &body).await;
+            assert_eq!(answer.status, StatusCode::OK);
+            assert!(answer.body == body, "{size} bytes echoed as {}", answer.body.len());
+        }
+        // Several echoes at once on the connection.
+        let mut tasks = Vec::new();
+        for i in 0..8usize {
+            let send = send.clone();
+            tasks.push(tokio::spawn(async move {
+                let body = vec![i as u8; 300_000 + i];
+                let answer = request(&send, Method::POST, "/echo", &body).await;
+                assert!(answer.body == body, "stream {i}");
+            }));
+        }
+        for task in tasks {
+            task.await.unwrap();
+        }
+    });
+}
+
+/// A client that resets a stream mid-body: the application's read fails
+/// (it does not hang), and the connection serves the next stream.
+#[cfg(feature = "tokio")]
+#[test]
+fn reset_mid_body() {
+    let app = tokio::runtime::Runtime::new().unwrap();
+    let demo = falconet_server::hello::Demo::new(app.handle().clone());
+    let server = serve(Options::new().workers(1), demo);
+    runtime().block_on(async {
+        let send = connect(server.addr, 1 << 20).await;
+        for _ in 0..20 {
+            let mut ready = send.clone().ready().await.unwrap();
+            let request = http::Request::builder()
+                .method(Method::POST)
+                .uri("http://localhost/echo")
+                .body(())
+                .unwrap();
+            let (_response, mut stream) = ready.send_request(request, false).unwrap();
+            stream.send_data(Bytes::from_static(&[1; 1000]), false).unwrap();
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            stream.send_reset(h2::Reason::CANCEL);
+        }
+        let answer = request(&send, Method::POST, "/echo", b"after").await;
+        assert_eq!(answer.body, b"after");
+    });
+}
+
+/// An axum Router on falconet over HTTP/2: the tower path (polled response
+/// bodies, lent request bodies) serves streams unchanged.
+#[cfg(feature = "tower")]
+#[test]
+fn axum_over_h2() {
+    use axum::Router;
+    use axum::body::Body as AxumBody;
+    use axum::routing::{get, post};
+
+    let app = tokio::runtime::Runtime::new().unwrap();
+    let router = Router::new().route("/plaintext", get(|| async { "Hello, World!" })).route(
+        "/echo",
+        post(|body: AxumBody| async move { AxumBody::from_stream(body.into_data_stream()) }),
+    );
+    let handler = falconet_server::tower::TowerHandler::new(router, app.handle().clone());
+    let server = serve(Options::new().workers(1).max_body(64 << 20), handler);
+    runtime().block_on(async {
+        let send = connect(server.addr, 1 << 20).await;
+        let plain = request(&send, Method::GET, "/plaintext", b"").await;
+        assert_eq!((plain.status, &plain.body[..]), (StatusCode::OK, &b"Hello, World!"[..]));
+        for size in [0usize, 10, 3 << 20] {
+            let body: Vec<u8> = (0..size).map(|i| (i % 253) as u8).collect();
+            let answer = request(&send, Method::POST, "/echo", &body).await;
+            assert_eq!(answer.status, StatusCode::OK);
+            assert!(answer.body == body, "{size} bytes echoed as {}", answer.body.len());
+        }
+    });
+}
