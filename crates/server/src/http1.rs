@@ -81,6 +81,8 @@ pub(crate) struct Http1<S> {
     scanned: usize,
     /// A deferred response is in flight.
     awaiting: bool,
+    /// The last request asked for h2c (`Upgrade`), for the session.
+    upgrade: Option<crate::h2::upgrade::Upgrade>,
 }
 
 #[derive(Debug)]
@@ -156,7 +158,7 @@ enum Step<S> {
 
 impl<S> Http1<S> {
     pub(crate) fn new() -> Self {
-        Self { phase: Phase::Head, scanned: 0, awaiting: false }
+        Self { phase: Phase::Head, scanned: 0, awaiting: false, upgrade: None }
     }
 
     /// Whether no request is under way (between requests, nothing parsed of
@@ -218,6 +220,11 @@ impl<S> Http1<S> {
     }
 
     /// Ends the exchange: nothing more is parsed.
+    /// The h2c upgrade the last request asked for (once).
+    pub(crate) fn take_upgrade(&mut self) -> Option<crate::h2::upgrade::Upgrade> {
+        self.upgrade.take()
+    }
+
     pub(crate) fn close(&mut self) {
         self.phase = Phase::Closed;
     }
@@ -421,6 +428,21 @@ impl<S> Http1<S> {
             && length > limits.max_body
         {
             return refused(out, cx, Status::CONTENT_TOO_LARGE);
+        }
+        if fields.upgrade_h2c
+            && version == Version::Http11
+            && fields.body == BodyLength::Empty
+            && let Some(upgrade) = crate::h2::upgrade::from_http1(
+                method,
+                target.path_and_query,
+                authority,
+                parsed.headers,
+            )
+        {
+            // The connection becomes HTTP/2; the session takes it over.
+            self.upgrade = Some(upgrade);
+            self.phase = Phase::Closed;
+            return Head::Done(used);
         }
         let head_only = method == "HEAD";
         let request = Request {
@@ -671,6 +693,8 @@ struct Fields<'a> {
     expect_continue: bool,
     /// The Host field's value (validated), if there is one.
     host: Option<&'a str>,
+    /// An `Upgrade` field names h2c.
+    upgrade_h2c: bool,
 }
 
 impl<'a> Fields<'a> {
@@ -686,12 +710,14 @@ impl<'a> Fields<'a> {
         let mut close = false;
         let mut keep_alive_asked = false;
         let mut expect_continue = false;
+        let mut upgrade_h2c = false;
         for header in headers {
             let name = header.name;
             // Dispatch on the length first: most fields are none of these.
             let field = match name.len() {
                 4 => Field::Host,
                 6 => Field::Expect,
+                7 => Field::Upgrade,
                 10 => Field::Connection,
                 14 => Field::ContentLength,
                 17 => Field::TransferEncoding,
@@ -742,6 +768,7 @@ impl<'a> Fields<'a> {
                         keep_alive_asked |= token.eq_ignore_ascii_case(b"keep-alive");
                     }
                 }
+                Field::Upgrade => upgrade_h2c |= crate::h2::upgrade::names_h2c(value),
                 Field::Expect => {
                     if !value.trim_ascii().eq_ignore_ascii_case(b"100-continue") {
                         return Err(Status::EXPECTATION_FAILED);
@@ -783,6 +810,7 @@ impl<'a> Fields<'a> {
             keep_alive,
             expect_continue: expect_continue && body != BodyLength::Empty,
             host,
+            upgrade_h2c,
         })
     }
 }
@@ -791,6 +819,7 @@ impl<'a> Fields<'a> {
 #[derive(Clone, Copy)]
 enum Field {
     Host,
+    Upgrade,
     Expect,
     Connection,
     ContentLength,
@@ -801,6 +830,7 @@ impl Field {
     fn name(self) -> &'static str {
         match self {
             Self::Host => "host",
+            Self::Upgrade => "upgrade",
             Self::Expect => "expect",
             Self::Connection => "connection",
             Self::ContentLength => "content-length",

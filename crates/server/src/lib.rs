@@ -34,10 +34,10 @@
 //!   output): the server drives one per connection, tests and the fuzz
 //!   target drive it with bytes. HTTP/2 is the sibling of `http1` behind
 //!   it: a connection whose first bytes are the HTTP/2 preface (h2c with
-//!   prior knowledge) is served by [`h2`] (frames, HPACK, the connection
-//!   state machine on `falconet-flow` windows) through the same
-//!   [`Handler`], [`Responder`], [`RequestBody`] and tower path. The
-//!   HTTP/1.1 `Upgrade: h2c` path is not served yet.
+//!   prior knowledge), or that upgrades from HTTP/1.1 (`Upgrade: h2c`), is
+//!   served by [`h2`] (frames, HPACK, the connection state machine on
+//!   `falconet-flow` windows) through the same [`Handler`], [`Responder`],
+//!   [`RequestBody`] and tower path.
 //!
 //! # The cycle
 //!

@@ -321,6 +321,9 @@ impl<H: Handler> Session<H> {
             let answered = self.pump(cx);
             let progress =
                 self.http.process(&self.reader, &mut self.out, handler, cx, &mut self.app);
+            if let Some(upgrade) = self.http.take_upgrade() {
+                return self.switch_to_h2(upgrade, handler, cx);
+            }
             if let Some(output) = self.app.deferred.take() {
                 let output = PendingOutput { reader: Arc::new(output), readable: None, sent: 0 };
                 self.pending = Some(Pending::Pipe(output));
@@ -341,6 +344,28 @@ impl<H: Handler> Session<H> {
             }
             return progress;
         }
+    }
+
+    /// The last request asked for h2c: the connection becomes HTTP/2 (its
+    /// unsent HTTP/1 output, then the `101`, go first).
+    fn switch_to_h2(
+        &mut self,
+        upgrade: crate::h2::upgrade::Upgrade,
+        handler: &H,
+        cx: &mut Context,
+    ) -> Progress {
+        let mut prefix = self.out.split_off(self.sent);
+        prefix.extend_from_slice(crate::h2::upgrade::SWITCHING);
+        self.out.clear();
+        self.sent = 0;
+        let mut h2 = Box::new(Http2::new(cx));
+        if !h2.upgrade(&prefix, upgrade, handler, cx, &mut self.app) {
+            // Checked before the switch: cannot happen.
+            self.http.close();
+            return Progress::Close;
+        }
+        let h2 = self.h2.insert(h2);
+        h2.process(&self.reader, handler, cx, &mut self.app)
     }
 
     /// Moves what the response in flight has for the output into it, as

@@ -375,3 +375,88 @@ fn axum_over_h2() {
         }
     });
 }
+
+/// curl's `--http2` on a plain URL: the HTTP/1.1 `Upgrade: h2c` path
+/// (RFC 7540 3.2). A GET switches; a POST with a body stays HTTP/1.1.
+#[test]
+fn curl_upgrade() {
+    let server = serve(Options::new().workers(1), common::Echo);
+    let base = format!("http://{}", server.addr);
+    let run = |args: &[&str]| {
+        std::process::Command::new("curl")
+            .args(["-s", "--http2", "-w", "\n%{http_version}"])
+            .args(args)
+            .output()
+    };
+    let Ok(output) = run(&[&format!("{base}/abc")]) else {
+        eprintln!("curl not installed: skipped");
+        return;
+    };
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.ends_with("\n2"), "{text}");
+    let output = run(&["--data-binary", "hello", &format!("{base}/abc")]).unwrap();
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.ends_with("\n1.1"), "{text}");
+}
+
+/// The upgrade by hand: `101`, then our SETTINGS, then the response to the
+/// upgrading request on stream 1, before the client's preface; then the
+/// client's own streams.
+#[test]
+fn upgrade_by_hand() {
+    use falconet_server::h2::frame::{FrameHeader, HEADER_LEN, PREFACE, kind};
+    use std::io::{Read, Write};
+
+    let server = serve(Options::new().workers(1), Hello);
+    let mut tcp = std::net::TcpStream::connect(server.addr).unwrap();
+    tcp.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    tcp.write_all(
+        b"GET /plaintext HTTP/1.1\r\nHost: a\r\nConnection: Upgrade, HTTP2-Settings\r\n\
+          Upgrade: h2c\r\nHTTP2-Settings: AAMAAABk\r\n\r\n",
+    )
+    .unwrap();
+    let mut seen = Vec::new();
+    let switching =
+        b"HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n";
+    // Frames until stream 1's DATA with END_STREAM.
+    let mut frames = Vec::new();
+    let mut buf = [0u8; 4096];
+    'read: loop {
+        let n = tcp.read(&mut buf).unwrap();
+        assert!(n > 0, "closed early; got {seen:?}");
+        seen.extend_from_slice(&buf[..n]);
+        if seen.len() < switching.len() {
+            continue;
+        }
+        assert_eq!(&seen[..switching.len()], switching);
+        frames.clear();
+        let mut rest = &seen[switching.len()..];
+        while let Some(header) = rest.first_chunk::<HEADER_LEN>() {
+            let header = FrameHeader::parse(header);
+            let Some(payload) = rest.get(HEADER_LEN..HEADER_LEN + header.length as usize) else {
+                break;
+            };
+            frames.push((header, payload.to_vec()));
+            if header.kind == kind::DATA && header.stream == 1 && header.has(0x1) {
+                break 'read;
+            }
+            rest = &rest[HEADER_LEN + header.length as usize..];
+        }
+    }
+    assert_eq!(frames[0].0.kind, kind::SETTINGS, "our preface comes first");
+    let data = frames.iter().find(|(h, _)| h.kind == kind::DATA).unwrap();
+    assert_eq!(data.1, b"Hello, World!");
+    // The client's preface and SETTINGS, then a PING: the connection is
+    // HTTP/2 now.
+    let mut bytes = PREFACE.to_vec();
+    bytes.extend(FrameHeader { length: 0, kind: kind::SETTINGS, flags: 0, stream: 0 }.to_bytes());
+    bytes.extend(FrameHeader { length: 8, kind: kind::PING, flags: 0, stream: 0 }.to_bytes());
+    bytes.extend([9; 8]);
+    tcp.write_all(&bytes).unwrap();
+    let mut reply = Vec::new();
+    while !reply.windows(8).any(|w| w == [9; 8]) {
+        let n = tcp.read(&mut buf).unwrap();
+        assert!(n > 0);
+        reply.extend_from_slice(&buf[..n]);
+    }
+}

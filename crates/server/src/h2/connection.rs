@@ -596,6 +596,11 @@ impl Connection {
         {
             return self.refuse(id, ErrorCode::PROTOCOL_ERROR);
         }
+        self.open(id, end_stream, streams);
+    }
+
+    /// Opens stream `id` for the request in `self.head` (checked).
+    fn open(&mut self, id: u32, end_stream: bool, streams: &mut impl Streams) {
         let input = match StreamInput::new(Arc::clone(&self.recv), self.local.initial_window_size) {
             Ok(input) => Arc::new(input),
             Err(_) => return self.fail(ErrorCode::INTERNAL_ERROR, "stream window"),
@@ -832,6 +837,44 @@ impl Connection {
             self.complete_if_closed(id);
         }
         n
+    }
+
+    /// Takes over a connection upgraded from HTTP/1.1 (`Upgrade: h2c`,
+    /// RFC 7540 3.2): `prefix` (the `101 Switching Protocols` response)
+    /// goes out before our SETTINGS, `settings` (the decoded
+    /// `HTTP2-Settings` payload) applies as the client's first SETTINGS
+    /// (no acknowledgement: RFC 7540 3.2.1), and the request that asked
+    /// for the upgrade becomes stream 1, half-closed (remote). The client's
+    /// preface follows.
+    ///
+    /// # Errors
+    /// A [`FrameError`] when `settings` is not a valid SETTINGS payload;
+    /// nothing was changed then.
+    pub fn upgrade(
+        &mut self,
+        prefix: &[u8],
+        settings: &[u8],
+        head: Head,
+        streams: &mut impl Streams,
+    ) -> Result<(), FrameError> {
+        let header = FrameHeader {
+            length: u32::try_from(settings.len()).unwrap_or(u32::MAX),
+            kind: frame::kind::SETTINGS,
+            flags: 0,
+            stream: 0,
+        };
+        let Frame::Settings { params, .. } = Frame::parse(header, settings, frame::MAX_FRAME_LEN)?
+        else {
+            unreachable!("a SETTINGS header parses as SETTINGS")
+        };
+        for (id, value) in params {
+            self.setting(id, value)?;
+        }
+        self.out.splice(0..0, prefix.iter().copied());
+        self.head = head;
+        self.last_stream = 1;
+        self.open(1, true, streams);
+        Ok(())
     }
 
     /// Sends the WINDOW_UPDATEs an application's release asked for

@@ -18,3 +18,4 @@ pub mod frame;
 pub mod head;
 pub mod hpack;
 pub(crate) mod serve;
+pub(crate) mod upgrade;

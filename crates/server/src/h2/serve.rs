@@ -21,8 +21,8 @@
 //! back through the connection's link. A reset stream ends its body's
 //! pipe with an error, so a read fails rather than hangs.
 //!
-//! Not yet served: the HTTP/1.1 `Upgrade: h2c` path (HTTP/2 starts with
-//! the preface, prior knowledge).
+//! A connection also gets here from HTTP/1.1, by `Upgrade: h2c`
+//! (`upgrade.rs`): the upgrading request becomes stream 1.
 
 use std::collections::HashMap;
 use std::pin::Pin;
@@ -136,6 +136,30 @@ impl<S: Send + 'static> Http2<S> {
         }
     }
 
+    /// Takes over a connection upgraded from HTTP/1.1: `prefix` (what the
+    /// HTTP/1 side still had to send, then the `101`) goes first, and the
+    /// upgrading request becomes stream 1.
+    pub(crate) fn upgrade<H>(
+        &mut self,
+        prefix: &[u8],
+        upgrade: super::upgrade::Upgrade,
+        handler: &H,
+        cx: &Context,
+        app: &mut AppSlots,
+    ) -> bool
+    where
+        H: Handler<State = S>,
+    {
+        let mut dispatch = Dispatch {
+            handler,
+            exchanges: &mut self.exchanges,
+            spare: &mut self.spare,
+            pool: app.pool(),
+            cx,
+        };
+        self.conn.upgrade(prefix, &upgrade.settings, upgrade.head, &mut dispatch).is_ok()
+    }
+
     /// Reads everything `input` holds, answers every request that ended,
     /// moves what the application wrote into frames; see [`Progress`].
     pub(crate) fn process<H>(
@@ -183,10 +207,22 @@ impl<S: Send + 'static> Http2<S> {
             self.input.drain(..used);
             self.reset_failed();
             self.respond(handler, cx, app);
-            self.pump(cx, app);
-            self.flush(cx);
+            // Sending frees room in the staging buffers, and room lets more
+            // of a response in: until neither moves (a pump that stopped at
+            // the room limit registered no wake, so it must run again here).
+            loop {
+                self.flush(cx);
+                if !self.pump(cx, app) {
+                    break;
+                }
+            }
             if self.conn.is_closed() || (self.input_ended && self.exchanges.is_empty()) {
                 return Progress::Close;
+            }
+            if self.conn.output().len() >= cx.limits.max_pending_output {
+                // `flush` stopped at the limit with frames still staged: the
+                // connection writes and comes back (no event would).
+                return Progress::OutputFull;
             }
             if self.input_ended {
                 return Progress::Waiting;
@@ -251,8 +287,12 @@ impl<S: Send + 'static> Http2<S> {
     }
 
     /// Moves what deferred and polled responses have into their staging
-    /// buffers, as far as `max_pending_output` allows each.
-    fn pump(&mut self, cx: &Context, app: &mut AppSlots) {
+    /// buffers, as far as `max_pending_output` allows each. Returns whether
+    /// anything moved; a response with nothing to move has registered the
+    /// connection's waker, unless its buffer is full (then sending makes
+    /// room, and the caller pumps again).
+    fn pump(&mut self, cx: &Context, app: &mut AppSlots) -> bool {
+        let mut moved = false;
         let waker = app.link().waker();
         let mut poll_cx = std::task::Context::from_waker(&waker);
         let room = cx.limits.max_pending_output;
@@ -281,6 +321,7 @@ impl<S: Send + 'static> Http2<S> {
                     for chunk in guard.chunks() {
                         exchange.staged.extend_from_slice(chunk);
                     }
+                    moved = true;
                     let (completed, error) = (guard.is_completed(), guard.error().is_some());
                     let len = guard.len();
                     let _ = guard.advance_to(len, len);
@@ -302,6 +343,9 @@ impl<S: Send + 'static> Http2<S> {
                         Response::new(&mut exchange.staged, cx.date.fields(), *encoder, app);
                     let step = polled.poll_write(&mut poll_cx, &mut response);
                     *encoder = response.encoder();
+                    if step.is_ready() {
+                        moved = true;
+                    }
                     match step {
                         Poll::Pending => break,
                         Poll::Ready(Step::Wrote) => {}
@@ -343,7 +387,9 @@ impl<S: Send + 'static> Http2<S> {
             } else {
                 refuse(exchange, cx, Status::INTERNAL_SERVER_ERROR);
             }
+            moved = true;
         }
+        moved
     }
 
     /// Turns staged responses into frames, as far as the windows allow.
