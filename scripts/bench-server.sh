@@ -16,6 +16,10 @@
 #       side), axum on falconet (examples/axum_hello) against the same
 #       Router on hyper (axum::serve), POST /echo of 1 MiB bodies, and the
 #       RSS of 10,000 pending /delay requests.
+#   scripts/bench-server.sh --h2 [seconds, default 10] [rounds, default 3]
+#       HTTP/2 (h2c): falconet against hyper's http2 server (bin
+#       hyper_h2_server) and nghttpd, with h2load: plaintext at -c16 -m32,
+#       and 1 MiB uploads echoed back with the windows binding (-w16 -W16).
 #   python3 scripts/bench_server.py --echo [seconds, default 5] [rounds]
 #       Only the 1 MiB echo, once --app has built the servers.
 # The default run and --app also render SVG plots into docs/img/.
@@ -26,6 +30,15 @@ if ! command -v wrk >/dev/null 2>&1; then
   sudo_if_needed apt-get install -y wrk || { sudo_if_needed apt-get update && sudo_if_needed apt-get install -y wrk; }
 fi
 cargo build --release -q -p falconet-server --bin falconet
+if [ "${1:-}" = --h2 ]; then
+  if ! command -v h2load >/dev/null 2>&1 || ! command -v nghttpd >/dev/null 2>&1; then
+    sudo_if_needed() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+    sudo_if_needed apt-get install -y nghttp2-client nghttp2-server ||
+      { sudo_if_needed apt-get update && sudo_if_needed apt-get install -y nghttp2-client nghttp2-server; }
+  fi
+  cargo build --release -q -p falconet-benches --bin hyper_h2_server
+  exec python3 scripts/bench_server.py "$@"
+fi
 cargo build --release -q -p falconet-benches --bin hyper_server --bin may_minihttp_server
 if [ "${1:-}" = --app ]; then
   cargo build --release -q -p falconet-server --features tower --example axum_hello

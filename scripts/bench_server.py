@@ -316,6 +316,75 @@ def echo_benchmark(seconds, rounds):
     print(f"axum-on-falconet / axum-on-hyper = {statistics.median(results['axum-on-falconet']) / base:.2f}x")
 
 
+# HTTP/2 (--h2): falconet (h2c, prior knowledge), hyper's http2 server on
+# one current-thread runtime, and nghttpd (the C reference, one worker),
+# each pinned to one core, h2load pinned to the other.
+H2_ROOT = os.path.join(ROOT, "target", "h2-root")
+H2_UPLOAD = os.path.join(ROOT, "target", "h2-upload-1mib.bin")
+H2_SERVERS = {
+    "falconet": lambda addr: [os.path.join(RELEASE, "falconet"), "--addr", addr, "--workers", "1"],
+    "hyper": lambda addr: [os.path.join(RELEASE, "hyper_h2_server"), addr],
+    "nghttpd": lambda addr: ["nghttpd", "--no-tls", "-a", addr.split(":")[0], "-d", H2_ROOT, addr.split(":")[1]],
+}
+# (name, path, h2load arguments, servers that serve it)
+H2_MODES = [
+    ("plaintext, -c16 -m32", "/plaintext", ["-c16", "-m32"], ("falconet", "hyper", "nghttpd")),
+    ("1 MiB upload echoed, -c16 -m32 -w16 -W16", "/echo",
+     ["-c16", "-m32", "-w16", "-W16", "-d", H2_UPLOAD], ("falconet", "hyper")),
+]
+
+
+def h2load(port, path, extra, seconds):
+    cmd = ["taskset", "-c", LOAD_CORE, "h2load", "-t1", "-D", str(seconds)] + extra + [f"http://127.0.0.1:{port}{path}"]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    succeeded = int(re.search(r"(\d+) succeeded", out).group(1))
+    failed = re.search(r"(\d+) failed, (\d+) errored", out)
+    if failed and (int(failed.group(1)) or int(failed.group(2))):
+        print(f"  !! h2load reported {failed.group(0)}")
+    return succeeded
+
+
+def h2_benchmark(seconds, rounds):
+    os.makedirs(H2_ROOT, exist_ok=True)
+    with open(os.path.join(H2_ROOT, "plaintext"), "w") as f:
+        f.write("Hello, World!")
+    if not os.path.exists(H2_UPLOAD):
+        with open(H2_UPLOAD, "wb") as f:
+            f.write(os.urandom(1 << 20))
+    print(f"# bench-server --h2: {rounds} rounds x {seconds} s, server on core {SERVER_CORE}, h2load on core {LOAD_CORE}")
+    results = {}
+    port = 19500
+    for r in range(rounds):
+        for mode, path, extra, names in H2_MODES:
+            for name in names:
+                port += 1
+                proc = start(name, port, H2_SERVERS)
+                try:
+                    h2load(port, path, extra, 1)  # warm-up
+                    cpu0, t0 = cpu_seconds(proc.pid), time.time()
+                    done = h2load(port, path, extra, seconds)
+                    cpu1, t1 = cpu_seconds(proc.pid), time.time()
+                    rss = rss_kib(proc.pid)
+                finally:
+                    proc.terminate()
+                    proc.wait()
+                rps, per_cpu, util = done / (t1 - t0), done / max(cpu1 - cpu0, 1e-9), (cpu1 - cpu0) / (t1 - t0)
+                results.setdefault((mode, name), []).append((rps, per_cpu, util))
+                print(f"round {r + 1} | {mode:<42} | {name:<8} | {rps:>10,.0f} req/s | {per_cpu:>10,.0f} req/CPU-s | "
+                      f"server CPU {util:4.0%} | RSS {rss / 1024:6.1f} MiB", flush=True)
+    print()
+    print("| load | server | req/s (median) | req per CPU-second (median) | server CPU | falconet vs it |")
+    print("|---|---|---:|---:|---:|---:|")
+    for mode, _, _, names in H2_MODES:
+        med = {n: tuple(statistics.median(x[i] for x in results[(mode, n)]) for i in range(3)) for n in names}
+        for name in names:
+            rps, per_cpu, util = med[name]
+            ratio = med["falconet"][1] / per_cpu
+            print(f"| {mode} | {name} | {rps:,.0f} | {per_cpu:,.0f} | {util:.0%} | {ratio:.2f}x |")
+    save_plot_data("server-h2", [(mode, n, statistics.median(x[1] for x in results[(mode, n)]))
+                                 for mode, _, _, names in H2_MODES for n in names])
+
+
 def main():
     args = sys.argv[1:]
     if args and args[0] == "--echo":
@@ -324,6 +393,8 @@ def main():
         delay_memory()
     elif args and args[0] == "--app":
         app_benchmark(int(args[1]) if len(args) > 1 else 10, int(args[2]) if len(args) > 2 else 3)
+    elif args and args[0] == "--h2":
+        h2_benchmark(int(args[1]) if len(args) > 1 else 10, int(args[2]) if len(args) > 2 else 3)
     elif args and args[0] == "--soak":
         soak(float(args[1]) if len(args) > 1 else 10)
     elif args and args[0] == "--accept":

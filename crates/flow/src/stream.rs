@@ -167,6 +167,17 @@ impl<W: InputFlow> StreamInput<W> {
         self.stream.disable_updates();
     }
 
+    /// Makes this stream's side new again for another stream of the same
+    /// connection (`initial` bytes, as [`new`](Self::new)): a connection
+    /// reuses the allocation of a stream whose handles are all gone.
+    ///
+    /// # Errors
+    /// [`FlowError::InitialTooLarge`] above 2^31-1 (nothing changes).
+    pub fn reset(&mut self, initial: u32) -> Result<(), FlowError> {
+        self.stream = W::with_threshold(initial, initial / 2)?;
+        Ok(())
+    }
+
     /// The stream's own window.
     pub fn stream(&self) -> &W {
         &self.stream

@@ -93,3 +93,22 @@ proptest! {
         }
     }
 }
+
+/// A reset stream side is a new stream of the same connection: a fresh
+/// window of `initial`, updates enabled again, the connection's credit as
+/// it was; a size past 2^31-1 changes nothing.
+#[test]
+fn reset_makes_a_new_stream_of_the_same_connection() {
+    let connection = std::sync::Arc::new(falconet_flow::InputWindow::new(1 << 20).unwrap());
+    let mut stream = falconet_flow::StreamInput::new(connection.clone(), 100).unwrap();
+    stream.try_advance(60).unwrap();
+    stream.release(60).unwrap();
+    stream.disable_updates();
+    stream.reset(200).unwrap();
+    assert_eq!(stream.stream().available(), 200);
+    assert_eq!(connection.available(), 1 << 20);
+    stream.try_advance(150).unwrap();
+    assert_eq!(stream.release(150).unwrap().stream, Some(150), "updates enabled again");
+    assert!(stream.reset(1 << 31).is_err());
+    assert_eq!(stream.stream().available(), 200);
+}

@@ -222,6 +222,8 @@ pub struct Connection {
     block: Option<Block>,
     block_bytes: Vec<u8>,
     head: Head,
+    /// Receive sides of finished streams, reused by new ones.
+    spare_inputs: Vec<Arc<StreamInput>>,
     out: Vec<u8>,
     sent: usize,
     scratch: Vec<u8>,
@@ -286,6 +288,7 @@ impl Connection {
             block: None,
             block_bytes: Vec::new(),
             head: Head::default(),
+            spare_inputs: Vec::new(),
             out,
             sent: 0,
             scratch: Vec::new(),
@@ -601,8 +604,8 @@ impl Connection {
 
     /// Opens stream `id` for the request in `self.head` (checked).
     fn open(&mut self, id: u32, end_stream: bool, streams: &mut impl Streams) {
-        let input = match StreamInput::new(Arc::clone(&self.recv), self.local.initial_window_size) {
-            Ok(input) => Arc::new(input),
+        let input = match self.stream_input() {
+            Ok(input) => input,
             Err(_) => return self.fail(ErrorCode::INTERNAL_ERROR, "stream window"),
         };
         let output = match OutputWindow::new(self.peer.initial_window_size) {
@@ -623,6 +626,27 @@ impl Connection {
         let input = Arc::clone(&stream.input);
         self.streams.insert(id, stream);
         streams.headers(id, &self.head, end_stream, &input);
+    }
+
+    /// A fresh receive side for a new stream: a finished stream's, when no
+    /// handle to it is left (no allocation), or a new one.
+    fn stream_input(&mut self) -> Result<Arc<StreamInput>, falconet_flow::FlowError> {
+        let initial = self.local.initial_window_size;
+        while let Some(mut input) = self.spare_inputs.pop() {
+            if let Some(reusable) = Arc::get_mut(&mut input) {
+                reusable.reset(initial)?;
+                return Ok(input);
+            }
+        }
+        Ok(Arc::new(StreamInput::new(Arc::clone(&self.recv), initial)?))
+    }
+
+    /// Keeps a finished stream's receive side for the next stream.
+    fn retire(&mut self, stream: Stream) {
+        const KEEP: usize = 16;
+        if self.spare_inputs.len() < KEEP {
+            self.spare_inputs.push(stream.input);
+        }
     }
 
     fn rst_stream(&mut self, id: u32, streams: &mut impl Streams) {
@@ -744,7 +768,9 @@ impl Connection {
     /// budget by one.
     fn complete_if_closed(&mut self, id: u32) {
         if self.streams.get(&id).is_some_and(|s| s.remote_closed && s.local_closed) {
-            self.streams.remove(&id);
+            if let Some(stream) = self.streams.remove(&id) {
+                self.retire(stream);
+            }
             self.budget = (self.budget + 1).min(self.config.reset_budget);
         }
     }

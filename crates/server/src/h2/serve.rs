@@ -25,6 +25,7 @@
 //! (`upgrade.rs`): the upgrading request becomes stream 1.
 
 use std::collections::HashMap;
+use std::ops::Range;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::Poll;
@@ -97,8 +98,12 @@ pub(crate) struct Http2<S> {
     input: Vec<u8>,
     /// Staging buffers of finished streams, for the next ones.
     spare: Vec<Vec<u8>>,
-    /// Lowercased response fields, for one HEADERS block.
+    /// Lowercased response field names for one HEADERS block, and each
+    /// field's name (in `fields`) and value (in the staged head).
     fields: Vec<u8>,
+    spans: Vec<(Range<usize>, Range<usize>)>,
+    /// Streams whose response ended in this flush.
+    done: Vec<u32>,
     /// The client ended its side.
     input_ended: bool,
     /// Window increments from application threads, being sent.
@@ -131,6 +136,8 @@ impl<S: Send + 'static> Http2<S> {
             input: Vec::new(),
             spare: Vec::new(),
             fields: Vec::new(),
+            spans: Vec::new(),
+            done: Vec::new(),
             input_ended: false,
             updates: Vec::new(),
         }
@@ -394,7 +401,7 @@ impl<S: Send + 'static> Http2<S> {
 
     /// Turns staged responses into frames, as far as the windows allow.
     fn flush(&mut self, cx: &Context) {
-        let mut done = Vec::new();
+        let mut done = std::mem::take(&mut self.done);
         for (&id, exchange) in &mut self.exchanges {
             if self.conn.output().len() >= cx.limits.max_pending_output {
                 break;
@@ -404,8 +411,14 @@ impl<S: Send + 'static> Http2<S> {
                 let body_empty = exchange.staged.len() == head_len;
                 let end_stream = exchange.finished && body_empty;
                 let status = staged_status(&exchange.staged);
-                let fields = lowercase_fields(&exchange.staged[..head_len], &mut self.fields);
-                self.conn.send_headers(id, status, fields.iter().copied(), end_stream);
+                let head = &exchange.staged[..head_len];
+                lowercase_fields(head, &mut self.fields, &mut self.spans);
+                let names = &self.fields;
+                let fields = self
+                    .spans
+                    .iter()
+                    .map(|(name, value)| Field::new(&names[name.clone()], &head[value.clone()]));
+                self.conn.send_headers(id, status, fields, end_stream);
                 exchange.head_sent = true;
                 exchange.sent = head_len;
             }
@@ -423,11 +436,12 @@ impl<S: Send + 'static> Http2<S> {
                 }
             }
         }
-        for id in done {
+        for id in done.drain(..) {
             if let Some(exchange) = self.exchanges.remove(&id) {
                 recycle(&mut self.spare, exchange.staged);
             }
         }
+        self.done = done;
     }
 
     /// The frames to send.
@@ -500,27 +514,35 @@ fn staged_status(staged: &[u8]) -> u16 {
         .unwrap_or(500)
 }
 
-/// The staged head's fields with lowercased names, minus connection
-/// fields; `buf` holds the lowercased names.
-fn lowercase_fields<'a>(head: &'a [u8], buf: &'a mut Vec<u8>) -> Vec<Field<'a>> {
-    buf.clear();
-    let mut spans = Vec::new();
-    let mut lines = head.split(|&b| b == b'\n').skip(1);
-    for line in lines.by_ref() {
+/// The staged head's fields, minus connection fields: each name
+/// lowercased into `names`, and `spans` the (name in `names`, value in
+/// `head`) ranges. Both buffers are reused.
+fn lowercase_fields(
+    head: &[u8],
+    names: &mut Vec<u8>,
+    spans: &mut Vec<(Range<usize>, Range<usize>)>,
+) {
+    names.clear();
+    spans.clear();
+    let mut at = 0;
+    for line in head.split(|&b| b == b'\n') {
+        let line_start = at;
+        at += line.len() + 1;
+        if line_start == 0 {
+            continue; // the status line
+        }
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         let Some(colon) = line.iter().position(|&b| b == b':') else { continue };
-        let (name, value) = (&line[..colon], line[colon + 1..].trim_ascii_start());
-        let start = buf.len();
-        buf.extend(name.iter().map(u8::to_ascii_lowercase));
-        let lower = start..buf.len();
-        if CONNECTION_FIELDS.contains(&&buf[lower.clone()]) {
-            buf.truncate(start);
+        let value = &line[colon + 1..];
+        let value_start = line_start + colon + 1 + (value.len() - value.trim_ascii_start().len());
+        let start = names.len();
+        names.extend(line[..colon].iter().map(u8::to_ascii_lowercase));
+        if CONNECTION_FIELDS.contains(&&names[start..]) {
+            names.truncate(start);
             continue;
         }
-        spans.push((lower, value));
+        spans.push((start..names.len(), value_start..line_start + line.len()));
     }
-    let buf: &'a [u8] = buf;
-    spans.into_iter().map(|(name, value)| Field::new(&buf[name], value)).collect()
 }
 
 /// The connection's events, handed to the handler as they arrive.
@@ -669,9 +691,10 @@ mod tests {
         let head = b"HTTP/1.1 404 Not Found\r\nServer: falconet\r\nDate: x\r\nContent-Length: 0\r\nConnection: close\r\nX-A:b\r\n\r\n";
         assert_eq!(find_head_end(head), Some(head.len()));
         assert_eq!(staged_status(head), 404);
-        let mut buf = Vec::new();
-        let fields = lowercase_fields(head, &mut buf);
-        let pairs: Vec<(&[u8], &[u8])> = fields.iter().map(|f| (f.name, f.value)).collect();
+        let (mut names, mut spans) = (Vec::new(), Vec::new());
+        lowercase_fields(head, &mut names, &mut spans);
+        let pairs: Vec<(&[u8], &[u8])> =
+            spans.iter().map(|(n, v)| (&names[n.clone()], &head[v.clone()])).collect();
         assert_eq!(
             pairs,
             [

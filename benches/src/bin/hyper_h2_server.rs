@@ -1,0 +1,63 @@
+//! hyper's HTTP/2 server (h2c, prior knowledge), the HTTP/2 peer of
+//! `falconet` in `scripts/bench-server.sh --h2`: one tokio current-thread
+//! runtime (the server is pinned to one core), the default http2 builder
+//! (hyper 1.x: 1 MiB stream and connection windows, 200 concurrent
+//! streams). `GET /plaintext` answers `Hello, World!`; `POST /echo`
+//! streams the request body back.
+//!
+//! `cargo run --release -p falconet-benches --bin hyper_h2_server -- 127.0.0.1:8082`
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, combinators::BoxBody};
+use hyper::body::Incoming;
+use hyper::header::{CONTENT_TYPE, HeaderValue, SERVER};
+use hyper::server::conn::http2;
+use hyper::service::service_fn;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+
+type Body = BoxBody<Bytes, hyper::Error>;
+
+fn full(bytes: Bytes) -> Body {
+    Full::new(bytes).map_err(|never| match never {}).boxed()
+}
+
+async fn handle(request: Request<Incoming>) -> Result<Response<Body>, Infallible> {
+    let mut response = match (request.method(), request.uri().path()) {
+        (&Method::GET, "/plaintext") => {
+            let mut response = Response::new(full(Bytes::from_static(b"Hello, World!")));
+            response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("text/plain"));
+            response
+        }
+        (&Method::POST, "/echo") => Response::new(request.into_body().boxed()),
+        _ => {
+            let mut response = Response::new(full(Bytes::new()));
+            *response.status_mut() = StatusCode::NOT_FOUND;
+            response
+        }
+    };
+    response.headers_mut().insert(SERVER, HeaderValue::from_static("hyper"));
+    Ok(response)
+}
+
+fn main() -> std::io::Result<()> {
+    let addr: SocketAddr =
+        std::env::args().nth(1).as_deref().unwrap_or("127.0.0.1:8082").parse().expect("an address");
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(addr).await?;
+        println!("hyper h2 listening on http://{}", listener.local_addr()?);
+        loop {
+            let (stream, _) = listener.accept().await?;
+            let _ = stream.set_nodelay(true);
+            tokio::task::spawn(async move {
+                let _ = http2::Builder::new(TokioExecutor::new())
+                    .serve_connection(TokioIo::new(stream), service_fn(handle))
+                    .await;
+            });
+        }
+    })
+}

@@ -1,0 +1,146 @@
+//! Zero heap allocations per HTTP/2 request in steady state, counted by a
+//! global allocator while a real server answers h2c requests over TCP (the
+//! synchronous handler path: `Hello`'s `/plaintext`).
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use falconet_server::h2::frame::{FrameHeader, PREFACE, flag, kind};
+use falconet_server::h2::hpack::{Encoder, Field};
+use falconet_server::{Options, Server, hello::Hello};
+
+struct Counting;
+
+static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+
+// SAFETY: every call forwards to the system allocator unchanged.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: the caller's contract is passed on as is.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: as above.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: as above.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+/// Streams per batch, all in one write.
+const BATCH: u32 = 16;
+const MESSAGE: &[u8] = b"Hello, World!";
+
+/// Writes a batch of `BATCH` GET /plaintext streams from `next_id` into
+/// `out` (cleared, never grown past its capacity), with a WINDOW_UPDATE
+/// that gives back the connection credit the answers will use.
+fn batch(out: &mut Vec<u8>, block: &[u8], next_id: &mut u32) {
+    out.clear();
+    for _ in 0..BATCH {
+        let header = FrameHeader {
+            length: block.len() as u32,
+            kind: kind::HEADERS,
+            flags: flag::END_HEADERS | flag::END_STREAM,
+            stream: *next_id,
+        };
+        out.extend_from_slice(&header.to_bytes());
+        out.extend_from_slice(block);
+        *next_id += 2;
+    }
+    let update = FrameHeader { length: 4, kind: kind::WINDOW_UPDATE, flags: 0, stream: 0 };
+    out.extend_from_slice(&update.to_bytes());
+    out.extend_from_slice(&(BATCH * MESSAGE.len() as u32).to_be_bytes());
+}
+
+/// Reads until `count` answers' bodies have arrived.
+fn answers(stream: &mut TcpStream, count: usize, buf: &mut [u8]) {
+    let mut seen = 0;
+    let mut carry = 0;
+    while seen < count {
+        let n = stream.read(&mut buf[carry..]).unwrap();
+        assert!(n > 0, "closed");
+        let end = carry + n;
+        let mut i = 0;
+        while i + MESSAGE.len() <= end {
+            if &buf[i..i + MESSAGE.len()] == MESSAGE {
+                seen += 1;
+                i += MESSAGE.len();
+            } else {
+                i += 1;
+            }
+        }
+        let keep = end.saturating_sub(i).min(MESSAGE.len() - 1);
+        buf.copy_within(end - keep..end, 0);
+        carry = keep;
+    }
+}
+
+#[test]
+fn steady_state_h2_requests_allocate_nothing() {
+    let server = Server::bind("127.0.0.1:0", Options::new().workers(1), Hello).unwrap();
+    let addr = server.local_addr();
+    let running = server.start().unwrap();
+    let mut tcp = TcpStream::connect(addr).unwrap();
+    let mut start = PREFACE.to_vec();
+    start.extend_from_slice(
+        &FrameHeader { length: 0, kind: kind::SETTINGS, flags: 0, stream: 0 }.to_bytes(),
+    );
+    tcp.write_all(&start).unwrap();
+    // The request's field block: literal the first time, indexed after
+    // (the encoder's table then holds every field), so blocks 2.. are the
+    // same bytes.
+    let mut encoder = Encoder::new();
+    let fields = [
+        Field::new(b":method", b"GET"),
+        Field::new(b":scheme", b"http"),
+        Field::new(b":path", b"/plaintext"),
+        Field::new(b":authority", b"localhost"),
+    ];
+    let mut first = Vec::new();
+    encoder.encode(fields, &mut first);
+    let mut block = Vec::new();
+    encoder.encode(fields, &mut block);
+    let mut next_id = 1;
+    let mut buf = vec![0u8; 1 << 16];
+    let mut out = Vec::with_capacity(4096);
+    // The first stream alone, with the literal block.
+    let header = FrameHeader {
+        length: first.len() as u32,
+        kind: kind::HEADERS,
+        flags: flag::END_HEADERS | flag::END_STREAM,
+        stream: next_id,
+    };
+    next_id += 2;
+    tcp.write_all(&header.to_bytes()).unwrap();
+    tcp.write_all(&first).unwrap();
+    answers(&mut tcp, 1, &mut buf);
+    let mut rounds = |n: usize, buf: &mut [u8], out: &mut Vec<u8>, next_id: &mut u32| {
+        for _ in 0..n {
+            batch(out, &block, next_id);
+            tcp.write_all(out).unwrap();
+            answers(&mut tcp, BATCH as usize, buf);
+        }
+    };
+    // Warm up: buffers reach their size, the pool its slabs, the spare
+    // stream windows and staging buffers their count.
+    rounds(300, &mut buf, &mut out, &mut next_id);
+    let before = ALLOCATIONS.load(Ordering::Relaxed);
+    rounds(500, &mut buf, &mut out, &mut next_id);
+    let after = ALLOCATIONS.load(Ordering::Relaxed);
+    let requests = 500 * BATCH;
+    assert_eq!(after - before, 0, "{} allocations over {requests} requests", after - before);
+    drop(tcp);
+    running.handle().shutdown();
+    running.join().unwrap();
+}
