@@ -1,39 +1,13 @@
 //! Zero heap allocations per request in steady state, counted by a global
 //! allocator while a real server answers requests over TCP.
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use falconet_server::{Options, Server, hello::Hello};
 
-struct Counting;
-
-static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
-
-// SAFETY: every call forwards to the system allocator unchanged.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: the caller's contract is passed on as is.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: as above.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: as above.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: falconet_testkit::CountingAll = falconet_testkit::CountingAll;
 
 /// Sends `batch` (`count` requests) and reads until `count` responses
 /// ended, into a fixed buffer (the client allocates nothing either).
@@ -92,11 +66,11 @@ fn steady_state_requests_allocate_nothing() {
     for _ in 0..3 {
         round(&mut buf);
     }
-    let before = ALLOCATIONS.load(Ordering::Relaxed);
+    let before = falconet_testkit::all_allocations();
     for _ in 0..5 {
         round(&mut buf);
     }
-    let after = ALLOCATIONS.load(Ordering::Relaxed);
+    let after = falconet_testkit::all_allocations();
     let requests = 5 * (200 + 200 * 16 + 1);
     assert_eq!(after - before, 0, "{} allocations over {requests} requests", after - before);
     drop((plain, pipelined));

@@ -2,41 +2,15 @@
 //! global allocator while a real server answers h2c requests over TCP (the
 //! synchronous handler path: `Hello`'s `/plaintext`).
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use falconet_server::h2::frame::{FrameHeader, PREFACE, flag, kind};
 use falconet_server::h2::hpack::{Encoder, Field};
 use falconet_server::{Options, Server, hello::Hello};
 
-struct Counting;
-
-static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
-
-// SAFETY: every call forwards to the system allocator unchanged.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: the caller's contract is passed on as is.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: as above.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: as above.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: falconet_testkit::CountingAll = falconet_testkit::CountingAll;
 
 /// Streams per batch, all in one write.
 const BATCH: u32 = 16;
@@ -135,9 +109,9 @@ fn steady_state_h2_requests_allocate_nothing() {
     // Warm up: buffers reach their size, the pool its slabs, the spare
     // stream windows and staging buffers their count.
     rounds(300, &mut buf, &mut out, &mut next_id);
-    let before = ALLOCATIONS.load(Ordering::Relaxed);
+    let before = falconet_testkit::all_allocations();
     rounds(500, &mut buf, &mut out, &mut next_id);
-    let after = ALLOCATIONS.load(Ordering::Relaxed);
+    let after = falconet_testkit::all_allocations();
     let requests = 500 * BATCH;
     assert_eq!(after - before, 0, "{} allocations over {requests} requests", after - before);
     drop(tcp);

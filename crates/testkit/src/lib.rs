@@ -60,6 +60,45 @@ unsafe impl GlobalAlloc for Counting {
     }
 }
 
+/// A global allocator that forwards to [`System`] and counts every
+/// allocation of every thread, always: for a test binary with one test that
+/// watches a whole server (its worker threads cannot be marked under test).
+/// Read the count with [`all_allocations`].
+pub struct CountingAll;
+
+static ALL_ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
+
+/// Allocations counted by [`CountingAll`] so far.
+pub fn all_allocations() -> usize {
+    ALL_ALLOCATIONS.load(Ordering::Relaxed)
+}
+
+// SAFETY: forwards to the system allocator unchanged; only counts.
+unsafe impl GlobalAlloc for CountingAll {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALL_ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: same contract as ours.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        ALL_ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: same contract as ours.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: same contract as ours.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALL_ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: same contract as ours.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
 /// The counters are global: tests that count hold this guard so they run
 /// one at a time.
 pub fn serial() -> MutexGuard<'static, ()> {
