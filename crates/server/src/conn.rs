@@ -281,11 +281,16 @@ impl<H: Handler> Conn<H> {
             return if waited >= timeouts.io { Verdict::Close } else { Verdict::Open };
         }
         if self.session.is_idle() {
-            return if cx.draining || waited >= timeouts.keep_alive {
-                Verdict::Close
-            } else {
-                Verdict::Open
-            };
+            if !(cx.draining || waited >= timeouts.keep_alive) {
+                return Verdict::Open;
+            }
+            // HTTP/2 says goodbye with a GOAWAY first (best effort: one
+            // write, the socket closes either way).
+            if self.session.say_goodbye() {
+                self.writable = true;
+                let _ = self.write(now);
+            }
+            return Verdict::Close;
         }
         let late = if self.session.in_body() || self.session.with_application() {
             // A body arriving, or the application answering: bytes must

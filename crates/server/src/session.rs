@@ -579,6 +579,19 @@ impl<H: Handler> Session<H> {
         self.http.is_closed()
     }
 
+    /// An idle connection is about to close (keep-alive timeout, or the
+    /// server stopping): HTTP/2 queues a GOAWAY naming the last stream.
+    /// Returns whether there is something to send.
+    pub(crate) fn say_goodbye(&mut self) -> bool {
+        match &mut self.h2 {
+            Some(h2) => {
+                h2.goodbye();
+                !h2.output().is_empty()
+            }
+            None => false,
+        }
+    }
+
     /// Ends the session with `status` (a timeout): the response is queued
     /// and nothing more is parsed.
     pub(crate) fn refuse(&mut self, status: crate::Status, cx: &Context) {

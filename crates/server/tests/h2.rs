@@ -460,3 +460,64 @@ fn upgrade_by_hand() {
         reply.extend_from_slice(&buf[..n]);
     }
 }
+
+/// The server stopping says goodbye to an idle HTTP/2 connection with a
+/// GOAWAY(NO_ERROR) naming the last stream, then closes it.
+#[test]
+fn shutdown_sends_goaway_to_idle_connections() {
+    use falconet_server::h2::frame::{FrameHeader, HEADER_LEN, PREFACE, flag, kind};
+    use falconet_server::h2::hpack::{Encoder, Field};
+    use std::io::{Read, Write};
+
+    let server = serve(Options::new().workers(1), Hello);
+    let mut tcp = std::net::TcpStream::connect(server.addr).unwrap();
+    tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut bytes = PREFACE.to_vec();
+    bytes.extend(FrameHeader { length: 0, kind: kind::SETTINGS, flags: 0, stream: 0 }.to_bytes());
+    let mut block = Vec::new();
+    Encoder::new().encode(
+        [
+            Field::new(b":method", b"GET"),
+            Field::new(b":scheme", b"http"),
+            Field::new(b":path", b"/plaintext"),
+        ],
+        &mut block,
+    );
+    let flags = flag::END_HEADERS | flag::END_STREAM;
+    bytes.extend(
+        FrameHeader { length: block.len() as u32, kind: kind::HEADERS, flags, stream: 1 }
+            .to_bytes(),
+    );
+    bytes.extend(&block);
+    tcp.write_all(&bytes).unwrap();
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !seen.windows(13).any(|w| w == b"Hello, World!") {
+        let n = tcp.read(&mut buf).unwrap();
+        assert!(n > 0);
+        seen.extend_from_slice(&buf[..n]);
+    }
+    let before = seen.len();
+    server.handle().shutdown();
+    loop {
+        match tcp.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => seen.extend_from_slice(&buf[..n]),
+        }
+    }
+    let mut rest = &seen[before..];
+    let mut goaway = None;
+    // The frames after the response: find the GOAWAY and its last stream.
+    while let Some(header) = rest.first_chunk::<HEADER_LEN>() {
+        let header = FrameHeader::parse(header);
+        let payload = &rest[HEADER_LEN..HEADER_LEN + header.length as usize];
+        if header.kind == kind::GOAWAY {
+            goaway = Some((
+                u32::from_be_bytes(payload[..4].try_into().unwrap()),
+                payload[4..8].to_vec(),
+            ));
+        }
+        rest = &rest[HEADER_LEN + header.length as usize..];
+    }
+    assert_eq!(goaway, Some((1, vec![0, 0, 0, 0])), "GOAWAY(last stream 1, NO_ERROR)");
+}

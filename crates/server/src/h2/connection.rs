@@ -197,6 +197,10 @@ const RESET_MEMORY: usize = 32;
 /// The largest client stream id (section 5.1.1).
 const MAX_STREAM_ID: u32 = (1 << 31) - 1;
 
+/// The payload of the PING that a graceful shutdown sends after its first
+/// GOAWAY.
+const SHUTDOWN_PING: [u8; 8] = *b"goaway\0\0";
+
 /// One HTTP/2 connection's protocol state; see the module docs.
 #[derive(Debug)]
 pub struct Connection {
@@ -215,8 +219,12 @@ pub struct Connection {
     streams: HashMap<u32, Stream>,
     /// The highest stream id the client opened.
     last_stream: u32,
-    /// After our GOAWAY: streams above this id are ignored.
+    /// After our final GOAWAY: streams above this id are ignored.
     goaway: Option<u32>,
+    /// A graceful shutdown began (the first GOAWAY and its PING went out).
+    draining: bool,
+    /// The client sent GOAWAY.
+    peer_goaway: bool,
     recently_reset: [u32; RESET_MEMORY],
     next_reset_slot: usize,
     block: Option<Block>,
@@ -283,6 +291,8 @@ impl Connection {
             streams: HashMap::with_capacity(config.max_concurrent_streams.min(256) as usize),
             last_stream: 0,
             goaway: None,
+            draining: false,
+            peer_goaway: false,
             recently_reset: [0; RESET_MEMORY],
             next_reset_slot: 0,
             block: None,
@@ -381,7 +391,14 @@ impl Connection {
                 frame::encode_ping(&mut self.out, payload, true);
                 self.control_queued();
             }
-            Frame::Ping { ack: true, .. } | Frame::GoAway { .. } => {}
+            Frame::Ping { ack: true, payload } => {
+                if self.draining && payload == SHUTDOWN_PING {
+                    self.final_goaway();
+                }
+            }
+            // The client opens no more streams: the connection ends with
+            // the ones it has.
+            Frame::GoAway { .. } => self.peer_goaway = true,
             Frame::WindowUpdate { stream, increment } => {
                 self.window_update(stream, increment, streams)
             }
@@ -764,6 +781,26 @@ impl Connection {
         self.connection_update(updates.connection);
     }
 
+    /// Our side of stream `id` ended (END_STREAM sent). If the client is
+    /// still sending its request, RST_STREAM(NO_ERROR) asks it to stop
+    /// (RFC 9113 8.1): the response is complete, the rest of the body
+    /// would be read for nothing. Then the stream is done.
+    fn local_end(&mut self, id: u32) {
+        let Some(stream) = self.streams.get_mut(&id) else { return };
+        stream.local_closed = true;
+        if !stream.remote_closed {
+            if let Some(stream) = self.streams.remove(&id) {
+                let update = stream.input.abort().ok().flatten();
+                self.connection_update(update);
+            }
+            frame::encode_rst_stream(&mut self.out, id, ErrorCode::NO_ERROR);
+            self.remember_reset(id);
+            self.budget = (self.budget + 1).min(self.config.reset_budget);
+            return;
+        }
+        self.complete_if_closed(id);
+    }
+
     /// Removes stream `id` once both sides ended, refilling the reset
     /// budget by one.
     fn complete_if_closed(&mut self, id: u32) {
@@ -818,8 +855,7 @@ impl Connection {
             self.peer.max_frame_size,
         );
         if end_stream {
-            stream.local_closed = true;
-            self.complete_if_closed(id);
+            self.local_end(id);
         }
     }
 
@@ -859,8 +895,7 @@ impl Connection {
             }
         }
         if finish {
-            stream.local_closed = true;
-            self.complete_if_closed(id);
+            self.local_end(id);
         }
         n
     }
@@ -931,9 +966,29 @@ impl Connection {
         }
     }
 
-    /// Graceful shutdown: GOAWAY(NO_ERROR) naming the last stream seen;
-    /// those streams finish, newer ones are ignored.
+    /// Graceful shutdown in two steps (RFC 9113 6.8): a GOAWAY naming
+    /// 2^31-1 and a PING tell the client to open no more streams; the
+    /// PING's acknowledgement, a round trip later, means every stream it
+    /// opened before it saw the GOAWAY has arrived, and the final GOAWAY
+    /// names the last of them. Those streams finish; newer ones are ignored.
     pub fn shutdown(&mut self) {
+        if self.draining || self.phase == Phase::Closed {
+            return;
+        }
+        self.draining = true;
+        frame::encode_goaway(&mut self.out, MAX_STREAM_ID, ErrorCode::NO_ERROR, b"");
+        frame::encode_ping(&mut self.out, SHUTDOWN_PING, false);
+    }
+
+    /// The connection is closing while idle (keep-alive timeout, or the
+    /// server stopping): the final GOAWAY at once, without the round trip.
+    pub fn goodbye(&mut self) {
+        self.draining = true;
+        self.final_goaway();
+    }
+
+    /// The shutdown PING came back: the final GOAWAY.
+    fn final_goaway(&mut self) {
         if self.goaway.is_none() && self.phase != Phase::Closed {
             frame::encode_goaway(&mut self.out, self.last_stream, ErrorCode::NO_ERROR, b"");
             self.goaway = Some(self.last_stream);
@@ -950,7 +1005,8 @@ impl Connection {
     /// shutdown's streams have all ended. It closes once its output is
     /// sent.
     pub fn is_closed(&self) -> bool {
-        self.phase == Phase::Closed || (self.goaway.is_some() && self.streams.is_empty())
+        self.phase == Phase::Closed
+            || ((self.goaway.is_some() || self.peer_goaway) && self.streams.is_empty())
     }
 
     /// The connection error we sent, if any.

@@ -474,6 +474,11 @@ impl<S: Send + 'static> Http2<S> {
         self.conn.shutdown();
     }
 
+    /// The connection closes while idle: the final GOAWAY, at once.
+    pub(crate) fn goodbye(&mut self) {
+        self.conn.goodbye();
+    }
+
     /// Ends the connection now (a timeout): GOAWAY, nothing more read.
     pub(crate) fn abort(&mut self) {
         self.conn.abort(ErrorCode::NO_ERROR);

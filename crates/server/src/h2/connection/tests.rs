@@ -549,20 +549,59 @@ fn trailers() {
     assert!(c.sent().contains(&Sent::Rst { stream: 3, code: ErrorCode::PROTOCOL_ERROR }));
 }
 
-/// 6.8: after our GOAWAY, older streams finish, newer ones are ignored.
+/// 6.8: graceful shutdown in two steps. The first GOAWAY (2^31-1) and a
+/// PING; streams the client opened meanwhile are served; the PING's ACK
+/// brings the final GOAWAY, after which new streams are ignored.
 #[test]
 fn graceful_shutdown() {
     let mut c = Client::new();
     let headers = c.request(1, "/", true);
     c.feed(&headers);
     c.conn.shutdown();
-    assert_eq!(c.goaway(), Some(ErrorCode::NO_ERROR));
-    let late = c.request(3, "/", true);
+    let sent = c.sent();
+    assert_eq!(sent, [Sent::GoAway { code: ErrorCode::NO_ERROR }, Sent::Ping { ack: false }]);
+    let in_flight = c.request(3, "/", true);
+    c.feed(&in_flight);
+    c.feed(&raw(kind::PING, flag::ACK, 0, b"goaway\0\0"));
+    assert_eq!(c.goaway(), Some(ErrorCode::NO_ERROR), "the final GOAWAY");
+    let late = c.request(5, "/", true);
     c.feed(&late);
-    assert_eq!(c.events(), ["headers 1 POST / end=true"]);
+    assert_eq!(c.events(), ["headers 1 POST / end=true", "headers 3 POST / end=true"]);
+    assert!(!c.conn.is_closed());
+    c.conn.send_headers(1, 200, [], true);
+    assert!(!c.conn.is_closed());
+    c.conn.send_headers(3, 200, [], true);
+    assert!(c.conn.is_closed());
+}
+
+/// 6.8: after the client's GOAWAY, the connection ends with its streams.
+#[test]
+fn client_goaway() {
+    let mut c = Client::new();
+    let headers = c.request(1, "/", true);
+    c.feed(&headers);
+    c.feed(&raw(kind::GOAWAY, 0, 0, &[0, 0, 0, 1, 0, 0, 0, 0]));
     assert!(!c.conn.is_closed());
     c.conn.send_headers(1, 200, [], true);
     assert!(c.conn.is_closed());
+}
+
+/// 8.1: a complete response while the request body still arrives ends
+/// the stream with RST_STREAM(NO_ERROR), and its unread credit returns.
+#[test]
+fn early_response_resets_with_no_error() {
+    let mut c = Client::new();
+    let headers = c.request(1, "/", false);
+    c.feed(&headers);
+    c.feed(&raw(kind::DATA, 0, 1, &[0; 1000]));
+    c.sent();
+    c.conn.send_headers(1, 413, [], true);
+    let sent = c.sent();
+    assert_eq!(sent[1..], [Sent::Rst { stream: 1, code: ErrorCode::NO_ERROR }]);
+    assert_eq!(c.conn.open_streams(), 0);
+    // The rest of the body, in flight, is ignored.
+    c.feed(&raw(kind::DATA, flag::END_STREAM, 1, &[0; 1000]));
+    assert!(c.sent().iter().all(|f| !matches!(f, Sent::Rst { .. })));
 }
 
 /// 4.3: a field block that does not decode is a connection error.
