@@ -20,7 +20,8 @@ RUSTFLAGS="-Zsanitizer=thread" RUSTDOCFLAGS="-Zsanitizer=thread" CARGO_TARGET_DI
   cargo +nightly test -Zbuild-std --target "$target" -p falconet-server --test stress
 # The application side: responses written and request bodies read on
 # application threads (app, deferred), and tower services whose bodies the
-# worker polls while tokio tasks answer others (tower).
+# worker polls while tokio tasks answer others (tower); HTTP/2 (h2), whose
+# request bodies release falconet-flow windows on application threads.
 RUSTFLAGS="-Zsanitizer=thread" RUSTDOCFLAGS="-Zsanitizer=thread" CARGO_TARGET_DIR=target/tsan \
   cargo +nightly test -Zbuild-std --target "$target" -p falconet-server --features tower \
-  --test app --test deferred --test tower --test tower_polled
+  --test app --test deferred --test tower --test tower_polled --test h2
