@@ -280,6 +280,11 @@ impl<H: Handler> Conn<H> {
             // The client does not read its responses.
             return if waited >= timeouts.io { Verdict::Close } else { Verdict::Open };
         }
+        if cx.draining && !self.session.is_idle() && self.session.start_drain() {
+            // HTTP/2 learns of the shutdown now, not at its next event.
+            self.writable = true;
+            let _ = self.write(now);
+        }
         if self.session.is_idle() {
             if !(cx.draining || waited >= timeouts.keep_alive) {
                 return Verdict::Open;

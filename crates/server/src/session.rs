@@ -559,7 +559,13 @@ impl<H: Handler> Session<H> {
 
     /// Whether a request body is arriving.
     pub(crate) fn in_body(&self) -> bool {
-        self.h2.is_none() && self.http.in_body()
+        // An HTTP/2 connection with streams open is "in a body" for the
+        // timer: bytes must move within the I/O timeout (a download that
+        // waits for the client's credit is not a slow head).
+        if let Some(h2) = self.h2() {
+            return !h2.is_idle();
+        }
+        self.http.in_body()
     }
 
     /// Whether the application has the exchange (a deferred response in
@@ -577,6 +583,19 @@ impl<H: Handler> Session<H> {
             return h2.is_closed();
         }
         self.http.is_closed()
+    }
+
+    /// The server is stopping: HTTP/2 starts its graceful shutdown (the
+    /// first GOAWAY and a PING), whatever its streams are doing. Returns
+    /// whether there is something to send.
+    pub(crate) fn start_drain(&mut self) -> bool {
+        match &mut self.h2 {
+            Some(h2) => {
+                h2.shutdown();
+                !h2.output().is_empty()
+            }
+            None => false,
+        }
     }
 
     /// An idle connection is about to close (keep-alive timeout, or the

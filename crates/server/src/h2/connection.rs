@@ -227,6 +227,10 @@ pub struct Connection {
     peer_goaway: bool,
     recently_reset: [u32; RESET_MEMORY],
     next_reset_slot: usize,
+    /// Recently completed stream ids: HEADERS on one is STREAM_CLOSED, on
+    /// an unused lower id PROTOCOL_ERROR.
+    recently_closed: [u32; RESET_MEMORY],
+    next_closed_slot: usize,
     block: Option<Block>,
     block_bytes: Vec<u8>,
     head: Head,
@@ -295,6 +299,8 @@ impl Connection {
             peer_goaway: false,
             recently_reset: [0; RESET_MEMORY],
             next_reset_slot: 0,
+            recently_closed: [0; RESET_MEMORY],
+            next_closed_slot: 0,
             block: None,
             block_bytes: Vec::new(),
             head: Head::default(),
@@ -436,8 +442,13 @@ impl Connection {
         flow_len: u32,
         streams: &mut impl Streams,
     ) {
-        if data.is_empty() && !end_stream && self.empty_frame() {
-            return;
+        if data.is_empty() && !end_stream {
+            if self.empty_frame() {
+                return;
+            }
+        } else {
+            // Empty frames are a flood only in a row.
+            self.empty_frames = 0;
         }
         let Some(stream) = self.streams.get_mut(&id) else {
             if id > self.last_stream {
@@ -532,7 +543,12 @@ impl Connection {
             return self.fail(ErrorCode::PROTOCOL_ERROR, "HEADERS on an even stream id");
         }
         if id <= self.last_stream && !self.streams.contains_key(&id) {
-            return self.fail(ErrorCode::STREAM_CLOSED, "HEADERS on a closed stream");
+            // A stream that lived and closed: STREAM_CLOSED (5.1); an id
+            // below the last one that was never used: PROTOCOL_ERROR (5.1.1).
+            if self.recently_closed.contains(&id) || self.recently_reset.contains(&id) {
+                return self.fail(ErrorCode::STREAM_CLOSED, "HEADERS on a closed stream");
+            }
+            return self.fail(ErrorCode::PROTOCOL_ERROR, "stream id below the last one");
         }
         self.last_stream = self.last_stream.max(id);
         self.block = Some(Block { stream: id, end_stream, continuations: 0 });
@@ -808,6 +824,8 @@ impl Connection {
             if let Some(stream) = self.streams.remove(&id) {
                 self.retire(stream);
             }
+            self.recently_closed[self.next_closed_slot] = id;
+            self.next_closed_slot = (self.next_closed_slot + 1) % RESET_MEMORY;
             self.budget = (self.budget + 1).min(self.config.reset_budget);
         }
     }

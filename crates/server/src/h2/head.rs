@@ -4,17 +4,24 @@
 //! The rules (each a malformed request, a stream error `PROTOCOL_ERROR`,
 //! section 8.1.1):
 //!
-//! - names: no uppercase, no octet in `0x00..=0x20` or `0x7f..=0xff`
-//!   (8.2.1), and no connection-specific field (`connection`, `keep-alive`,
-//!   `proxy-connection`, `transfer-encoding`, `upgrade`; `te` other than
-//!   `trailers`: 8.2.2);
+//! - names: tokens (RFC 9110 5.1) without uppercase, so no colon, space,
+//!   control or non-ASCII octet (8.2.1), and no connection-specific field
+//!   (`connection`, `keep-alive`, `proxy-connection`, `transfer-encoding`,
+//!   `upgrade`; `te` other than `trailers`: 8.2.2);
 //! - values: no NUL, CR or LF, no leading or trailing space or tab (8.2.1);
 //! - pseudo-fields: only `:method`, `:scheme`, `:authority`, `:path`, each
 //!   at most once, all before the first regular field (8.3); `:method`,
 //!   `:scheme` and `:path` present, except that CONNECT has only
 //!   `:method` and `:authority` (8.5); `:path` not empty, `/...` or `*`
 //!   for OPTIONS (8.3.1);
-//! - `content-length`: digits only, and every copy the same (8.1.1).
+//! - `content-length`: digits only, and every copy the same (8.1.1);
+//! - `:authority` and `host`: each a valid `uri-host [ ":" port ]` (as
+//!   HTTP/1 checks Host), at most one `host`, and a `host` naming the same
+//!   authority as `:authority` (8.3.1: a server SHOULD treat a difference as
+//!   malformed).
+//!
+//! `cookie` fields are joined into one with `"; "` before the application
+//! sees them (8.2.3).
 
 use core::ops::Range;
 
@@ -40,6 +47,9 @@ pub enum Malformed {
     /// A `content-length` that is not a number, or copies that differ
     /// (8.1.1).
     ContentLength,
+    /// An invalid `:authority` or `host`, more than one `host`, or a `host`
+    /// that differs from `:authority` (8.3.1).
+    Authority,
 }
 
 /// One field's place in [`Head`]'s buffer.
@@ -64,6 +74,11 @@ pub struct Head {
     malformed: Option<Malformed>,
     /// A regular field was seen: no pseudo-field may follow.
     regular: bool,
+    /// The `host` field's value, and how many were sent.
+    host: Option<Range<usize>>,
+    hosts: usize,
+    /// The `cookie` crumbs so far, joined with `"; "` (8.2.3).
+    cookie: Vec<u8>,
 }
 
 impl Head {
@@ -78,6 +93,9 @@ impl Head {
         self.content_length = None;
         self.malformed = None;
         self.regular = false;
+        self.host = None;
+        self.hosts = 0;
+        self.cookie.clear();
     }
 
     fn push(&mut self, bytes: &[u8]) -> Range<usize> {
@@ -126,8 +144,8 @@ impl Head {
             return;
         }
         self.regular = true;
-        if name.is_empty() || name.iter().any(|&b| b <= 0x20 || b >= 0x7f || b.is_ascii_uppercase())
-        {
+        let token = |b: u8| crate::syntax::TOKEN[usize::from(b)] && !b.is_ascii_uppercase();
+        if name.is_empty() || !name.iter().all(|&b| token(b)) {
             return self.fail(Malformed::Name);
         }
         match name {
@@ -143,6 +161,24 @@ impl Head {
                 }
                 self.content_length = Some(length);
             }
+            b"cookie" => {
+                if !self.cookie.is_empty() {
+                    self.cookie.extend_from_slice(b"; ");
+                }
+                self.cookie.extend_from_slice(value);
+                return;
+            }
+            b"host" => {
+                self.hosts += 1;
+                if self.hosts > 1 || !crate::target::is_valid_host(value) {
+                    return self.fail(Malformed::Authority);
+                }
+                let range = self.push(value);
+                self.host = Some(range.clone());
+                let name = self.push(name);
+                self.fields.push(Span { name, value: range });
+                return;
+            }
             _ => {}
         }
         let name = self.push(name);
@@ -154,6 +190,18 @@ impl Head {
     pub(crate) fn finish(&mut self) -> Result<(), Malformed> {
         if let Some(why) = self.malformed {
             return Err(why);
+        }
+        self.join_cookies();
+        if let Some(authority) = &self.authority {
+            let authority = &self.bytes[authority.clone()];
+            if !crate::target::is_valid_host(authority) {
+                return Err(Malformed::Authority);
+            }
+            if let Some(host) = &self.host
+                && !self.bytes[host.clone()].eq_ignore_ascii_case(authority)
+            {
+                return Err(Malformed::Authority);
+            }
         }
         if self.method() == Some("CONNECT") {
             // 8.5: only :method and :authority.
@@ -177,15 +225,29 @@ impl Head {
 
     /// Checks a trailer block (RFC 9113 8.1): the field rules, and no
     /// pseudo-field at all.
-    pub(crate) fn finish_trailers(&self) -> Result<(), Malformed> {
+    pub(crate) fn finish_trailers(&mut self) -> Result<(), Malformed> {
         if let Some(why) = self.malformed {
             return Err(why);
         }
+        self.join_cookies();
         let pseudo = [&self.method, &self.scheme, &self.authority, &self.path];
         if pseudo.iter().any(|p| p.is_some()) {
             return Err(Malformed::PseudoField);
         }
         Ok(())
+    }
+
+    /// The joined `cookie` crumbs become one field, the last.
+    fn join_cookies(&mut self) {
+        if self.cookie.is_empty() {
+            return;
+        }
+        let cookie = std::mem::take(&mut self.cookie);
+        let name = self.push(b"cookie");
+        let value = self.push(&cookie);
+        self.fields.push(Span { name, value });
+        self.cookie = cookie;
+        self.cookie.clear();
     }
 
     fn text(&self, range: &Option<Range<usize>>) -> Option<&str> {
@@ -260,6 +322,26 @@ mod tests {
         assert_eq!(head.fields().count(), 2);
     }
 
+    /// RFC 9113 8.3.1: authority and host agree and are valid; 8.2.3:
+    /// cookie crumbs are joined.
+    #[test]
+    fn authority_host_and_cookies() {
+        let with = |extra: &[(&'static str, &'static str)]| {
+            let mut fields = GET.to_vec();
+            fields.extend_from_slice(extra);
+            head(&fields)
+        };
+        assert!(with(&[(":authority", "a.example:80"), ("host", "A.example:80")]).is_ok());
+        assert_eq!(with(&[("host", "a"), ("host", "a")]).err(), Some(Malformed::Authority));
+        let differ = with(&[(":authority", "a.example"), ("host", "b.example")]);
+        assert_eq!(differ.err(), Some(Malformed::Authority));
+        assert_eq!(with(&[(":authority", "a b/c@d")]).err(), Some(Malformed::Authority));
+        assert_eq!(with(&[("host", "a b")]).err(), Some(Malformed::Authority));
+        let cookies = with(&[("cookie", "a=1"), ("accept", "*/*"), ("cookie", "b=2")]).unwrap();
+        let fields: Vec<_> = cookies.fields().collect();
+        assert_eq!(fields, [(&b"accept"[..], &b"*/*"[..]), (b"cookie", b"a=1; b=2")]);
+    }
+
     /// RFC 9113 8.3: required, unique, known pseudo-fields, before the rest.
     #[test]
     fn pseudo_field_rules() {
@@ -304,6 +386,11 @@ mod tests {
             let mut fields = GET.to_vec();
             fields.push((name, value));
             assert_eq!(head(&fields).err(), Some(why), "{name}: {value:?}");
+        }
+        for name in ["x:y", "a\"b", "a,b", "a/b"] {
+            let mut fields = GET.to_vec();
+            fields.push((name, "v"));
+            assert_eq!(head(&fields).err(), Some(Malformed::Name), "{name}");
         }
         let mut te = GET.to_vec();
         te.push(("te", "trailers"));

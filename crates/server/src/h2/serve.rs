@@ -79,6 +79,12 @@ struct Exchange<S> {
     body: Option<Writer>,
     /// The body's pipe failed (the pool ran dry): reset the stream.
     failed: bool,
+    /// The request arrived whole (END_STREAM).
+    request_ended: bool,
+    /// `respond` ran (later body bytes are discarded).
+    responded: bool,
+    /// `expect: 100-continue`: a 100 goes out before the final answer.
+    continue_pending: bool,
 }
 
 /// A response the application answers later.
@@ -213,13 +219,19 @@ impl<S: Send + 'static> Http2<S> {
             let used = self.conn.receive(&self.input, &mut dispatch);
             self.input.drain(..used);
             self.reset_failed();
-            self.respond(handler, cx, app);
-            // Sending frees room in the staging buffers, and room lets more
-            // of a response in: until neither moves (a pump that stopped at
-            // the room limit registered no wake, so it must run again here).
+            if self.input_ended {
+                self.drop_unfinished_requests();
+            }
+            // Answering fills the staging buffers, sending empties them, and
+            // room lets more of a deferred response in: until nothing moves
+            // (a pump that stopped at the room limit registered no wake, and
+            // requests held back by a full staging area wait for room, so
+            // both must run again here).
             loop {
+                let answered = self.respond(handler, cx, app);
                 self.flush(cx);
-                if !self.pump(cx, app) {
+                let pumped = self.pump(cx, app);
+                if !answered && !pumped {
                     break;
                 }
             }
@@ -241,15 +253,26 @@ impl<S: Send + 'static> Http2<S> {
     }
 
     /// Calls `respond` for each stream whose request ended.
-    fn respond<H>(&mut self, handler: &H, cx: &mut Context, app: &mut AppSlots)
+    /// Answers the streams whose requests ended, while the responses
+    /// staged and not yet sent stay under `max_pending_output` (a client
+    /// that does not read cannot make the connection hold more: the others
+    /// wait, as HTTP/1 stops parsing). Returns whether it answered any.
+    fn respond<H>(&mut self, handler: &H, cx: &mut Context, app: &mut AppSlots) -> bool
     where
         H: Handler<State = S>,
     {
+        let mut staged: usize = self.exchanges.values().map(|e| e.staged.len() - e.sent).sum();
+        let mut answered = false;
         for (&id, exchange) in &mut self.exchanges {
             if !exchange.ready {
                 continue;
             }
+            if staged >= cx.limits.max_pending_output {
+                break;
+            }
+            answered = true;
             exchange.ready = false;
+            exchange.responded = true;
             if let Some(status) = exchange.refused {
                 exchange.state = None;
                 refuse(exchange, cx, status);
@@ -263,12 +286,15 @@ impl<S: Send + 'static> Http2<S> {
             cx.requests += 1;
             let _ = response.finish();
             if let Some(offer) = app.offer.take() {
-                // The body was not taken: it is discarded, and what already
-                // arrived goes back to the connection's window.
-                exchange.body = None;
+                // The body was not taken: the server reads it and discards
+                // it (as HTTP/1 does). What already arrived is released now,
+                // the rest as it comes, so the client's upload goes on.
+                let written = exchange.body.take().map_or(0, |writer| writer.written());
                 if let Some(flow) = offer.flow {
-                    let connection = flow.input.abort().ok().flatten();
-                    self.conn.send_updates(id, Updates { stream: None, connection });
+                    let written = u32::try_from(written).unwrap_or(u32::MAX);
+                    if let Ok(updates) = flow.input.release(written) {
+                        self.conn.send_updates(id, updates);
+                    }
                 }
             }
             if let Some(reader) = app.deferred.take() {
@@ -277,6 +303,24 @@ impl<S: Send + 'static> Http2<S> {
                 exchange.source = Some(Source::Polled(polled, encoder));
             } else {
                 exchange.finished = true;
+            }
+            staged += exchange.staged.len() - exchange.sent;
+        }
+        answered
+    }
+
+    /// The client ended its side: requests whose bodies had not ended
+    /// never will. They are dropped (a body being read fails with
+    /// `UnexpectedEof`); responses to complete requests still go out.
+    fn drop_unfinished_requests(&mut self) {
+        let unfinished: Vec<u32> =
+            self.exchanges.iter().filter(|(_, e)| !e.request_ended).map(|(&id, _)| id).collect();
+        for id in unfinished {
+            if let Some(mut exchange) = self.exchanges.remove(&id) {
+                if let Some(writer) = exchange.body.take() {
+                    writer.close_with(std::io::Error::from(std::io::ErrorKind::UnexpectedEof));
+                }
+                recycle(&mut self.spare, exchange.staged);
             }
         }
     }
@@ -405,6 +449,13 @@ impl<S: Send + 'static> Http2<S> {
         for (&id, exchange) in &mut self.exchanges {
             if self.conn.output().len() >= cx.limits.max_pending_output {
                 break;
+            }
+            if exchange.continue_pending && !exchange.head_sent {
+                exchange.continue_pending = false;
+                if find_head_end(&exchange.staged).is_none() {
+                    // RFC 9110 10.1.1: the client waits for this to send.
+                    self.conn.send_headers(id, 100, [], false);
+                }
             }
             if !exchange.head_sent {
                 let Some(head_len) = find_head_end(&exchange.staged) else { continue };
@@ -594,9 +645,22 @@ impl<H: Handler> Streams for Dispatch<'_, H> {
             body,
             stream: std::cell::Cell::new(false),
         };
-        let too_large = matches!(body, BodyLength::Known(n) if n > self.cx.limits.max_body);
-        let state = if too_large { None } else { Some(self.handler.head(&request)) };
-        let mut refused = too_large.then_some(Status::CONTENT_TOO_LARGE);
+        // As HTTP/1 refuses them before the handler: a body over
+        // `max_body`, CONNECT (no tunnels, 8.5), an expectation other than
+        // 100-continue.
+        let expect = head.fields().find(|(name, _)| *name == b"expect").map(|(_, value)| value);
+        let continues = expect.is_some_and(|v| v.eq_ignore_ascii_case(b"100-continue"));
+        let refused = if matches!(body, BodyLength::Known(n) if n > self.cx.limits.max_body) {
+            Some(Status::CONTENT_TOO_LARGE)
+        } else if method == "CONNECT" {
+            Some(Status::NOT_IMPLEMENTED)
+        } else if expect.is_some() && !continues {
+            Some(Status::EXPECTATION_FAILED)
+        } else {
+            None
+        };
+        let state = if refused.is_some() { None } else { Some(self.handler.head(&request)) };
+        let mut refused = refused;
         // A body the application reads itself: its own pipe, offered to
         // `respond`, which runs at once (as for HTTP/1).
         let (mut offer, mut writer) = (None, None);
@@ -632,23 +696,33 @@ impl<H: Handler> Streams for Dispatch<'_, H> {
                 offer,
                 body: writer,
                 failed: false,
+                request_ended: end_stream,
+                responded: false,
+                continue_pending: continues && !end_stream && refused.is_none(),
             },
         );
     }
 
     fn data(&mut self, stream: u32, data: &[u8], end_stream: bool) -> bool {
         let Some(exchange) = self.exchanges.get_mut(&stream) else { return true };
+        exchange.request_ended |= end_stream;
         if exchange.refused.is_some() {
             return true;
         }
         if let Some(writer) = &mut exchange.body {
             // Lent: into the body's pipe; the reader releases the credit.
-            if !data.is_empty() && writer.put_slice(data).is_err() {
-                // The pool ran dry midway (or the reader is gone): the body
-                // cannot be whole, so it fails and the stream is reset.
-                if let Some(writer) = exchange.body.take() {
-                    writer.close_with(std::io::Error::other("no memory for the request body"));
+            if !data.is_empty()
+                && let Err(error) = writer.put_slice(data)
+            {
+                exchange.body = None;
+                if error.error() == falconet_pipe::WriteError::ReaderClosed {
+                    // The application dropped the body: the rest is
+                    // discarded (its window was given back by the drop).
+                    return true;
                 }
+                // The pool ran dry midway: the body cannot be whole, so it
+                // fails (the dropped writer ends the reader's pipe with an
+                // error) and the stream is reset.
                 exchange.failed = true;
                 return true;
             }
@@ -656,6 +730,9 @@ impl<H: Handler> Streams for Dispatch<'_, H> {
                 writer.close();
             }
             return false;
+        }
+        if exchange.responded {
+            return true; // answered already: the rest is discarded
         }
         exchange.received += data.len() as u64;
         if exchange.received > self.cx.limits.max_body {

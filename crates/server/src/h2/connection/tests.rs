@@ -207,12 +207,22 @@ fn stream_ids() {
     c.feed(&even);
     assert_eq!(c.goaway(), Some(ErrorCode::PROTOCOL_ERROR));
 
+    // An unused id below the last: PROTOCOL_ERROR (5.1.1).
     let mut c = Client::new();
     let five = c.request(5, "/", true);
     c.feed(&five);
     c.conn.send_headers(5, 204, [], true);
     let three = c.request(3, "/", true);
     c.feed(&three);
+    assert_eq!(c.goaway(), Some(ErrorCode::PROTOCOL_ERROR));
+
+    // A stream that completed: STREAM_CLOSED (5.1).
+    let mut c = Client::new();
+    let five = c.request(5, "/", true);
+    c.feed(&five);
+    c.conn.send_headers(5, 204, [], true);
+    let again = c.request(5, "/", true);
+    c.feed(&again);
     assert_eq!(c.goaway(), Some(ErrorCode::STREAM_CLOSED));
 }
 
