@@ -329,6 +329,8 @@ H2_SERVERS = {
 # (name, path, h2load arguments, servers that serve it)
 H2_MODES = [
     ("plaintext, -c16 -m32", "/plaintext", ["-c16", "-m32"], ("falconet", "hyper", "nghttpd")),
+    ("1 MiB responses, -c16 -m32 -w16 -W16", "/bytes?n=1048576",
+     ["-c16", "-m32", "-w16", "-W16"], ("falconet", "hyper", "nghttpd")),
     ("1 MiB upload echoed, -c16 -m32 -w16 -W16", "/echo",
      ["-c16", "-m32", "-w16", "-W16", "-d", H2_UPLOAD], ("falconet", "hyper")),
 ]
@@ -348,6 +350,8 @@ def h2_benchmark(seconds, rounds):
     os.makedirs(H2_ROOT, exist_ok=True)
     with open(os.path.join(H2_ROOT, "plaintext"), "w") as f:
         f.write("Hello, World!")
+    with open(os.path.join(H2_ROOT, "bytes"), "wb") as f:
+        f.write(b"x" * (1 << 20))
     if not os.path.exists(H2_UPLOAD):
         with open(H2_UPLOAD, "wb") as f:
             f.write(os.urandom(1 << 20))

@@ -3,7 +3,9 @@
 //! runtime (the server is pinned to one core), the default http2 builder
 //! (hyper 1.x: 1 MiB stream and connection windows, 200 concurrent
 //! streams). `GET /plaintext` answers `Hello, World!`; `POST /echo`
-//! streams the request body back.
+//! streams the request body back; `GET /bytes?n=N` answers N bytes of `x`
+//! (a slice of one static buffer: no copy, as falconet's `/bytes` writes
+//! from a static piece).
 //!
 //! `cargo run --release -p falconet-benches --bin hyper_h2_server -- 127.0.0.1:8082`
 
@@ -21,6 +23,13 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 
 type Body = BoxBody<Bytes, hyper::Error>;
 
+/// The largest `/bytes` answer, as falconet's.
+const MAX_BYTES: usize = 64 << 20;
+
+/// `/bytes`' answers are slices of this.
+static BYTES: std::sync::LazyLock<Bytes> =
+    std::sync::LazyLock::new(|| Bytes::from(vec![b'x'; MAX_BYTES]));
+
 fn full(bytes: Bytes) -> Body {
     Full::new(bytes).map_err(|never| match never {}).boxed()
 }
@@ -33,6 +42,22 @@ async fn handle(request: Request<Incoming>) -> Result<Response<Body>, Infallible
             response
         }
         (&Method::POST, "/echo") => Response::new(request.into_body().boxed()),
+        (&Method::GET, "/bytes") => {
+            let n = request
+                .uri()
+                .query()
+                .and_then(|q| q.strip_prefix("n="))
+                .and_then(|n| n.parse::<usize>().ok())
+                .filter(|&n| n <= MAX_BYTES);
+            match n {
+                Some(n) => Response::new(full(BYTES.slice(..n))),
+                None => {
+                    let mut response = Response::new(full(Bytes::new()));
+                    *response.status_mut() = StatusCode::BAD_REQUEST;
+                    response
+                }
+            }
+        }
         _ => {
             let mut response = Response::new(full(Bytes::new()));
             *response.status_mut() = StatusCode::NOT_FOUND;

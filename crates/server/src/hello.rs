@@ -104,7 +104,10 @@ impl fmt::Display for JsonString<'_> {
 /// - `POST /echo` streams the request body back (sized or chunked, any
 ///   length up to `max_body`), read straight out of the connection's pipe
 ///   by a task on the runtime, and written back through a
-///   [`Responder`](crate::Responder) as it is read.
+///   [`Responder`](crate::Responder) as it is read;
+/// - `GET /bytes?n=N` answers `N` bytes of `x` (`0..=67108864`; any other
+///   query is `400`), written on the worker: a download of a given size,
+///   for flow-control and throughput tests.
 #[cfg(feature = "tokio")]
 #[derive(Clone, Debug)]
 pub struct Demo {
@@ -123,7 +126,19 @@ pub enum DemoRoute {
     BadDelay,
     /// `POST /echo`.
     Echo,
+    /// `GET /bytes` with a valid `n`.
+    Bytes(u64),
+    /// `/bytes` with a missing or invalid `n`.
+    BadBytes,
 }
+
+/// The largest `/bytes` answer: 64 MiB.
+#[cfg(feature = "tokio")]
+pub const MAX_BYTES: u64 = 64 << 20;
+
+/// What `/bytes` answers with, a piece at a time.
+#[cfg(feature = "tokio")]
+static BYTES_PIECE: [u8; 16 * 1024] = [b'x'; 16 * 1024];
 
 /// The longest `/delay`, in milliseconds.
 #[cfg(feature = "tokio")]
@@ -146,6 +161,16 @@ impl Demo {
         }
         digits.parse().ok().filter(|&ms| ms <= MAX_DELAY_MS)
     }
+
+    /// The `n` of `/bytes?n=N`, when it is a number up to [`MAX_BYTES`].
+    fn bytes(target: &str) -> Option<u64> {
+        let query = target.split_once('?')?.1;
+        let digits = query.strip_prefix("n=")?;
+        if digits.is_empty() || digits.len() > 9 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        digits.parse().ok().filter(|&n| n <= MAX_BYTES)
+    }
 }
 
 #[cfg(feature = "tokio")]
@@ -163,6 +188,10 @@ impl Handler for Demo {
                 DemoRoute::Echo
             }
             ("/echo", _) => DemoRoute::Hello(Route::MethodNotAllowed),
+            ("/bytes", "GET" | "HEAD") => {
+                Self::bytes(request.target()).map_or(DemoRoute::BadBytes, DemoRoute::Bytes)
+            }
+            ("/bytes", _) => DemoRoute::Hello(Route::MethodNotAllowed),
             _ => DemoRoute::Hello(Hello.head(request)),
         }
     }
@@ -181,6 +210,22 @@ impl Handler for Demo {
                     tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
                     let _ = responder.body(format!("delayed {ms} ms").as_bytes());
                 });
+            }
+            DemoRoute::BadBytes => {
+                let _ = response
+                    .status(Status::BAD_REQUEST)
+                    .and_then(|r| r.body(format!("n must be 0..={MAX_BYTES}\n").as_bytes()));
+            }
+            DemoRoute::Bytes(n) => {
+                let _ = response.field(APPLICATION_OCTET_STREAM);
+                let mut left = n;
+                while left > 0 {
+                    let take = left.min(BYTES_PIECE.len() as u64) as usize;
+                    if response.write(&BYTES_PIECE[..take]).is_err() {
+                        return;
+                    }
+                    left -= take as u64;
+                }
             }
             DemoRoute::Echo => {
                 let body = response.take_body();

@@ -17,9 +17,10 @@ use falconet_server::{Accept, Handle, Options, Server, ServerError, hello::Demo}
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
-/// falconet: a thin HTTP/1.1 server serving GET /plaintext, GET /json,
-/// GET /delay?ms=N (answered N ms later, off the event loop) and POST /echo
-/// (the body streamed back, read on an application thread).
+/// falconet: a thin HTTP/1.1 and HTTP/2 (h2c) server serving GET
+/// /plaintext, GET /json, GET /delay?ms=N (answered N ms later, off the
+/// event loop), POST /echo (the body streamed back, read on an application
+/// thread) and GET /bytes?n=N (N bytes).
 #[derive(Parser, Debug)]
 #[command(name = "falconet", version, after_help = AFTER_HELP)]
 struct Args {

@@ -521,3 +521,27 @@ fn shutdown_sends_goaway_to_idle_connections() {
     }
     assert_eq!(goaway, Some((1, vec![0, 0, 0, 0])), "GOAWAY(last stream 1, NO_ERROR)");
 }
+
+/// Demo's `/bytes?n=N`: N bytes over HTTP/2 (through small client
+/// windows) and HTTP/1.1, 400 for an `n` out of range.
+#[cfg(feature = "tokio")]
+#[test]
+fn demo_bytes() {
+    let app = tokio::runtime::Runtime::new().unwrap();
+    let demo = falconet_server::hello::Demo::new(app.handle().clone());
+    let server = serve(Options::new().workers(1), demo);
+    runtime().block_on(async {
+        let send = connect(server.addr, 16_384).await;
+        for n in [0usize, 1, 16_384, 1 << 20] {
+            let answer = request(&send, Method::GET, &format!("/bytes?n={n}"), b"").await;
+            assert_eq!(answer.status, StatusCode::OK);
+            assert!(answer.body.len() == n && answer.body.iter().all(|&b| b == b'x'), "{n}");
+        }
+        for bad in ["/bytes", "/bytes?n=", "/bytes?n=67108865", "/bytes?n=-1", "/bytes?x=1"] {
+            let answer = request(&send, Method::GET, bad, b"").await;
+            assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{bad}");
+        }
+    });
+    let reply = common::Client::connect(server.addr).get("/bytes?n=100000");
+    assert_eq!((reply.status, reply.body.len()), (200, 100_000));
+}

@@ -229,9 +229,9 @@ impl<S: Send + 'static> Http2<S> {
             // both must run again here).
             loop {
                 let answered = self.respond(handler, cx, app);
-                self.flush(cx);
+                let sent = self.flush(cx);
                 let pumped = self.pump(cx, app);
-                if !answered && !pumped {
+                if !answered && !sent && !pumped {
                     break;
                 }
             }
@@ -338,21 +338,29 @@ impl<S: Send + 'static> Http2<S> {
     }
 
     /// Moves what deferred and polled responses have into their staging
-    /// buffers, as far as `max_pending_output` allows each. Returns whether
-    /// anything moved; a response with nothing to move has registered the
-    /// connection's waker, unless its buffer is full (then sending makes
-    /// room, and the caller pumps again).
+    /// buffers: no more than the stream can send now (its send credit),
+    /// and no more than `max_pending_output` staged on the connection, so
+    /// a client that grants no credit holds the responses in their pipes,
+    /// whose pause stops the application. Returns whether anything moved.
+    /// A response with nothing to move has registered the connection's
+    /// waker; one held back by credit or room moves when a WINDOW_UPDATE
+    /// or a flush (after which the caller pumps again) makes some.
     fn pump(&mut self, cx: &Context, app: &mut AppSlots) -> bool {
         let mut moved = false;
         let waker = app.link().waker();
         let mut poll_cx = std::task::Context::from_waker(&waker);
-        let room = cx.limits.max_pending_output;
+        let staged: usize = self.exchanges.values().map(|e| e.staged.len() - e.sent).sum();
+        let mut budget = cx.limits.max_pending_output.saturating_sub(staged);
         let mut failed = Vec::new();
         for (&id, exchange) in &mut self.exchanges {
             let Some(source) = &mut exchange.source else { continue };
+            // Bytes this stream may stage now; 0 still lets a finished
+            // response's end through (END_STREAM needs no credit).
+            let mut room = budget.min(self.conn.send_credit(id));
             match source {
                 Source::Pipe { reader, readable } => loop {
-                    if exchange.staged.len() - exchange.sent >= room {
+                    let unsent = exchange.staged.len() - exchange.sent;
+                    if room == 0 && unsent > 0 {
                         break;
                     }
                     if let Some(wait) = readable {
@@ -369,14 +377,26 @@ impl<S: Send + 'static> Http2<S> {
                         }
                         Err(_) => break,
                     };
+                    let mut taken = 0;
                     for chunk in guard.chunks() {
-                        exchange.staged.extend_from_slice(chunk);
+                        let n = chunk.len().min(room - taken);
+                        exchange.staged.extend_from_slice(&chunk[..n]);
+                        taken += n;
+                        if taken == room {
+                            break;
+                        }
                     }
-                    moved = true;
+                    room -= taken;
+                    budget -= taken;
+                    let all = taken == guard.len();
                     let (completed, error) = (guard.is_completed(), guard.error().is_some());
-                    let len = guard.len();
-                    let _ = guard.advance_to(len, len);
+                    let _ = guard.advance_to(taken, taken);
+                    moved |= taken > 0;
+                    if !all {
+                        break; // no room for the rest now
+                    }
                     if completed {
+                        moved = true;
                         exchange.source = None;
                         if error {
                             failed.push(id);
@@ -387,9 +407,13 @@ impl<S: Send + 'static> Http2<S> {
                     }
                 },
                 Source::Polled(polled, encoder) => loop {
-                    if exchange.staged.len() - exchange.sent >= room {
+                    // A body frame comes whole: poll only with room for some.
+                    if room == 0
+                        && !(exchange.staged.len() == exchange.sent && encoder.is_untouched())
+                    {
                         break;
                     }
+                    let before = exchange.staged.len();
                     let mut response =
                         Response::new(&mut exchange.staged, cx.date.fields(), *encoder, app);
                     let step = polled.poll_write(&mut poll_cx, &mut response);
@@ -424,6 +448,9 @@ impl<S: Send + 'static> Http2<S> {
                             break;
                         }
                     }
+                    let grew = exchange.staged.len() - before;
+                    room = room.saturating_sub(grew);
+                    budget = budget.saturating_sub(grew);
                 },
             }
         }
@@ -444,7 +471,9 @@ impl<S: Send + 'static> Http2<S> {
     }
 
     /// Turns staged responses into frames, as far as the windows allow.
-    fn flush(&mut self, cx: &Context) {
+    /// Returns whether it sent anything.
+    fn flush(&mut self, cx: &Context) -> bool {
+        let before = self.conn.output().len();
         let mut done = std::mem::take(&mut self.done);
         for (&id, exchange) in &mut self.exchanges {
             if self.conn.output().len() >= cx.limits.max_pending_output {
@@ -487,12 +516,14 @@ impl<S: Send + 'static> Http2<S> {
                 }
             }
         }
+        let finished = !done.is_empty();
         for id in done.drain(..) {
             if let Some(exchange) = self.exchanges.remove(&id) {
                 recycle(&mut self.spare, exchange.staged);
             }
         }
         self.done = done;
+        finished || self.conn.output().len() != before
     }
 
     /// The frames to send.
