@@ -545,3 +545,104 @@ fn demo_bytes() {
     let reply = common::Client::connect(server.addr).get("/bytes?n=100000");
     assert_eq!((reply.status, reply.body.len()), (200, 100_000));
 }
+
+/// Hand-built client frames for the raw tests below.
+fn raw_frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+    use falconet_server::h2::frame::FrameHeader;
+    let mut out =
+        FrameHeader { length: payload.len() as u32, kind, flags, stream }.to_bytes().to_vec();
+    out.extend_from_slice(payload);
+    out
+}
+
+fn raw_get(encoder: &mut falconet_server::h2::hpack::Encoder, stream: u32, path: &str) -> Vec<u8> {
+    use falconet_server::h2::frame::{flag, kind};
+    use falconet_server::h2::hpack::Field;
+    let mut block = Vec::new();
+    encoder.encode(
+        [
+            Field::new(b":method", b"GET"),
+            Field::new(b":scheme", b"http"),
+            Field::new(b":path", path.as_bytes()),
+        ],
+        &mut block,
+    );
+    raw_frame(kind::HEADERS, flag::END_HEADERS | flag::END_STREAM, stream, &block)
+}
+
+/// A reader that grants no credit (SETTINGS_INITIAL_WINDOW_SIZE 0) and
+/// never updates it: the server holds its response (bounded) and closes
+/// the connection once no byte moved for `io_timeout`.
+#[test]
+fn zero_window_reader_is_timed_out() {
+    use falconet_server::h2::frame::{PREFACE, kind, setting};
+    use std::io::{Read, Write};
+
+    let options = Options::new().workers(1).io_timeout(Duration::from_secs(1));
+    let server = serve(options, Bodies);
+    let mut tcp = std::net::TcpStream::connect(server.addr).unwrap();
+    tcp.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let mut bytes = PREFACE.to_vec();
+    let mut zero_window = setting::INITIAL_WINDOW_SIZE.to_be_bytes().to_vec();
+    zero_window.extend(0u32.to_be_bytes());
+    bytes.extend(raw_frame(kind::SETTINGS, 0, 0, &zero_window));
+    bytes.extend(raw_get(&mut falconet_server::h2::hpack::Encoder::new(), 1, "/big?n=4000000"));
+    tcp.write_all(&bytes).unwrap();
+    let started = std::time::Instant::now();
+    let mut buf = [0u8; 4096];
+    let mut received = 0;
+    loop {
+        match tcp.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => received += n,
+        }
+    }
+    // The connection ended on its own (no test timeout), with no body
+    // byte sent past the zero window (the head and control frames only).
+    assert!(started.elapsed() < Duration::from_secs(15), "closed after {:?}", started.elapsed());
+    assert!(received < 1024, "{received} bytes sent into a zero window");
+}
+
+/// Stream ids up to 2^31-1 (RFC 9113 5.1.1): the last one works, and a
+/// client that has used it cannot open another (a lower id is a
+/// PROTOCOL_ERROR; the client needs a new connection).
+#[test]
+fn the_last_stream_id() {
+    use falconet_server::h2::frame::{FrameHeader, HEADER_LEN, PREFACE, kind};
+    use std::io::{Read, Write};
+
+    let server = serve(Options::new().workers(1), Hello);
+    let mut tcp = std::net::TcpStream::connect(server.addr).unwrap();
+    tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut encoder = falconet_server::h2::hpack::Encoder::new();
+    let mut bytes = PREFACE.to_vec();
+    bytes.extend(raw_frame(kind::SETTINGS, 0, 0, &[]));
+    let last = (1u32 << 31) - 1;
+    bytes.extend(raw_get(&mut encoder, last, "/plaintext"));
+    tcp.write_all(&bytes).unwrap();
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !seen.windows(13).any(|w| w == b"Hello, World!") {
+        let n = tcp.read(&mut buf).unwrap();
+        assert!(n > 0);
+        seen.extend_from_slice(&buf[..n]);
+    }
+    tcp.write_all(&raw_get(&mut encoder, 3, "/plaintext")).unwrap();
+    loop {
+        match tcp.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => seen.extend_from_slice(&buf[..n]),
+        }
+    }
+    let mut rest = &seen[..];
+    let mut goaway_code = None;
+    while let Some(header) = rest.first_chunk::<HEADER_LEN>() {
+        let header = FrameHeader::parse(header);
+        let payload = &rest[HEADER_LEN..HEADER_LEN + header.length as usize];
+        if header.kind == kind::GOAWAY {
+            goaway_code = Some(u32::from_be_bytes(payload[4..8].try_into().unwrap()));
+        }
+        rest = &rest[HEADER_LEN + header.length as usize..];
+    }
+    assert_eq!(goaway_code, Some(0x1), "PROTOCOL_ERROR");
+}
