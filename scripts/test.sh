@@ -35,6 +35,9 @@ step "cargo package: every published crate, in dependency order, built from its 
 # them from a local registry of the packages it just made.
 cargo package --workspace --exclude falconet-benches --exclude falconet-testkit --allow-dirty --quiet
 
+step "fuzz targets compile (scripts/fuzz.sh runs them; this keeps them in step with the API)"
+cargo check --manifest-path fuzz/Cargo.toml --bins --quiet
+
 step "loom models (LOOM_MAX_PREEMPTIONS=${LOOM_MAX_PREEMPTIONS:-2}; scripts/loom.sh runs bound 3)"
 LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-2}" scripts/loom.sh
 

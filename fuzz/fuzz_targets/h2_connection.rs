@@ -6,7 +6,9 @@
 //! reports an error.
 #![no_main]
 
-use falconet_server::h2::connection::{Config, Connection, Streams};
+use std::sync::Arc;
+
+use falconet_server::h2::connection::{Config, Connection, StreamInput, Streams};
 use falconet_server::h2::frame::{FrameHeader, HEADER_LEN, PREFACE, kind};
 use falconet_server::h2::head::Head;
 use libfuzzer_sys::fuzz_target;
@@ -19,10 +21,12 @@ struct Answer {
 }
 
 impl Streams for Answer {
-    fn headers(&mut self, stream: u32, _: &Head, _: bool) {
+    fn headers(&mut self, stream: u32, _: &Head, _: bool, _: &Arc<StreamInput>) {
         self.opened.push(stream);
     }
-    fn data(&mut self, _: u32, _: &[u8], _: bool) {}
+    fn data(&mut self, _: u32, _: &[u8], _: bool) -> bool {
+        true
+    }
     fn reset(&mut self, _: u32) {}
     fn writable(&mut self, _: u32) {
         self.writable = true;

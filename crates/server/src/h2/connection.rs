@@ -77,7 +77,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use bytes::BufMut;
-use falconet_flow::{Advance, InputWindow, OutputWindow, Scope, StreamInput, Updates};
+use falconet_flow::{Advance, InputWindow, OutputWindow, Scope};
+/// The stream receive window [`Streams::headers`] hands out and the
+/// increments [`Connection::send_updates`] takes (from `falconet-flow`).
+pub use falconet_flow::{StreamInput, Updates};
 
 use super::frame::{
     self, ErrorCode, ErrorScope, Frame, FrameError, FrameHeader, HEADER_LEN, PREFACE, Settings,
