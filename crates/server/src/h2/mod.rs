@@ -1,7 +1,9 @@
 //! HTTP/2 (RFC 9113), layer by layer. The server speaks it on the same
 //! port as HTTP/1.1: a connection that opens with the preface (h2c with
 //! prior knowledge, RFC 9113 3.3) is served by these layers, with the same
-//! application API (`serve.rs`).
+//! application API (`serve.rs`). `docs/rfc9113.md` in the repository maps
+//! each rule of RFC 9113 and RFC 7541 to the code that keeps it and the
+//! test that shows it.
 //!
 //! - [`frame`]: frames decoded into borrowed views with every per-frame
 //!   rule of section 6 as a typed [`frame::FrameError`], and the frames a
