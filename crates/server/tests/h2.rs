@@ -646,3 +646,25 @@ fn the_last_stream_id() {
     }
     assert_eq!(goaway_code, Some(0x1), "PROTOCOL_ERROR");
 }
+
+/// A request whose fields pass the header-list limit is answered `431`
+/// (RFC 9113 10.5.1), and the connection serves the next one.
+#[test]
+fn oversized_header_list_gets_431() {
+    let server = serve(Options::new().workers(1).max_head(8192), Hello);
+    runtime().block_on(async {
+        let send = connect(server.addr, 65_535).await;
+        let mut ready = send.clone().ready().await.unwrap();
+        let big = "x".repeat(5000);
+        let oversized = http::Request::builder()
+            .uri("http://localhost/plaintext")
+            .header("x-a", &big)
+            .header("x-b", &big)
+            .body(())
+            .unwrap();
+        let (response, _) = ready.send_request(oversized, true).unwrap();
+        assert_eq!(response.await.unwrap().status(), StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE);
+        let after = request(&send, Method::GET, "/plaintext", b"").await;
+        assert_eq!(after.status, StatusCode::OK);
+    });
+}

@@ -606,7 +606,9 @@ impl Connection {
             if self.streams.contains_key(&id) {
                 return self.stream_error(id, ErrorCode::PROTOCOL_ERROR, streams);
             }
-            return self.refuse(id, ErrorCode::PROTOCOL_ERROR);
+            // A new request: opened with what fit, marked, so that it can be
+            // answered `431` (RFC 9113 10.5.1) rather than only reset.
+            self.head.mark_oversized();
         }
         if let Some(stream) = self.streams.get_mut(&id) {
             // Trailers: the body's end (8.1), no pseudo-fields.

@@ -79,6 +79,9 @@ pub struct Head {
     hosts: usize,
     /// The `cookie` crumbs so far, joined with `"; "` (8.2.3).
     cookie: Vec<u8>,
+    /// The block went past the header-list or field limit: the fields
+    /// here are those that fit.
+    oversized: bool,
 }
 
 impl Head {
@@ -96,6 +99,18 @@ impl Head {
         self.host = None;
         self.hosts = 0;
         self.cookie.clear();
+        self.oversized = false;
+    }
+
+    /// The block went past a limit (set by the connection).
+    pub(crate) fn mark_oversized(&mut self) {
+        self.oversized = true;
+    }
+
+    /// Whether the request's fields went past the header-list or field
+    /// limit: only those that fit are here, and the server answers `431`.
+    pub fn is_oversized(&self) -> bool {
+        self.oversized
     }
 
     fn push(&mut self, bytes: &[u8]) -> Range<usize> {

@@ -681,7 +681,9 @@ impl<H: Handler> Streams for Dispatch<'_, H> {
         // 100-continue.
         let expect = head.fields().find(|(name, _)| *name == b"expect").map(|(_, value)| value);
         let continues = expect.is_some_and(|v| v.eq_ignore_ascii_case(b"100-continue"));
-        let refused = if matches!(body, BodyLength::Known(n) if n > self.cx.limits.max_body) {
+        let refused = if head.is_oversized() {
+            Some(Status::HEADER_FIELDS_TOO_LARGE)
+        } else if matches!(body, BodyLength::Known(n) if n > self.cx.limits.max_body) {
             Some(Status::CONTENT_TOO_LARGE)
         } else if method == "CONNECT" {
             Some(Status::NOT_IMPLEMENTED)
