@@ -668,3 +668,42 @@ fn oversized_header_list_gets_431() {
         assert_eq!(after.status, StatusCode::OK);
     });
 }
+
+/// Panics wherever `path` says: in `head`, `body` or `respond`.
+struct Panicky;
+
+impl Handler for Panicky {
+    type State = String;
+
+    fn head(&self, request: &Request<'_>) -> String {
+        assert!(request.path() != "/head", "a handler bug in head");
+        request.path().to_string()
+    }
+
+    fn body(&self, path: &mut String, _: &[u8]) {
+        assert!(path != "/body", "a handler bug in body");
+    }
+
+    fn respond(&self, path: String, response: &mut Response<'_>) {
+        let _ = response.write(b"partial");
+        assert!(path != "/respond", "a handler bug in respond");
+        let _ = response.write(b" and whole");
+    }
+}
+
+/// A handler that panics costs its stream a 500; the connection's other
+/// streams, before and after, are served.
+#[test]
+fn a_panicking_handler_costs_one_stream() {
+    let server = serve(Options::new().workers(1), Panicky);
+    runtime().block_on(async {
+        let send = connect(server.addr, 65_535).await;
+        for path in ["/head", "/body", "/respond"] {
+            let answer = request(&send, Method::POST, path, b"some body").await;
+            assert_eq!(answer.status, StatusCode::INTERNAL_SERVER_ERROR, "{path}");
+            assert!(answer.body.is_empty(), "{path}: {:?}", answer.body);
+            let fine = request(&send, Method::POST, "/fine", b"x").await;
+            assert_eq!((fine.status, &fine.body[..]), (StatusCode::OK, &b"partial and whole"[..]));
+        }
+    });
+}

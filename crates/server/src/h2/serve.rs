@@ -26,6 +26,7 @@
 
 use std::collections::HashMap;
 use std::ops::Range;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::Poll;
@@ -282,9 +283,19 @@ impl<S: Send + 'static> Http2<S> {
             app.offer = exchange.offer.take();
             let encoder = Encoder::new(Version::Http2, exchange.head_only, true);
             let mut response = Response::new(&mut exchange.staged, cx.date.fields(), encoder, app);
-            handler.respond(state, &mut response);
+            // A panicking handler costs its stream a 500, not the
+            // connection its other streams.
+            let answered = catch_unwind(AssertUnwindSafe(|| handler.respond(state, &mut response)));
             cx.requests += 1;
             let _ = response.finish();
+            if answered.is_err() {
+                app.offer = None;
+                app.deferred = None;
+                app.polled = None;
+                exchange.body = None;
+                refuse(exchange, cx, Status::INTERNAL_SERVER_ERROR);
+                continue;
+            }
             if let Some(offer) = app.offer.take() {
                 // The body was not taken: the server reads it and discards
                 // it (as HTTP/1 does). What already arrived is released now,
@@ -692,7 +703,13 @@ impl<H: Handler> Streams for Dispatch<'_, H> {
         } else {
             None
         };
-        let state = if refused.is_some() { None } else { Some(self.handler.head(&request)) };
+        let (state, refused) = match refused {
+            Some(status) => (None, Some(status)),
+            None => match catch_unwind(AssertUnwindSafe(|| self.handler.head(&request))) {
+                Ok(state) => (Some(state), None),
+                Err(_) => (None, Some(Status::INTERNAL_SERVER_ERROR)),
+            },
+        };
         let mut refused = refused;
         // A body the application reads itself: its own pipe, offered to
         // `respond`, which runs at once (as for HTTP/1).
@@ -775,8 +792,12 @@ impl<H: Handler> Streams for Dispatch<'_, H> {
         }
         if let Some(state) = exchange.state.as_mut()
             && !data.is_empty()
+            && catch_unwind(AssertUnwindSafe(|| self.handler.body(state, data))).is_err()
         {
-            self.handler.body(state, data);
+            exchange.state = None;
+            exchange.refused = Some(Status::INTERNAL_SERVER_ERROR);
+            exchange.ready = true;
+            return true;
         }
         exchange.ready |= end_stream;
         true
