@@ -389,6 +389,32 @@ def h2_benchmark(seconds, rounds):
                                  for mode, _, _, names in H2_MODES for n in names])
 
 
+def h2_soak(minutes):
+    """falconet's RSS under h2load for `minutes`: plaintext at -c16 -m32
+    and 1 MiB responses with the windows binding, alternating each minute."""
+    port = 19990
+    proc = start("falconet", port, H2_SERVERS)
+    print(f"# h2 soak: falconet under h2load for {minutes} min (plaintext -c16 -m32 and "
+          f"1 MiB responses -c16 -m32 -w16 -W16, a minute each in turn); RSS every 30 s")
+    samples = []
+    began = time.time()
+    try:
+        while time.time() - began < minutes * 60:
+            for path, extra in (("/plaintext", ["-c16", "-m32"]),
+                                ("/bytes?n=1048576", ["-c16", "-m32", "-w16", "-W16"])):
+                for _ in range(2):
+                    h2load(port, path, extra, 30)
+                    kib = rss_kib(proc.pid)
+                    samples.append(kib)
+                    print(f"  t={time.time() - began:5.0f} s  {path:<18} RSS {kib / 1024:7.1f} MiB", flush=True)
+    finally:
+        proc.terminate()
+        proc.wait()
+    first, last, peak = samples[0], samples[-1], max(samples)
+    print(f"RSS first {first / 1024:.1f} MiB, last {last / 1024:.1f} MiB, peak {peak / 1024:.1f} MiB, "
+          f"drift last-first {(last - first) / 1024:+.1f} MiB")
+
+
 def main():
     args = sys.argv[1:]
     if args and args[0] == "--echo":
@@ -397,6 +423,8 @@ def main():
         delay_memory()
     elif args and args[0] == "--app":
         app_benchmark(int(args[1]) if len(args) > 1 else 10, int(args[2]) if len(args) > 2 else 3)
+    elif args and args[0] == "--h2-soak":
+        h2_soak(float(args[1]) if len(args) > 1 else 10)
     elif args and args[0] == "--h2":
         h2_benchmark(int(args[1]) if len(args) > 1 else 10, int(args[2]) if len(args) > 2 else 3)
     elif args and args[0] == "--soak":

@@ -33,6 +33,11 @@ step "cargo package: every published crate, in dependency order, built from its 
 # A missing file or a broken manifest fails here, not at publish time. The
 # crates are not on crates.io yet, so `cargo package --workspace` resolves
 # them from a local registry of the packages it just made.
+# cargo extracts each package into $CARGO_HOME/registry/src/<that local
+# registry>/ once and reuses the copy while the version is unchanged, so a
+# second run on one machine would build against the first run's sources:
+# drop falconet's copies first (they never come from crates.io).
+rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/falconet-*
 cargo package --workspace --exclude falconet-benches --exclude falconet-testkit --allow-dirty --quiet
 
 step "fuzz targets compile (scripts/fuzz.sh runs them; this keeps them in step with the API)"
