@@ -253,7 +253,6 @@ impl<S: Send + 'static> Http2<S> {
         }
     }
 
-    /// Calls `respond` for each stream whose request ended.
     /// Answers the streams whose requests ended, while the responses
     /// staged and not yet sent stay under `max_pending_output` (a client
     /// that does not read cannot make the connection hold more: the others
