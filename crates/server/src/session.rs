@@ -563,7 +563,7 @@ impl<H: Handler> Session<H> {
         // timer: bytes must move within the I/O timeout (a download that
         // waits for the client's credit is not a slow head).
         if let Some(h2) = self.h2() {
-            return !h2.is_idle();
+            return h2.has_streams();
         }
         self.http.in_body()
     }

@@ -707,3 +707,45 @@ fn a_panicking_handler_costs_one_stream() {
         }
     });
 }
+
+/// A slowloris over HTTP/2: a HEADERS frame trickled a byte at a time,
+/// never finished. The header timeout ends the connection, as it ends a
+/// slow HTTP/1 head.
+#[test]
+fn a_trickled_headers_frame_meets_the_header_timeout() {
+    use falconet_server::h2::frame::{PREFACE, kind};
+    use std::io::{Read, Write};
+
+    let options = Options::new()
+        .workers(1)
+        .header_timeout(Duration::from_millis(500))
+        .keep_alive_timeout(Duration::from_secs(60));
+    let server = serve(options, Hello);
+    let mut tcp = std::net::TcpStream::connect(server.addr).unwrap();
+    let mut start = PREFACE.to_vec();
+    start.extend(raw_frame(kind::SETTINGS, 0, 0, &[]));
+    tcp.write_all(&start).unwrap();
+    let headers = raw_get(&mut falconet_server::h2::hpack::Encoder::new(), 1, "/plaintext");
+    let started = std::time::Instant::now();
+    // A byte every 100 ms (well inside the 60 s keep-alive), never the last.
+    let mut closed = false;
+    for &byte in &headers[..headers.len() - 1] {
+        if tcp.write_all(&[byte]).is_err() {
+            closed = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        if started.elapsed() > Duration::from_secs(10) {
+            break;
+        }
+    }
+    tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut buf = [0u8; 4096];
+    while !closed {
+        match tcp.read(&mut buf) {
+            Ok(0) | Err(_) => closed = true,
+            Ok(_) => {}
+        }
+    }
+    assert!(started.elapsed() < Duration::from_secs(12), "held for {:?}", started.elapsed());
+}

@@ -548,7 +548,15 @@ impl<S: Send + 'static> Http2<S> {
 
     /// No stream open and nothing to send.
     pub(crate) fn is_idle(&self) -> bool {
-        self.exchanges.is_empty() && self.conn.open_streams() == 0 && self.output().is_empty()
+        !self.has_streams() && self.output().is_empty() && self.input.is_empty()
+    }
+
+    /// Some stream is open or answering. (With none, bytes of a frame
+    /// waiting for the rest make the connection neither idle nor in a
+    /// body: the header timeout applies, against a slowloris that trickles
+    /// a HEADERS frame.)
+    pub(crate) fn has_streams(&self) -> bool {
+        !self.exchanges.is_empty() || self.conn.open_streams() > 0
     }
 
     /// Some stream waits for the application.
