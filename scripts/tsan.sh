@@ -24,4 +24,4 @@ RUSTFLAGS="-Zsanitizer=thread" RUSTDOCFLAGS="-Zsanitizer=thread" CARGO_TARGET_DI
 # request bodies release falconet-flow windows on application threads.
 RUSTFLAGS="-Zsanitizer=thread" RUSTDOCFLAGS="-Zsanitizer=thread" CARGO_TARGET_DIR=target/tsan \
   cargo +nightly test -Zbuild-std --target "$target" -p falconet-server --features tower \
-  --test app --test deferred --test tower --test tower_polled --test h2
+  --test app --test deferred --test tower --test tower_polled --test h2 --test h2_review
