@@ -112,7 +112,8 @@ pub struct Config {
     /// 200; see the module docs).
     pub reset_budget: u32,
     /// Acknowledgements (PING, SETTINGS) and resets waiting in the output
-    /// (default 1,000).
+    /// (default 1,000; at least 1 is used, or the client's first SETTINGS
+    /// would end the connection).
     pub max_queued_control: usize,
     /// Empty DATA or CONTINUATION frames in a row (default 100, as h2).
     pub max_empty_frames: u32,
@@ -784,7 +785,7 @@ impl Connection {
 
     fn control_queued(&mut self) {
         self.queued_control += 1;
-        if self.queued_control > self.config.max_queued_control {
+        if self.queued_control > self.config.max_queued_control.max(1) {
             self.fail(ErrorCode::ENHANCE_YOUR_CALM, "control frame flood");
         }
     }
@@ -861,7 +862,9 @@ impl Connection {
             return;
         }
         let mut digits = [0u8; 3];
-        let status = status.clamp(100, 999);
+        // Not a status (RFC 9110 15: three digits, 1xx to 5xx in use): the
+        // answer is the server's fault, 500, never another code by accident.
+        let status = if (100..=999).contains(&status) { status } else { 500 };
         digits[0] = b'0' + (status / 100) as u8;
         digits[1] = b'0' + (status / 10 % 10) as u8;
         digits[2] = b'0' + (status % 10) as u8;

@@ -715,3 +715,29 @@ fn config_edges() {
     }
     assert!(c.conn.error().is_none());
 }
+
+/// `send_headers` at the ends of its status range: 100 and 999 go out as
+/// they are; 0, 99, 1000 and 65535 are not statuses and go out as 500.
+/// A zero control-frame limit still takes the client's SETTINGS.
+#[test]
+fn status_edges_and_a_zero_control_limit() {
+    let mut c = Client::with(Config { max_queued_control: 0, ..Config::default() });
+    assert!(c.conn.error().is_none(), "the client's SETTINGS was acknowledged");
+    for (stream, status, sent) in [
+        (1, 100u16, "100"),
+        (3, 999, "999"),
+        (5, 0, "500"),
+        (7, 99, "500"),
+        (9, 1000, "500"),
+        (11, u16::MAX, "500"),
+    ] {
+        let headers = c.request(stream, "/", true);
+        c.feed(&headers);
+        c.conn.send_headers(stream, status, [], true);
+        let frames = c.sent();
+        assert!(
+            frames.contains(&Sent::Headers { stream, status: sent.into(), end_stream: true }),
+            "{status}: {frames:?}"
+        );
+    }
+}
