@@ -749,3 +749,95 @@ fn a_trickled_headers_frame_meets_the_header_timeout() {
     }
     assert!(started.elapsed() < Duration::from_secs(12), "held for {:?}", started.elapsed());
 }
+
+/// Takes every request body and keeps it unread.
+struct Hoard(std::sync::Mutex<Vec<falconet_server::RequestBody>>);
+
+impl Handler for Hoard {
+    type State = ();
+
+    fn head(&self, request: &Request<'_>) {
+        if request.path() == "/hoard" {
+            request.stream_body();
+        }
+    }
+
+    fn respond(&self, (): (), response: &mut Response<'_>) {
+        match response.take_body() {
+            Some(body) => {
+                self.0.lock().unwrap().push(body);
+                let _ = response.status(Status::new(202).unwrap());
+            }
+            None => {
+                let _ = response.body(b"ok");
+            }
+        }
+    }
+}
+
+/// The pool runs dry halfway through request bodies that nobody reads
+/// (a one-slab pool, bodies hoarded by the application): the streams
+/// whose bodies no longer fit are reset or their connection closes, a
+/// hoarded body's read fails instead of waiting forever, and once the
+/// memory is back the server answers again. Nothing hangs.
+#[test]
+fn pool_running_dry_mid_body() {
+    use std::io::Read;
+
+    let hoard = std::sync::Arc::new(Hoard(std::sync::Mutex::new(Vec::new())));
+    let options = Options::new().workers(1).max_pool_bytes(falconet_server::MIN_POOL_BYTES);
+    let server = serve(options, ArcHandler(hoard.clone()));
+    runtime().block_on(async {
+        let send = connect(server.addr, 1 << 20).await;
+        let mut outcomes = Vec::new();
+        for _ in 0..4 {
+            let Ok(ready) = send.clone().ready().await else { break };
+            let mut ready = ready;
+            let upload = http::Request::builder()
+                .method(Method::POST)
+                .uri("http://localhost/hoard")
+                .body(())
+                .unwrap();
+            let Ok((response, mut stream)) = ready.send_request(upload, false) else { break };
+            stream.reserve_capacity(200_000);
+            let _ = stream.send_data(Bytes::from(vec![7u8; 200_000]), true);
+            let outcome = tokio::time::timeout(Duration::from_secs(10), response).await;
+            outcomes.push(outcome.expect("an answer or a reset, not a hang").map(|r| r.status()));
+        }
+        assert!(outcomes.iter().any(Result::is_err) || outcomes.len() < 4, "{outcomes:?}");
+    });
+    // Every hoarded body either holds its bytes or fails: none waits.
+    let bodies = std::mem::take(&mut *hoard.0.lock().unwrap());
+    for body in &bodies {
+        let mut buf = [0u8; 4096];
+        let mut reader = body;
+        loop {
+            match reader.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+        }
+    }
+    drop(bodies);
+    let reply = common::Client::connect(server.addr).get("/ok");
+    assert_eq!(reply.status, 200);
+}
+
+/// A handler shared with the test through an `Arc`.
+struct ArcHandler<H>(std::sync::Arc<H>);
+
+impl<H: Handler> Handler for ArcHandler<H> {
+    type State = H::State;
+
+    fn head(&self, request: &Request<'_>) -> H::State {
+        self.0.head(request)
+    }
+
+    fn body(&self, state: &mut H::State, chunk: &[u8]) {
+        self.0.body(state, chunk);
+    }
+
+    fn respond(&self, state: H::State, response: &mut Response<'_>) {
+        self.0.respond(state, response);
+    }
+}
