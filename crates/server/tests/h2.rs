@@ -841,3 +841,53 @@ impl<H: Handler> Handler for ArcHandler<H> {
         self.0.respond(state, response);
     }
 }
+
+/// Answers how many fields its request had, and the last one's value.
+struct FieldCount;
+
+impl Handler for FieldCount {
+    type State = String;
+
+    fn head(&self, request: &Request<'_>) -> String {
+        let last = request.headers().last().map(|(_, v)| String::from_utf8_lossy(v).into_owned());
+        format!("{} {}", request.headers().count(), last.unwrap_or_default())
+    }
+
+    fn respond(&self, text: String, response: &mut Response<'_>) {
+        let _ = response.body(text.as_bytes());
+    }
+}
+
+/// Every field reaches the handler, in order, on both sides of the
+/// 32-field mark where the server sets its field views up differently,
+/// up to `max_headers`.
+#[test]
+fn field_counts_around_the_small_array() {
+    let server = serve(Options::new().workers(1).max_headers(100), FieldCount);
+    runtime().block_on(async {
+        let send = connect(server.addr, 65_535).await;
+        for count in [0usize, 1, 32, 33, 99] {
+            let mut ready = send.clone().ready().await.unwrap();
+            let mut builder = http::Request::builder().uri("http://localhost/");
+            for i in 0..count {
+                builder = builder.header(format!("x-f{i}"), i.to_string());
+            }
+            let (response, _) = ready.send_request(builder.body(()).unwrap(), true).unwrap();
+            let mut body = response.await.unwrap().into_body();
+            let mut text = Vec::new();
+            while let Some(piece) = body.data().await {
+                text.extend_from_slice(&piece.unwrap());
+            }
+            let last = if count == 0 { String::new() } else { (count - 1).to_string() };
+            assert_eq!(String::from_utf8(text).unwrap(), format!("{count} {last}"));
+        }
+        // One past `max_headers`: 431, as HTTP/1 answers too many fields.
+        let mut ready = send.clone().ready().await.unwrap();
+        let mut builder = http::Request::builder().uri("http://localhost/");
+        for i in 0..101 {
+            builder = builder.header(format!("x-f{i}"), "v");
+        }
+        let (response, _) = ready.send_request(builder.body(()).unwrap(), true).unwrap();
+        assert_eq!(response.await.unwrap().status(), StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE);
+    });
+}

@@ -297,7 +297,7 @@ impl Head {
     }
 
     /// The regular fields, in order.
-    pub fn fields(&self) -> impl Iterator<Item = (&[u8], &[u8])> + '_ {
+    pub fn fields(&self) -> impl ExactSizeIterator<Item = (&[u8], &[u8])> + '_ {
         self.fields.iter().map(|s| (&self.bytes[s.name.clone()], &self.bytes[s.value.clone()]))
     }
 }

@@ -46,6 +46,10 @@ use crate::response::{AppSlots, BodyOffer, Polled, Response, Step};
 use crate::session::Context;
 use crate::wire::Encoder;
 
+/// The request pseudo-fields (RFC 9113 8.3.1): `:method`, `:scheme`,
+/// `:authority`, `:path`.
+const PSEUDO_FIELDS: usize = 4;
+
 /// The most request fields handed to a handler (as HTTP/1's limit).
 const MAX_FIELDS: usize = crate::http1::MAX_HEADERS_LIMIT;
 
@@ -132,7 +136,9 @@ impl<S: Send + 'static> Http2<S> {
     pub(crate) fn new(cx: &Context) -> Self {
         let config = Config {
             max_header_list_size: u32::try_from(cx.limits.max_head).unwrap_or(u32::MAX),
-            max_fields: cx.limits.max_headers.min(MAX_FIELDS),
+            // `max_headers` counts fields as HTTP/1 does; HTTP/2 adds the
+            // four request pseudo-fields to the block.
+            max_fields: cx.limits.max_headers.min(MAX_FIELDS) + PSEUDO_FIELDS,
             ..Config::default()
         };
         // The defaults are within range: construction cannot fail.
@@ -659,9 +665,47 @@ struct Dispatch<'a, H: Handler> {
     cx: &'a Context,
 }
 
+/// Most requests carry a few fields: their `httparse` views fit an array
+/// this long, set up per request; more take the full-size one.
+const FEW_FIELDS: usize = 32;
+
 impl<H: Handler> Streams for Dispatch<'_, H> {
     fn headers(&mut self, stream: u32, head: &Head, end_stream: bool, input: &Arc<StreamInput>) {
-        let mut headers = [httparse::EMPTY_HEADER; MAX_FIELDS];
+        // The array is zeroed per request: 1 KiB for the usual request, not
+        // the 8 KiB of the largest.
+        if head.fields().len() <= FEW_FIELDS {
+            let mut headers = [httparse::EMPTY_HEADER; FEW_FIELDS];
+            self.open(stream, head, end_stream, input, &mut headers);
+        } else {
+            let mut headers = [httparse::EMPTY_HEADER; MAX_FIELDS];
+            self.open(stream, head, end_stream, input, &mut headers);
+        }
+    }
+
+    fn data(&mut self, stream: u32, data: &[u8], end_stream: bool) -> bool {
+        self.data_piece(stream, data, end_stream)
+    }
+
+    fn reset(&mut self, stream: u32) {
+        self.reset_stream(stream);
+    }
+
+    fn writable(&mut self, _stream: u32) {
+        // `flush` runs after every receive and looks at every stream.
+    }
+}
+
+impl<H: Handler> Dispatch<'_, H> {
+    /// A request opened `stream`: its `Request` (field views in
+    /// `headers`), the handler's `head`, and its exchange.
+    fn open<'h>(
+        &mut self,
+        stream: u32,
+        head: &'h Head,
+        end_stream: bool,
+        input: &Arc<StreamInput>,
+        headers: &mut [httparse::Header<'h>],
+    ) {
         let mut count = 0;
         for (name, value) in head.fields() {
             let (Ok(name), Some(slot)) = (core::str::from_utf8(name), headers.get_mut(count))
@@ -760,7 +804,8 @@ impl<H: Handler> Streams for Dispatch<'_, H> {
         );
     }
 
-    fn data(&mut self, stream: u32, data: &[u8], end_stream: bool) -> bool {
+    /// A piece of `stream`'s body (see [`Streams::data`]).
+    fn data_piece(&mut self, stream: u32, data: &[u8], end_stream: bool) -> bool {
         let Some(exchange) = self.exchanges.get_mut(&stream) else { return true };
         exchange.request_ended |= end_stream;
         if exchange.refused.is_some() {
@@ -810,7 +855,8 @@ impl<H: Handler> Streams for Dispatch<'_, H> {
         true
     }
 
-    fn reset(&mut self, stream: u32) {
+    /// `stream` ended early: its exchange goes, a lent body's read fails.
+    fn reset_stream(&mut self, stream: u32) {
         if let Some(mut exchange) = self.exchanges.remove(&stream) {
             if let Some(writer) = exchange.body.take() {
                 // The application's read fails instead of waiting forever.
@@ -818,10 +864,6 @@ impl<H: Handler> Streams for Dispatch<'_, H> {
             }
             recycle(self.spare, exchange.staged);
         }
-    }
-
-    fn writable(&mut self, _stream: u32) {
-        // `flush` runs after every receive and looks at every stream.
     }
 }
 
