@@ -1067,12 +1067,6 @@ impl Connection {
             .get(&id)
             .map_or(0, |s| s.output.available().min(self.send.available()).max(0) as usize)
     }
-
-    /// Whether stream ids are used up: the client must open a new
-    /// connection for more requests (5.1.1).
-    pub fn ids_exhausted(&self) -> bool {
-        self.last_stream >= MAX_STREAM_ID - 1
-    }
 }
 
 #[cfg(test)]

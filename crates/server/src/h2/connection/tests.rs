@@ -741,3 +741,36 @@ fn status_edges_and_a_zero_control_limit() {
         );
     }
 }
+
+/// The sending side at its edges, and a user's misuse on day one: every
+/// call on a stream that never was, or is gone, does nothing (and
+/// `send_data` says it took everything); empty data without END_STREAM
+/// sends no frame; consuming more output than there is empties it.
+#[test]
+fn sending_on_streams_that_are_not_there() {
+    let mut c = Client::new();
+    c.conn.send_headers(7, 200, [], true);
+    assert_eq!(c.conn.send_data(7, b"lost", true), 4);
+    c.conn.reset(7, ErrorCode::CANCEL);
+    c.conn.send_updates(7, Updates { stream: Some(10), connection: Some(20) });
+    assert_eq!(c.sent(), [Sent::WindowUpdate { stream: 0, increment: 20 }]);
+    assert_eq!(c.conn.send_credit(7), 0);
+
+    let headers = c.request(1, "/", true);
+    c.feed(&headers);
+    c.conn.send_headers(1, 200, [], false);
+    assert_eq!(c.conn.send_data(1, b"", false), 0);
+    assert_eq!(c.sent().len(), 1, "HEADERS only: no empty DATA without END_STREAM");
+    assert_eq!(c.conn.send_data(1, b"", true), 0);
+    assert_eq!(c.sent(), [Sent::Data { stream: 1, len: 0, end_stream: true }]);
+    // The stream is done: more is dropped.
+    assert_eq!(c.conn.send_data(1, b"late", true), 4);
+    assert_eq!(c.sent(), []);
+
+    c.feed(&raw(kind::PING, 0, 0, &[0; 8]));
+    assert!(!c.conn.output().is_empty());
+    c.conn.consume_output(usize::MAX);
+    assert!(c.conn.output().is_empty());
+    c.conn.consume_output(1);
+    assert!(c.conn.output().is_empty());
+}

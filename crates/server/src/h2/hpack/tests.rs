@@ -279,6 +279,20 @@ fn decode_bytes(decoder: &mut Decoder, block: &[u8]) -> Result<Owned, DecodeErro
     Ok(fields)
 }
 
+/// A header-list limit of 0: the first field is over it, nothing reaches
+/// the sink, and the table still follows the block.
+#[test]
+fn a_zero_header_list_limit() {
+    let mut decoder = Decoder::default();
+    decoder.set_max_header_list_size(0);
+    let mut seen = 0;
+    let block = unhex("400a 6375 7374 6f6d 2d6b 6579 0d63 7573 746f 6d2d 6865 6164 6572");
+    let result = decoder.decode(&block, |_| seen += 1);
+    assert_eq!(result, Err(DecodeError::HeaderListTooLarge { max: 0 }));
+    assert_eq!((seen, decoder.table_size()), (0, 55));
+    assert_eq!(decode(&mut decoder, ""), Ok(Vec::new()));
+}
+
 #[test]
 fn field_count_limit() {
     let mut decoder = Decoder::default();
