@@ -28,7 +28,7 @@ use parking_lot::Mutex;
 
 use crate::handler::{Handler, Status};
 use crate::http1::Progress;
-use crate::session::{Context, Session};
+use crate::session::{Context, OUTPUT_SLICES, Session};
 
 /// What the registry holds for each connection. Only the worker that
 /// accepted it drives it (its socket is in that worker's poll); the timer
@@ -209,7 +209,7 @@ impl<H: Handler> Conn<H> {
         if !self.writable {
             return Ok(());
         }
-        let mut slices = [io::IoSlice::new(&[]); 3];
+        let mut slices = [io::IoSlice::new(&[]); OUTPUT_SLICES];
         let count = self.session.output_slices(&mut slices);
         let slices = &slices[..count];
         let len: usize = slices.iter().map(|slice| slice.len()).sum();

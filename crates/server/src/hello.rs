@@ -218,10 +218,12 @@ impl Handler for Demo {
             }
             DemoRoute::Bytes(n) => {
                 let _ = response.field(APPLICATION_OCTET_STREAM);
+                // Static pieces: HTTP/2 sends them in place, uncopied.
+                let piece = bytes::Bytes::from_static(&BYTES_PIECE);
                 let mut left = n;
                 while left > 0 {
                     let take = left.min(BYTES_PIECE.len() as u64) as usize;
-                    if response.write(&BYTES_PIECE[..take]).is_err() {
+                    if response.write_bytes(piece.slice(..take)).is_err() {
                         return;
                     }
                     left -= take as u64;

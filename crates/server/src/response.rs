@@ -18,9 +18,11 @@
 //!        with an error                               already went out
 //! ```
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
+use bytes::Bytes;
 use falconet_pipe::{Reader, WriteError, Writer};
 use falconet_pool::Pool;
 
@@ -145,6 +147,9 @@ pub struct Response<'a> {
     fields: &'a [u8; FIELDS_LEN],
     encoder: Encoder,
     app: &'a mut AppSlots,
+    /// Where an HTTP/2 stream keeps body pieces sent in place: each goes
+    /// out after `out[..at]`. `None`: they are copied into `out`.
+    shared: Option<&'a mut VecDeque<(usize, Bytes)>>,
 }
 
 /// How a response ended, for the connection.
@@ -163,7 +168,14 @@ impl<'a> Response<'a> {
         encoder: Encoder,
         app: &'a mut AppSlots,
     ) -> Self {
-        Self { out, fields, encoder, app }
+        Self { out, fields, encoder, app, shared: None }
+    }
+
+    /// Keeps the pieces of [`write_bytes`](Self::write_bytes) and
+    /// [`body_bytes`](Self::body_bytes) in `shared` instead of copying them.
+    pub(crate) fn sharing(mut self, shared: &'a mut VecDeque<(usize, Bytes)>) -> Self {
+        self.shared = Some(shared);
+        self
     }
 
     /// Sets the status (200 unless set).
@@ -225,6 +237,38 @@ impl<'a> Response<'a> {
     /// [`ResponseError::Finished`] after [`body`](Self::body).
     pub fn write(&mut self, bytes: &[u8]) -> Result<(), ResponseError> {
         self.encoder.write(self.out, self.fields, bytes)
+    }
+
+    /// [`body`](Self::body) for a body already in [`Bytes`] (a static
+    /// slice, or a shared buffer): an HTTP/2 stream sends it in place, in
+    /// DATA frames whose payloads are slices of it, without copying it.
+    /// HTTP/1 copies it into the output buffer, with the other responses
+    /// of the same read.
+    ///
+    /// # Errors
+    /// As [`body`](Self::body).
+    pub fn body_bytes(&mut self, body: Bytes) -> Result<(), ResponseError> {
+        let Some(shared) = self.shared.as_deref_mut() else { return self.body(&body) };
+        self.encoder.sized_head(self.out, self.fields, body.len() as u64)?;
+        if !body.is_empty() && self.encoder.sends_body() {
+            shared.push_back((self.out.len(), body));
+        }
+        Ok(())
+    }
+
+    /// [`write`](Self::write) for a piece already in [`Bytes`]: an HTTP/2
+    /// stream sends it in place, without copying it (the piece is kept
+    /// until it is sent). HTTP/1 copies it into the output buffer.
+    ///
+    /// # Errors
+    /// As [`write`](Self::write).
+    pub fn write_bytes(&mut self, bytes: Bytes) -> Result<(), ResponseError> {
+        let Some(shared) = self.shared.as_deref_mut() else { return self.write(&bytes) };
+        self.encoder.start_stream(self.out, self.fields)?;
+        if !bytes.is_empty() && self.encoder.sends_body() {
+            shared.push_back((self.out.len(), bytes));
+        }
+        Ok(())
     }
 
     /// Hands the answer to another thread: the returned [`Responder`]

@@ -20,6 +20,11 @@ use crate::options::{Options, OptionsError};
 use crate::response::{AppSlots, Polled, Response, Step};
 use crate::wire::Encoder;
 
+/// The most pieces one vectored write of a connection's output takes: an
+/// HTTP/2 connection's DATA frames are two each (the header in the output
+/// buffer, the payload in place).
+pub(crate) const OUTPUT_SLICES: usize = 64;
+
 /// Bytes a socket read may take past the pipe's free space.
 pub(crate) const SPILL: usize = 256 * 1024;
 
@@ -279,7 +284,7 @@ impl<H: Handler> Session<H> {
     /// application reads: its read wakes the connection.
     pub fn wants_input(&mut self, cx: &Context) -> bool {
         let closed = self.h2().map_or(self.http.is_closed(), |h2| h2.is_closed());
-        if closed || self.output().len() >= cx.limits.max_pending_output {
+        if closed || self.output_len() >= cx.limits.max_pending_output {
             return false;
         }
         let waker = match self.app.existing_link() {
@@ -507,12 +512,23 @@ impl<H: Handler> Session<H> {
         }
     }
 
-    /// Every piece of the output, in order, for one vectored write; returns
-    /// how many of `slices` it filled.
-    pub(crate) fn output_slices<'a>(&'a self, slices: &mut [io::IoSlice<'a>; 3]) -> usize {
+    /// The bytes of every piece of the output.
+    pub(crate) fn output_len(&self) -> usize {
         if let Some(h2) = self.h2() {
-            slices[0] = io::IoSlice::new(h2.output());
-            return usize::from(!h2.output().is_empty());
+            return h2.output_len();
+        }
+        let staged = self.staged.as_ref().map_or(0, |s| s.data.len() + s.after.len());
+        self.out.len() - self.sent + staged
+    }
+
+    /// Every piece of the output, in order, for one vectored write (as
+    /// many as `slices` holds); returns how many of `slices` it filled.
+    pub(crate) fn output_slices<'a>(
+        &'a self,
+        slices: &mut [io::IoSlice<'a>; OUTPUT_SLICES],
+    ) -> usize {
+        if let Some(h2) = self.h2() {
+            return h2.output_slices(slices);
         }
         let mut count = 0;
         let staged = self.staged.as_ref().map_or([&[][..], &[][..]], |s| [&s.data[..], s.after]);
@@ -657,7 +673,7 @@ impl<H: Handler> std::fmt::Debug for Session<H> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Session")
             .field("input_open", &self.writer.is_some())
-            .field("pending_output", &self.output().len())
+            .field("pending_output", &self.output_len())
             .field("closed", &self.is_closed())
             .finish_non_exhaustive()
     }

@@ -13,14 +13,23 @@ use falconet_server::{Handler, Options, Request, Response, Status};
 use http::{Method, StatusCode};
 
 /// `/count` answers the body's length; `/big?n=N` sends N bytes, streamed
-/// in 64 KiB writes; `/sized?n=N` sends N bytes with a length.
+/// in 64 KiB writes; `/sized?n=N` sends N bytes with a length; `/mixed?n=N`
+/// streams [`pattern`] in pieces that alternate copied writes and shared
+/// `Bytes`; `/shared?n=N` sends it as one shared sized body.
 struct Bodies;
 
 enum Route {
     Count(u64),
     Big(usize),
     Sized(usize),
+    Mixed(usize),
+    Shared(usize),
     Other,
+}
+
+/// `n` bytes that show any piece out of place.
+fn pattern(n: usize) -> Vec<u8> {
+    (0..n).map(|i| (i % 251) as u8).collect()
 }
 
 fn query_n(request: &Request<'_>) -> usize {
@@ -35,6 +44,8 @@ impl Handler for Bodies {
             "/count" => Route::Count(0),
             "/big" => Route::Big(query_n(request)),
             "/sized" => Route::Sized(query_n(request)),
+            "/mixed" => Route::Mixed(query_n(request)),
+            "/shared" => Route::Shared(query_n(request)),
             _ => Route::Other,
         }
     }
@@ -59,6 +70,21 @@ impl Handler for Bodies {
                 Ok(())
             }
             Route::Sized(n) => response.body(&vec![b'y'; n]),
+            Route::Mixed(n) => {
+                let all = Bytes::from(pattern(n));
+                let (mut at, mut size, mut shared) = (0, 1, false);
+                while at < n {
+                    let end = (at + size).min(n);
+                    let _ = if shared {
+                        response.write_bytes(all.slice(at..end))
+                    } else {
+                        response.write(&all[at..end])
+                    };
+                    (at, size, shared) = (end, size * 3 + 1, !shared);
+                }
+                Ok(())
+            }
+            Route::Shared(n) => response.body_bytes(Bytes::from(pattern(n))),
             Route::Other => response.status(Status::NOT_FOUND).map(drop),
         };
     }
@@ -205,6 +231,43 @@ fn responses_through_small_client_windows() {
             assert_eq!(answer.body.len(), n, "{path}");
         }
     });
+}
+
+/// Body pieces in `Bytes` go out in place over HTTP/2, between copied
+/// ones, through windows smaller than a piece, on concurrent streams; not
+/// at all for HEAD; and copied over HTTP/1.1. Every byte in order.
+#[test]
+fn shared_body_pieces() {
+    let server = serve(Options::new().workers(1), Bodies);
+    runtime().block_on(async {
+        let send = connect(server.addr, 16_384).await;
+        let mut streams = Vec::new();
+        for n in [0usize, 1, 5, 16_384, 16_385, 300_000, 1_000_003] {
+            for route in ["mixed", "shared"] {
+                let send = send.clone();
+                streams.push(tokio::spawn(async move {
+                    let path = format!("/{route}?n={n}");
+                    let answer = request(&send, Method::GET, &path, b"").await;
+                    assert_eq!(answer.status, StatusCode::OK, "{path}");
+                    assert!(answer.body == pattern(n), "{path}: {} bytes", answer.body.len());
+                    let head = request(&send, Method::HEAD, &path, b"").await;
+                    assert!(head.body.is_empty(), "{path}: HEAD");
+                    if route == "shared" {
+                        assert_eq!(head.headers["content-length"], n.to_string().as_str());
+                    }
+                }));
+            }
+        }
+        for stream in streams {
+            stream.await.unwrap();
+        }
+    });
+    let mut client = common::Client::connect(server.addr);
+    for path in ["/mixed?n=300000", "/shared?n=300000"] {
+        let reply = client.get(path);
+        assert_eq!(reply.status, 200);
+        assert!(reply.body == pattern(300_000), "{path} over HTTP/1.1");
+    }
 }
 
 /// A body over `max_body` is refused with 413 (its content-length) before

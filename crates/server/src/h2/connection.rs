@@ -1,7 +1,9 @@
 //! One HTTP/2 connection's protocol state, without its socket (RFC 9113):
 //! bytes in through [`Connection::receive`], requests out to a
 //! [`Streams`] sink, responses in through [`Connection::send_headers`] and
-//! [`Connection::send_data`], frames out through [`Connection::output`].
+//! [`Connection::send_data`] (or [`Connection::send_shared`], whose
+//! payloads go out in place), frames out through
+//! [`Connection::output_slices`].
 //!
 //! # Connection states
 //!
@@ -73,10 +75,11 @@
 //! - **Stream-id exhaustion:** ids only grow; past 2^31-1 the client must
 //!   open a new connection.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
+use std::io::IoSlice;
 use std::sync::Arc;
 
-use bytes::BufMut;
+use bytes::{Buf, BufMut, Bytes};
 use falconet_flow::{Advance, InputWindow, OutputWindow, Scope};
 /// The stream receive window [`Streams::headers`] hands out and the
 /// increments [`Connection::send_updates`] takes (from `falconet-flow`).
@@ -240,8 +243,13 @@ pub struct Connection {
     head: Head,
     /// Receive sides of finished streams, reused by new ones.
     spare_inputs: Vec<Arc<StreamInput>>,
+    /// Frames to send, but for the payloads of [`send_shared`](Self::send_shared):
+    /// each of `shared` goes out after `out[..at]` (its frame header).
     out: Vec<u8>,
     sent: usize,
+    shared: VecDeque<(usize, Bytes)>,
+    /// The bytes in `shared`.
+    shared_len: usize,
     scratch: Vec<u8>,
     budget: u32,
     queued_control: usize,
@@ -311,6 +319,8 @@ impl Connection {
             spare_inputs: Vec::new(),
             out,
             sent: 0,
+            shared: VecDeque::new(),
+            shared_len: 0,
             scratch: Vec::new(),
             budget: config.reset_budget,
             queued_control: 0,
@@ -889,14 +899,42 @@ impl Connection {
     /// frames of at most the client's SETTINGS_MAX_FRAME_SIZE, and returns
     /// how much that was; END_STREAM goes on the last frame once all of
     /// `data` is sent. The rest waits for [`Streams::writable`]. A stream
-    /// that is gone takes everything (and sends nothing).
+    /// that is gone takes everything (and sends nothing). The payload is
+    /// copied into the output.
     pub fn send_data(&mut self, id: u32, data: &[u8], end_stream: bool) -> usize {
-        let Some(stream) = self.streams.get_mut(&id) else { return data.len() };
+        self.frame_data(id, data.len(), end_stream, |out, _, range| out.put_slice(&data[range]))
+    }
+
+    /// [`send_data`](Self::send_data) without the copy: the frames'
+    /// payloads are slices of `data` (reference-counted, or static), sent
+    /// in place by one vectored write with the frame headers around them
+    /// ([`output_slices`](Self::output_slices)). What was sent is taken
+    /// off the front of `data`.
+    pub fn send_shared(&mut self, id: u32, data: &mut Bytes, end_stream: bool) -> usize {
+        let n = self.frame_data(id, data.len(), end_stream, |out, shared, range| {
+            shared.push_back((out.len(), data.slice(range)));
+        });
+        data.advance(n);
+        n
+    }
+
+    /// The framing of both `send_` calls: takes the credit for up to `len`
+    /// bytes and writes the frame headers, each followed by
+    /// `payload(out, shared, range)` for its part of the data (not called
+    /// for an empty frame).
+    fn frame_data(
+        &mut self,
+        id: u32,
+        len: usize,
+        end_stream: bool,
+        mut payload: impl FnMut(&mut Vec<u8>, &mut VecDeque<(usize, Bytes)>, std::ops::Range<usize>),
+    ) -> usize {
+        let Some(stream) = self.streams.get_mut(&id) else { return len };
         if stream.local_closed || self.phase == Phase::Closed {
-            return data.len();
+            return len;
         }
         let credit = stream.output.available().min(self.send.available()).max(0) as usize;
-        let n = data.len().min(credit);
+        let n = len.min(credit);
         let max_frame = self.peer.max_frame_size as usize;
         let mut sent = 0;
         // Both windows grant `n` in full: the worker alone uses them.
@@ -905,7 +943,8 @@ impl Connection {
             self.send.try_reserve(n as u32).unwrap_or(0),
         );
         debug_assert_eq!(granted, (n as u32, n as u32));
-        let finish = end_stream && n == data.len();
+        let finish = end_stream && n == len;
+        let before = self.shared.len();
         loop {
             let len = (n - sent).min(max_frame);
             let last = sent + len == n;
@@ -914,12 +953,15 @@ impl Connection {
             }
             let header = frame::data_header(id, len as u32, last && finish);
             self.out.put_slice(&header);
-            self.out.put_slice(&data[sent..sent + len]);
+            if len > 0 {
+                payload(&mut self.out, &mut self.shared, sent..sent + len);
+            }
             sent += len;
             if last {
                 break;
             }
         }
+        self.shared_len += self.shared.range(before..).map(|(_, data)| data.len()).sum::<usize>();
         if finish {
             self.local_end(id);
         }
@@ -957,6 +999,7 @@ impl Connection {
         for (id, value) in params {
             self.setting(id, value)?;
         }
+        debug_assert!(self.shared.is_empty(), "an upgrade comes before any DATA");
         self.out.splice(0..0, prefix.iter().copied());
         self.head = head;
         self.last_stream = 1;
@@ -1040,15 +1083,73 @@ impl Connection {
         self.error
     }
 
-    /// Frames not yet sent.
+    /// The first piece of the frames not yet sent (frames, or a shared
+    /// payload); empty when nothing waits.
     pub fn output(&self) -> &[u8] {
-        &self.out[self.sent..]
+        match self.shared.front() {
+            Some((at, data)) if *at == self.sent => data,
+            Some((at, _)) => &self.out[self.sent..*at],
+            None => &self.out[self.sent..],
+        }
     }
 
-    /// Marks the first `n` bytes of the output as sent.
-    pub fn consume_output(&mut self, n: usize) {
-        self.sent = (self.sent + n).min(self.out.len());
-        if self.sent == self.out.len() {
+    /// Every piece of the output, in order, as far as `slices` holds them,
+    /// for one vectored write; returns how many it filled.
+    pub fn output_slices<'a>(&'a self, slices: &mut [IoSlice<'a>]) -> usize {
+        let mut count = 0;
+        let mut from = self.sent;
+        for (at, data) in &self.shared {
+            if *at > from {
+                if count == slices.len() {
+                    return count;
+                }
+                slices[count] = IoSlice::new(&self.out[from..*at]);
+                count += 1;
+            }
+            if count == slices.len() {
+                return count;
+            }
+            slices[count] = IoSlice::new(data);
+            count += 1;
+            from = *at;
+        }
+        if from < self.out.len() && count < slices.len() {
+            slices[count] = IoSlice::new(&self.out[from..]);
+            count += 1;
+        }
+        count
+    }
+
+    /// How many bytes wait to be sent, in every piece.
+    pub fn output_len(&self) -> usize {
+        self.out.len() - self.sent + self.shared_len
+    }
+
+    /// Marks the first `n` bytes of the output (across its pieces) as sent.
+    pub fn consume_output(&mut self, mut n: usize) {
+        while n > 0 {
+            match self.shared.front_mut() {
+                Some((at, data)) if *at == self.sent => {
+                    let take = n.min(data.len());
+                    data.advance(take);
+                    self.shared_len -= take;
+                    n -= take;
+                    if data.is_empty() {
+                        self.shared.pop_front();
+                    }
+                }
+                Some((at, _)) => {
+                    let take = n.min(*at - self.sent);
+                    self.sent += take;
+                    n -= take;
+                }
+                None => {
+                    self.sent = (self.sent + n).min(self.out.len());
+                    break;
+                }
+            }
+        }
+        if self.sent == self.out.len() && self.shared.is_empty() {
             self.out.clear();
             self.sent = 0;
             self.queued_control = 0;

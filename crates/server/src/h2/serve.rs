@@ -24,13 +24,14 @@
 //! A connection also gets here from HTTP/1.1, by `Upgrade: h2c`
 //! (`upgrade.rs`): the upgrading request becomes stream 1.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::ops::Range;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::Poll;
 
+use bytes::Bytes;
 use falconet_flow::{StreamInput, Updates};
 use falconet_pipe::{Readable, Reader, Writer};
 use falconet_pool::Pool;
@@ -73,6 +74,9 @@ struct Exchange<S> {
     /// The response in staging form; `sent` bytes of it are framed.
     staged: Vec<u8>,
     sent: usize,
+    /// Body pieces sent in place ([`Response::write_bytes`], a tower
+    /// body's frames): each follows `staged[..at]`.
+    shared: VecDeque<(usize, Bytes)>,
     head_sent: bool,
     /// Every byte of the response is staged.
     finished: bool,
@@ -90,6 +94,18 @@ struct Exchange<S> {
     responded: bool,
     /// `expect: 100-continue`: a 100 goes out before the final answer.
     continue_pending: bool,
+}
+
+impl<S> Exchange<S> {
+    /// Response bytes staged and not yet framed.
+    fn unsent(&self) -> usize {
+        self.staged.len() - self.sent + shared_len(&self.shared)
+    }
+}
+
+/// The bytes of the pieces in `shared`.
+fn shared_len(shared: &VecDeque<(usize, Bytes)>) -> usize {
+    shared.iter().map(|(_, piece)| piece.len()).sum()
 }
 
 /// A response the application answers later.
@@ -193,7 +209,7 @@ impl<S: Send + 'static> Http2<S> {
         H: Handler<State = S>,
     {
         loop {
-            if self.conn.output().len() >= cx.limits.max_pending_output {
+            if self.conn.output_len() >= cx.limits.max_pending_output {
                 return Progress::OutputFull;
             }
             let mut got_input = false;
@@ -245,7 +261,7 @@ impl<S: Send + 'static> Http2<S> {
             if self.conn.is_closed() || (self.input_ended && self.exchanges.is_empty()) {
                 return Progress::Close;
             }
-            if self.conn.output().len() >= cx.limits.max_pending_output {
+            if self.conn.output_len() >= cx.limits.max_pending_output {
                 // `flush` stopped at the limit with frames still staged: the
                 // connection writes and comes back (no event would).
                 return Progress::OutputFull;
@@ -267,7 +283,7 @@ impl<S: Send + 'static> Http2<S> {
     where
         H: Handler<State = S>,
     {
-        let mut staged: usize = self.exchanges.values().map(|e| e.staged.len() - e.sent).sum();
+        let mut staged: usize = self.exchanges.values().map(Exchange::unsent).sum();
         let mut answered = false;
         for (&id, exchange) in &mut self.exchanges {
             if !exchange.ready {
@@ -287,7 +303,8 @@ impl<S: Send + 'static> Http2<S> {
             let Some(state) = exchange.state.take() else { continue };
             app.offer = exchange.offer.take();
             let encoder = Encoder::new(Version::Http2, exchange.head_only, true);
-            let mut response = Response::new(&mut exchange.staged, cx.date.fields(), encoder, app);
+            let mut response = Response::new(&mut exchange.staged, cx.date.fields(), encoder, app)
+                .sharing(&mut exchange.shared);
             // A panicking handler costs its stream a 500, not the
             // connection its other streams.
             let answered = catch_unwind(AssertUnwindSafe(|| handler.respond(state, &mut response)));
@@ -320,7 +337,7 @@ impl<S: Send + 'static> Http2<S> {
             } else {
                 exchange.finished = true;
             }
-            staged += exchange.staged.len() - exchange.sent;
+            staged += exchange.unsent();
         }
         answered
     }
@@ -365,7 +382,7 @@ impl<S: Send + 'static> Http2<S> {
         let mut moved = false;
         let waker = app.link().waker();
         let mut poll_cx = std::task::Context::from_waker(&waker);
-        let staged: usize = self.exchanges.values().map(|e| e.staged.len() - e.sent).sum();
+        let staged: usize = self.exchanges.values().map(Exchange::unsent).sum();
         let mut budget = cx.limits.max_pending_output.saturating_sub(staged);
         let mut failed = Vec::new();
         for (&id, exchange) in &mut self.exchanges {
@@ -429,9 +446,10 @@ impl<S: Send + 'static> Http2<S> {
                     {
                         break;
                     }
-                    let before = exchange.staged.len();
+                    let before = exchange.staged.len() + shared_len(&exchange.shared);
                     let mut response =
-                        Response::new(&mut exchange.staged, cx.date.fields(), *encoder, app);
+                        Response::new(&mut exchange.staged, cx.date.fields(), *encoder, app)
+                            .sharing(&mut exchange.shared);
                     let step = polled.poll_write(&mut poll_cx, &mut response);
                     *encoder = response.encoder();
                     if step.is_ready() {
@@ -447,8 +465,9 @@ impl<S: Send + 'static> Http2<S> {
                                 exchange.source = None;
                                 break;
                             }
-                            if encoder.sends_body() {
-                                exchange.staged.extend_from_slice(&data);
+                            if encoder.sends_body() && !data.is_empty() {
+                                // Sent in place, not copied.
+                                exchange.shared.push_back((exchange.staged.len(), data));
                             }
                         }
                         Poll::Ready(Step::Done) => {
@@ -464,7 +483,7 @@ impl<S: Send + 'static> Http2<S> {
                             break;
                         }
                     }
-                    let grew = exchange.staged.len() - before;
+                    let grew = exchange.staged.len() + shared_len(&exchange.shared) - before;
                     room = room.saturating_sub(grew);
                     budget = budget.saturating_sub(grew);
                 },
@@ -489,10 +508,10 @@ impl<S: Send + 'static> Http2<S> {
     /// Turns staged responses into frames, as far as the windows allow.
     /// Returns whether it sent anything.
     fn flush(&mut self, cx: &Context) -> bool {
-        let before = self.conn.output().len();
+        let before = self.conn.output_len();
         let mut done = std::mem::take(&mut self.done);
         for (&id, exchange) in &mut self.exchanges {
-            if self.conn.output().len() >= cx.limits.max_pending_output {
+            if self.conn.output_len() >= cx.limits.max_pending_output {
                 break;
             }
             if exchange.continue_pending && !exchange.head_sent {
@@ -504,7 +523,7 @@ impl<S: Send + 'static> Http2<S> {
             }
             if !exchange.head_sent {
                 let Some(head_len) = find_head_end(&exchange.staged) else { continue };
-                let body_empty = exchange.staged.len() == head_len;
+                let body_empty = exchange.staged.len() == head_len && exchange.shared.is_empty();
                 let end_stream = exchange.finished && body_empty;
                 let status = staged_status(&exchange.staged);
                 let head = &exchange.staged[..head_len];
@@ -518,12 +537,8 @@ impl<S: Send + 'static> Http2<S> {
                 exchange.head_sent = true;
                 exchange.sent = head_len;
             }
-            let body = &exchange.staged[exchange.sent..];
-            if !body.is_empty() || exchange.finished {
-                let n = self.conn.send_data(id, body, exchange.finished);
-                exchange.sent += n;
-            }
-            if exchange.sent == exchange.staged.len() {
+            send_body(&mut self.conn, id, exchange);
+            if exchange.sent == exchange.staged.len() && exchange.shared.is_empty() {
                 if exchange.finished {
                     done.push(id);
                 } else {
@@ -539,12 +554,22 @@ impl<S: Send + 'static> Http2<S> {
             }
         }
         self.done = done;
-        finished || self.conn.output().len() != before
+        finished || self.conn.output_len() != before
     }
 
-    /// The frames to send.
+    /// The first piece of the frames to send.
     pub(crate) fn output(&self) -> &[u8] {
         self.conn.output()
+    }
+
+    /// Every piece of the frames to send, for one vectored write.
+    pub(crate) fn output_slices<'a>(&'a self, slices: &mut [std::io::IoSlice<'a>]) -> usize {
+        self.conn.output_slices(slices)
+    }
+
+    /// The bytes waiting to be sent.
+    pub(crate) fn output_len(&self) -> usize {
+        self.conn.output_len()
     }
 
     /// Marks `n` bytes of the output as sent.
@@ -554,7 +579,7 @@ impl<S: Send + 'static> Http2<S> {
 
     /// No stream open and nothing to send.
     pub(crate) fn is_idle(&self) -> bool {
-        !self.has_streams() && self.output().is_empty() && self.input.is_empty()
+        !self.has_streams() && self.output_len() == 0 && self.input.is_empty()
     }
 
     /// Some stream is open or answering. (With none, bytes of a frame
@@ -595,11 +620,40 @@ impl<S: Send + 'static> Http2<S> {
 fn refuse<S>(exchange: &mut Exchange<S>, cx: &Context, status: Status) {
     exchange.staged.clear();
     exchange.sent = 0;
+    exchange.shared.clear();
     exchange.source = None;
     let mut encoder = Encoder::new(Version::Http2, false, true);
     let _ = encoder.status(status);
     let _ = encoder.body(&mut exchange.staged, cx.date.fields(), b"");
     exchange.finished = true;
+}
+
+/// Frames the staged body as far as the send windows allow: the bytes
+/// copied into the staging buffer up to each shared piece, then the piece
+/// in place; END_STREAM on the last frame once the response is finished.
+fn send_body<S>(conn: &mut Connection, id: u32, exchange: &mut Exchange<S>) {
+    loop {
+        let end = exchange.shared.front().map_or(exchange.staged.len(), |(at, _)| *at);
+        let copied = &exchange.staged[exchange.sent..end];
+        let last = exchange.finished && exchange.shared.is_empty();
+        if !copied.is_empty() || last {
+            let n = conn.send_data(id, copied, last);
+            exchange.sent += n;
+            if n < copied.len() || last {
+                return;
+            }
+        }
+        let last = exchange.finished && exchange.shared.len() == 1 && end == exchange.staged.len();
+        let Some((_, piece)) = exchange.shared.front_mut() else { return };
+        conn.send_shared(id, piece, last);
+        if !piece.is_empty() {
+            return;
+        }
+        exchange.shared.pop_front();
+        if last {
+            return;
+        }
+    }
 }
 
 fn recycle(spare: &mut Vec<Vec<u8>>, mut staged: Vec<u8>) {
@@ -791,6 +845,7 @@ impl<H: Handler> Dispatch<'_, H> {
                 refused,
                 staged,
                 sent: 0,
+                shared: VecDeque::new(),
                 head_sent: false,
                 finished: false,
                 source: None,

@@ -96,9 +96,22 @@ impl Client {
         raw(kind::HEADERS, flags, stream, &block)
     }
 
+    /// Every byte of the output, across its pieces, taken.
+    fn take_output(&mut self) -> Vec<u8> {
+        let mut out = Vec::new();
+        loop {
+            let piece = self.conn.output();
+            if piece.is_empty() {
+                return out;
+            }
+            out.extend_from_slice(piece);
+            let n = piece.len();
+            self.conn.consume_output(n);
+        }
+    }
+
     fn sent(&mut self) -> Vec<Sent> {
-        let out = self.conn.output().to_vec();
-        self.conn.consume_output(out.len());
+        let out = self.take_output();
         let mut frames = Vec::new();
         let mut rest = &out[..];
         while let Some(header) = rest.first_chunk::<HEADER_LEN>() {
@@ -525,6 +538,72 @@ fn send_windows() {
     c.feed(&raw(kind::SETTINGS, 0, 0, &settings));
     assert_eq!(c.conn.send_credit(3), 0);
     assert_eq!(c.conn.send_data(3, &[0; 10], false), 0);
+}
+
+/// Shared payloads go out in place, between their frame headers, as the
+/// windows allow; the output's pieces and any split of the writes that
+/// sends them give the same bytes as the copying path.
+#[test]
+fn shared_payloads_go_out_in_place() {
+    use bytes::Bytes;
+    use std::io::IoSlice;
+
+    let body: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
+    // The copying path, for the bytes to expect.
+    let mut copied = Client::new();
+    let headers = copied.request(1, "/", true);
+    copied.feed(&headers);
+    copied.take_output();
+    copied.conn.send_headers(1, 200, [], false);
+    assert_eq!(copied.conn.send_data(1, &body, true), 65_535);
+    let expected = copied.take_output();
+
+    let mut c = Client::new();
+    let headers = c.request(1, "/", true);
+    c.feed(&headers);
+    c.take_output();
+    c.conn.send_headers(1, 200, [], false);
+    let mut data = Bytes::from(body.clone());
+    let start = data.as_ptr();
+    assert_eq!(c.conn.send_shared(1, &mut data, true), 65_535, "the initial windows");
+    assert_eq!(data.len(), 100_000 - 65_535, "what was sent is taken off the front");
+    assert_eq!(c.conn.output_len(), expected.len());
+    let mut slices = [IoSlice::new(&[]); 16];
+    let count = c.conn.output_slices(&mut slices);
+    assert_eq!(count, 8, "HEADERS with the first DATA header, then payload and header pairs");
+    let payload = &slices[1];
+    assert_eq!(payload.as_ptr(), start, "the payload is the caller's buffer, not a copy");
+    assert_eq!(payload.len(), 16_384);
+    // Fewer slices than pieces: the first ones, in order.
+    let mut three = [IoSlice::new(&[]); 3];
+    assert_eq!(c.conn.output_slices(&mut three), 3);
+    assert_eq!(three[2].len(), HEADER_LEN);
+    // Sent in writes of 1,000 bytes, across the pieces' edges.
+    let mut out = Vec::new();
+    while c.conn.output_len() > 0 {
+        let mut slices = [IoSlice::new(&[]); 16];
+        let count = c.conn.output_slices(&mut slices);
+        let all: Vec<u8> = slices[..count].iter().flat_map(|s| s.iter().copied()).collect();
+        let n = all.len().min(1_000);
+        out.extend_from_slice(&all[..n]);
+        c.conn.consume_output(n);
+    }
+    assert_eq!(out, expected);
+    assert!(c.conn.output().is_empty());
+
+    // The rest, once both windows open, ends the stream.
+    c.feed(&raw(kind::WINDOW_UPDATE, 0, 1, &100_000u32.to_be_bytes()));
+    c.feed(&raw(kind::WINDOW_UPDATE, 0, 0, &100_000u32.to_be_bytes()));
+    c.take_output();
+    assert_eq!(c.conn.send_shared(1, &mut data, true), 100_000 - 65_535);
+    assert!(data.is_empty());
+    let frames = c.sent();
+    assert!(matches!(frames.last(), Some(Sent::Data { end_stream: true, .. })), "{frames:?}");
+    // A stream that is gone takes everything and sends nothing.
+    let mut more = Bytes::from_static(b"late");
+    assert_eq!(c.conn.send_shared(1, &mut more, true), 4);
+    assert!(more.is_empty());
+    assert_eq!(c.conn.output_len(), 0);
 }
 
 /// 6.9.1: a WINDOW_UPDATE past 2^31-1.
