@@ -20,6 +20,9 @@
 #       HTTP/2 (h2c): falconet against hyper's http2 server (bin
 #       hyper_h2_server) and nghttpd, with h2load: plaintext at -c16 -m32,
 #       and 1 MiB uploads echoed back with the windows binding (-w16 -W16).
+#   python3 scripts/bench_server.py --h2 SECONDS ROUNDS "1 MiB responses"
+#       Only the HTTP/2 loads whose name contains the last argument (after
+#       --h2 built the servers).
 #   python3 scripts/bench_server.py --h2-soak [minutes, default 10]
 #       falconet's RSS under h2load, sampled every 30 s (after --h2 built
 #       the servers).

@@ -346,7 +346,8 @@ def h2load(port, path, extra, seconds):
     return succeeded
 
 
-def h2_benchmark(seconds, rounds):
+def h2_benchmark(seconds, rounds, only=None):
+    """`only`: run the loads whose name contains it (e.g. "1 MiB responses")."""
     os.makedirs(H2_ROOT, exist_ok=True)
     with open(os.path.join(H2_ROOT, "plaintext"), "w") as f:
         f.write("Hello, World!")
@@ -358,8 +359,9 @@ def h2_benchmark(seconds, rounds):
     print(f"# bench-server --h2: {rounds} rounds x {seconds} s, server on core {SERVER_CORE}, h2load on core {LOAD_CORE}")
     results = {}
     port = 19500
+    modes = [m for m in H2_MODES if only is None or only in m[0]]
     for r in range(rounds):
-        for mode, path, extra, names in H2_MODES:
+        for mode, path, extra, names in modes:
             for name in names:
                 port += 1
                 proc = start(name, port, H2_SERVERS)
@@ -379,14 +381,15 @@ def h2_benchmark(seconds, rounds):
     print()
     print("| load | server | req/s (median) | req per CPU-second (median) | server CPU | falconet vs it |")
     print("|---|---|---:|---:|---:|---:|")
-    for mode, _, _, names in H2_MODES:
+    for mode, _, _, names in modes:
         med = {n: tuple(statistics.median(x[i] for x in results[(mode, n)]) for i in range(3)) for n in names}
         for name in names:
             rps, per_cpu, util = med[name]
             ratio = med["falconet"][1] / per_cpu
             print(f"| {mode} | {name} | {rps:,.0f} | {per_cpu:,.0f} | {util:.0%} | {ratio:.2f}x |")
-    save_plot_data("server-h2", [(mode, n, statistics.median(x[1] for x in results[(mode, n)]))
-                                 for mode, _, _, names in H2_MODES for n in names])
+    if only is None:  # a partial run leaves the plots' data as it was
+        save_plot_data("server-h2", [(mode, n, statistics.median(x[1] for x in results[(mode, n)]))
+                                     for mode, _, _, names in modes for n in names])
 
 
 def h2_soak(minutes):
@@ -426,7 +429,8 @@ def main():
     elif args and args[0] == "--h2-soak":
         h2_soak(float(args[1]) if len(args) > 1 else 10)
     elif args and args[0] == "--h2":
-        h2_benchmark(int(args[1]) if len(args) > 1 else 10, int(args[2]) if len(args) > 2 else 3)
+        h2_benchmark(int(args[1]) if len(args) > 1 else 10, int(args[2]) if len(args) > 2 else 3,
+                     args[3] if len(args) > 3 else None)
     elif args and args[0] == "--soak":
         soak(float(args[1]) if len(args) > 1 else 10)
     elif args and args[0] == "--accept":

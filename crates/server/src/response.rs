@@ -149,7 +149,64 @@ pub struct Response<'a> {
     app: &'a mut AppSlots,
     /// Where an HTTP/2 stream keeps body pieces sent in place: each goes
     /// out after `out[..at]`. `None`: they are copied into `out`.
-    shared: Option<&'a mut VecDeque<(usize, Bytes)>>,
+    shared: Option<&'a mut Pieces>,
+}
+
+/// Body pieces kept by reference, not copied: each goes out after `at`
+/// bytes of its staging buffer. Their total length is kept, so the
+/// server's accounting of staged bytes does not walk them.
+#[derive(Debug, Default)]
+pub(crate) struct Pieces {
+    queue: VecDeque<(usize, Bytes)>,
+    len: usize,
+}
+
+impl Pieces {
+    /// Adds `piece` (if not empty) after `at` bytes of the staging buffer.
+    pub(crate) fn push(&mut self, at: usize, piece: Bytes) {
+        if !piece.is_empty() {
+            self.len += piece.len();
+            self.queue.push_back((at, piece));
+        }
+    }
+
+    /// Bytes in all the pieces.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// How many pieces.
+    pub(crate) fn count(&self) -> usize {
+        self.queue.len()
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.queue.is_empty()
+    }
+
+    /// Where the first piece goes in the staging buffer.
+    pub(crate) fn next_at(&self) -> Option<usize> {
+        self.queue.front().map(|(at, _)| *at)
+    }
+
+    /// Lets `send` take bytes off the front of the first piece; returns
+    /// whether that piece is gone (all of it taken, or there was none).
+    pub(crate) fn send_front(&mut self, send: impl FnOnce(&mut Bytes)) -> bool {
+        let Some((_, piece)) = self.queue.front_mut() else { return true };
+        let before = piece.len();
+        send(piece);
+        self.len -= before - piece.len();
+        if piece.is_empty() {
+            self.queue.pop_front();
+            return true;
+        }
+        false
+    }
+
+    pub(crate) fn clear(&mut self) {
+        self.queue.clear();
+        self.len = 0;
+    }
 }
 
 /// How a response ended, for the connection.
@@ -173,7 +230,7 @@ impl<'a> Response<'a> {
 
     /// Keeps the pieces of [`write_bytes`](Self::write_bytes) and
     /// [`body_bytes`](Self::body_bytes) in `shared` instead of copying them.
-    pub(crate) fn sharing(mut self, shared: &'a mut VecDeque<(usize, Bytes)>) -> Self {
+    pub(crate) fn sharing(mut self, shared: &'a mut Pieces) -> Self {
         self.shared = Some(shared);
         self
     }
@@ -251,7 +308,7 @@ impl<'a> Response<'a> {
         let Some(shared) = self.shared.as_deref_mut() else { return self.body(&body) };
         self.encoder.sized_head(self.out, self.fields, body.len() as u64)?;
         if !body.is_empty() && self.encoder.sends_body() {
-            shared.push_back((self.out.len(), body));
+            shared.push(self.out.len(), body);
         }
         Ok(())
     }
@@ -266,7 +323,7 @@ impl<'a> Response<'a> {
         let Some(shared) = self.shared.as_deref_mut() else { return self.write(&bytes) };
         self.encoder.start_stream(self.out, self.fields)?;
         if !bytes.is_empty() && self.encoder.sends_body() {
-            shared.push_back((self.out.len(), bytes));
+            shared.push(self.out.len(), bytes);
         }
         Ok(())
     }

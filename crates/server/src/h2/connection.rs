@@ -935,6 +935,11 @@ impl Connection {
         }
         let credit = stream.output.available().min(self.send.available()).max(0) as usize;
         let n = len.min(credit);
+        let finish = end_stream && n == len;
+        if n == 0 && !finish {
+            // No credit: nothing to frame (and no window to touch).
+            return 0;
+        }
         let max_frame = self.peer.max_frame_size as usize;
         let mut sent = 0;
         // Both windows grant `n` in full: the worker alone uses them.
@@ -943,7 +948,6 @@ impl Connection {
             self.send.try_reserve(n as u32).unwrap_or(0),
         );
         debug_assert_eq!(granted, (n as u32, n as u32));
-        let finish = end_stream && n == len;
         let before = self.shared.len();
         loop {
             let len = (n - sent).min(max_frame);
@@ -1159,6 +1163,12 @@ impl Connection {
     /// Streams open or half-closed.
     pub fn open_streams(&self) -> usize {
         self.streams.len()
+    }
+
+    /// The connection's send window now (it may be below zero after a
+    /// SETTINGS change).
+    pub fn connection_credit(&self) -> i32 {
+        self.send.available()
     }
 
     /// The send credit `stream` has now: the smaller of its window and the

@@ -24,14 +24,13 @@
 //! A connection also gets here from HTTP/1.1, by `Upgrade: h2c`
 //! (`upgrade.rs`): the upgrading request becomes stream 1.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::ops::Range;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::Poll;
 
-use bytes::Bytes;
 use falconet_flow::{StreamInput, Updates};
 use falconet_pipe::{Readable, Reader, Writer};
 use falconet_pool::Pool;
@@ -43,7 +42,7 @@ use super::hpack::Field;
 use crate::body::BodyFlow;
 use crate::handler::{BodyLength, Handler, Request, Status, Version};
 use crate::http1::{Framing, Progress};
-use crate::response::{AppSlots, BodyOffer, Polled, Response, Step};
+use crate::response::{AppSlots, BodyOffer, Pieces, Polled, Response, Step};
 use crate::session::Context;
 use crate::wire::Encoder;
 
@@ -76,7 +75,7 @@ struct Exchange<S> {
     sent: usize,
     /// Body pieces sent in place ([`Response::write_bytes`], a tower
     /// body's frames): each follows `staged[..at]`.
-    shared: VecDeque<(usize, Bytes)>,
+    shared: Pieces,
     head_sent: bool,
     /// Every byte of the response is staged.
     finished: bool,
@@ -99,13 +98,8 @@ struct Exchange<S> {
 impl<S> Exchange<S> {
     /// Response bytes staged and not yet framed.
     fn unsent(&self) -> usize {
-        self.staged.len() - self.sent + shared_len(&self.shared)
+        self.staged.len() - self.sent + self.shared.len()
     }
-}
-
-/// The bytes of the pieces in `shared`.
-fn shared_len(shared: &VecDeque<(usize, Bytes)>) -> usize {
-    shared.iter().map(|(_, piece)| piece.len()).sum()
 }
 
 /// A response the application answers later.
@@ -135,6 +129,22 @@ pub(crate) struct Http2<S> {
     input_ended: bool,
     /// Window increments from application threads, being sent.
     updates: Vec<(u32, Updates)>,
+    /// Which walks over the exchanges may find work: the others are
+    /// skipped (each runs for every event of the connection).
+    hints: Hints,
+}
+
+/// Set when an exchange may need a walk's attention; a walk that finds
+/// none clears its hint. Only a hint that is clear skips a walk, and every
+/// change that makes work sets it, so none is missed.
+#[derive(Clone, Copy, Debug, Default)]
+struct Hints {
+    /// Some request ended (or was refused): `respond`.
+    ready: bool,
+    /// Some body pipe failed: `reset_failed`.
+    failed: bool,
+    /// Some response comes from the application: `pump`.
+    sources: bool,
 }
 
 impl<S> std::fmt::Debug for Http2<S> {
@@ -169,6 +179,7 @@ impl<S: Send + 'static> Http2<S> {
             done: Vec::new(),
             input_ended: false,
             updates: Vec::new(),
+            hints: Hints::default(),
         }
     }
 
@@ -192,6 +203,7 @@ impl<S: Send + 'static> Http2<S> {
             spare: &mut self.spare,
             pool: app.pool(),
             cx,
+            hints: &mut self.hints,
         };
         self.conn.upgrade(prefix, &upgrade.settings, upgrade.head, &mut dispatch).is_ok()
     }
@@ -238,6 +250,7 @@ impl<S: Send + 'static> Http2<S> {
                 spare: &mut self.spare,
                 pool: app.pool(),
                 cx,
+                hints: &mut self.hints,
             };
             let used = self.conn.receive(&self.input, &mut dispatch);
             self.input.drain(..used);
@@ -283,6 +296,10 @@ impl<S: Send + 'static> Http2<S> {
     where
         H: Handler<State = S>,
     {
+        if !self.hints.ready {
+            return false;
+        }
+        self.hints.ready = false;
         let mut staged: usize = self.exchanges.values().map(Exchange::unsent).sum();
         let mut answered = false;
         for (&id, exchange) in &mut self.exchanges {
@@ -290,6 +307,8 @@ impl<S: Send + 'static> Http2<S> {
                 continue;
             }
             if staged >= cx.limits.max_pending_output {
+                // The rest wait for room.
+                self.hints.ready = true;
                 break;
             }
             answered = true;
@@ -332,8 +351,10 @@ impl<S: Send + 'static> Http2<S> {
             }
             if let Some(reader) = app.deferred.take() {
                 exchange.source = Some(Source::Pipe { reader: Arc::new(reader), readable: None });
+                self.hints.sources = true;
             } else if let Some((polled, encoder)) = app.polled.take() {
                 exchange.source = Some(Source::Polled(polled, encoder));
+                self.hints.sources = true;
             } else {
                 exchange.finished = true;
             }
@@ -360,6 +381,9 @@ impl<S: Send + 'static> Http2<S> {
 
     /// Resets the streams whose body pipe failed.
     fn reset_failed(&mut self) {
+        if !std::mem::take(&mut self.hints.failed) {
+            return;
+        }
         let failed: Vec<u32> =
             self.exchanges.iter().filter(|(_, e)| e.failed).map(|(&id, _)| id).collect();
         for id in failed {
@@ -379,12 +403,16 @@ impl<S: Send + 'static> Http2<S> {
     /// waker; one held back by credit or room moves when a WINDOW_UPDATE
     /// or a flush (after which the caller pumps again) makes some.
     fn pump(&mut self, cx: &Context, app: &mut AppSlots) -> bool {
+        if !self.hints.sources {
+            return false;
+        }
         let mut moved = false;
         let waker = app.link().waker();
         let mut poll_cx = std::task::Context::from_waker(&waker);
         let staged: usize = self.exchanges.values().map(Exchange::unsent).sum();
         let mut budget = cx.limits.max_pending_output.saturating_sub(staged);
         let mut failed = Vec::new();
+        let mut sources = false;
         for (&id, exchange) in &mut self.exchanges {
             let Some(source) = &mut exchange.source else { continue };
             // Bytes this stream may stage now; 0 still lets a finished
@@ -446,7 +474,7 @@ impl<S: Send + 'static> Http2<S> {
                     {
                         break;
                     }
-                    let before = exchange.staged.len() + shared_len(&exchange.shared);
+                    let before = exchange.staged.len() + exchange.shared.len();
                     let mut response =
                         Response::new(&mut exchange.staged, cx.date.fields(), *encoder, app)
                             .sharing(&mut exchange.shared);
@@ -467,7 +495,7 @@ impl<S: Send + 'static> Http2<S> {
                             }
                             if encoder.sends_body() && !data.is_empty() {
                                 // Sent in place, not copied.
-                                exchange.shared.push_back((exchange.staged.len(), data));
+                                exchange.shared.push(exchange.staged.len(), data);
                             }
                         }
                         Poll::Ready(Step::Done) => {
@@ -483,12 +511,14 @@ impl<S: Send + 'static> Http2<S> {
                             break;
                         }
                     }
-                    let grew = exchange.staged.len() + shared_len(&exchange.shared) - before;
+                    let grew = exchange.staged.len() + exchange.shared.len() - before;
                     room = room.saturating_sub(grew);
                     budget = budget.saturating_sub(grew);
                 },
             }
+            sources |= exchange.source.is_some();
         }
+        self.hints.sources = sources;
         for id in failed {
             let Some(exchange) = self.exchanges.get_mut(&id) else { continue };
             if exchange.head_sent {
@@ -510,9 +540,13 @@ impl<S: Send + 'static> Http2<S> {
     fn flush(&mut self, cx: &Context) -> bool {
         let before = self.conn.output_len();
         let mut done = std::mem::take(&mut self.done);
+        let blocked = self.conn.connection_credit() <= 0;
         for (&id, exchange) in &mut self.exchanges {
             if self.conn.output_len() >= cx.limits.max_pending_output {
                 break;
+            }
+            if blocked && exchange.head_sent && exchange.unsent() > 0 {
+                continue; // body bytes wait for connection credit
             }
             if exchange.continue_pending && !exchange.head_sent {
                 exchange.continue_pending = false;
@@ -633,7 +667,7 @@ fn refuse<S>(exchange: &mut Exchange<S>, cx: &Context, status: Status) {
 /// in place; END_STREAM on the last frame once the response is finished.
 fn send_body<S>(conn: &mut Connection, id: u32, exchange: &mut Exchange<S>) {
     loop {
-        let end = exchange.shared.front().map_or(exchange.staged.len(), |(at, _)| *at);
+        let end = exchange.shared.next_at().unwrap_or(exchange.staged.len());
         let copied = &exchange.staged[exchange.sent..end];
         let last = exchange.finished && exchange.shared.is_empty();
         if !copied.is_empty() || last {
@@ -643,14 +677,15 @@ fn send_body<S>(conn: &mut Connection, id: u32, exchange: &mut Exchange<S>) {
                 return;
             }
         }
-        let last = exchange.finished && exchange.shared.len() == 1 && end == exchange.staged.len();
-        let Some((_, piece)) = exchange.shared.front_mut() else { return };
-        conn.send_shared(id, piece, last);
-        if !piece.is_empty() {
+        if exchange.shared.is_empty() {
             return;
         }
-        exchange.shared.pop_front();
-        if last {
+        let last =
+            exchange.finished && exchange.shared.count() == 1 && end == exchange.staged.len();
+        let gone = exchange.shared.send_front(|piece| {
+            conn.send_shared(id, piece, last);
+        });
+        if !gone || last {
             return;
         }
     }
@@ -717,6 +752,7 @@ struct Dispatch<'a, H: Handler> {
     spare: &'a mut Vec<Vec<u8>>,
     pool: &'a Pool,
     cx: &'a Context,
+    hints: &'a mut Hints,
 }
 
 /// Most requests carry a few fields: their `httparse` views fit an array
@@ -835,17 +871,19 @@ impl<H: Handler> Dispatch<'_, H> {
             }
         }
         let staged = self.spare.pop().unwrap_or_default();
+        let ready = end_stream || refused.is_some() || offer.is_some();
+        self.hints.ready |= ready;
         self.exchanges.insert(
             stream,
             Exchange {
                 state,
-                ready: end_stream || refused.is_some() || offer.is_some(),
+                ready,
                 head_only: method == "HEAD",
                 received: 0,
                 refused,
                 staged,
                 sent: 0,
-                shared: VecDeque::new(),
+                shared: Pieces::default(),
                 head_sent: false,
                 finished: false,
                 source: None,
@@ -881,6 +919,7 @@ impl<H: Handler> Dispatch<'_, H> {
                 // fails (the dropped writer ends the reader's pipe with an
                 // error) and the stream is reset.
                 exchange.failed = true;
+                self.hints.failed = true;
                 return true;
             }
             if end_stream && let Some(writer) = exchange.body.take() {
@@ -895,6 +934,7 @@ impl<H: Handler> Dispatch<'_, H> {
         if exchange.received > self.cx.limits.max_body {
             exchange.refused = Some(Status::CONTENT_TOO_LARGE);
             exchange.ready = true;
+            self.hints.ready = true;
             return true;
         }
         if let Some(state) = exchange.state.as_mut()
@@ -904,9 +944,11 @@ impl<H: Handler> Dispatch<'_, H> {
             exchange.state = None;
             exchange.refused = Some(Status::INTERNAL_SERVER_ERROR);
             exchange.ready = true;
+            self.hints.ready = true;
             return true;
         }
         exchange.ready |= end_stream;
+        self.hints.ready |= end_stream;
         true
     }
 
