@@ -331,6 +331,8 @@ H2_MODES = [
     ("plaintext, -c16 -m32", "/plaintext", ["-c16", "-m32"], ("falconet", "hyper", "nghttpd")),
     ("1 MiB responses, -c16 -m32 -w16 -W16", "/bytes?n=1048576",
      ["-c16", "-m32", "-w16", "-W16"], ("falconet", "hyper", "nghttpd")),
+    ("1 MiB uploads, -c16 -m32 -w16 -W16", "/upload",
+     ["-c16", "-m32", "-w16", "-W16", "-d", H2_UPLOAD], ("falconet", "hyper")),
     ("1 MiB upload echoed, -c16 -m32 -w16 -W16", "/echo",
      ["-c16", "-m32", "-w16", "-W16", "-d", H2_UPLOAD], ("falconet", "hyper")),
 ]

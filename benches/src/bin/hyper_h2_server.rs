@@ -5,7 +5,8 @@
 //! streams). `GET /plaintext` answers `Hello, World!`; `POST /echo`
 //! streams the request body back; `GET /bytes?n=N` answers N bytes of `x`
 //! (a slice of one static buffer: no copy, as falconet's `/bytes` writes
-//! from a static piece).
+//! from a static piece); `POST /upload` reads the body in the connection's
+//! task and answers its length.
 //!
 //! `cargo run --release -p falconet-benches --bin hyper_h2_server -- 127.0.0.1:8082`
 
@@ -42,6 +43,14 @@ async fn handle(request: Request<Incoming>) -> Result<Response<Body>, Infallible
             response
         }
         (&Method::POST, "/echo") => Response::new(request.into_body().boxed()),
+        (&Method::POST, "/upload") => {
+            let mut body = request.into_body();
+            let mut n = 0;
+            while let Some(Ok(frame)) = body.frame().await {
+                n += frame.data_ref().map_or(0, Bytes::len);
+            }
+            Response::new(full(Bytes::from(n.to_string())))
+        }
         (&Method::GET, "/bytes") => {
             let n = request
                 .uri()

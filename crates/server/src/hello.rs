@@ -1,6 +1,7 @@
 //! The TechEmpower endpoints, `GET /plaintext` and `GET /json` ([`Hello`]),
 //! and, with the `tokio` feature, the same plus two endpoints answered off
-//! the event loop ([`Demo`]): `GET /delay?ms=N` and `POST /echo`.
+//! the event loop ([`Demo`]): `GET /delay?ms=N` and `POST /echo`, and
+//! `GET /bytes?n=N` and `POST /upload` for transfer benchmarks.
 
 use std::fmt::{self, Write as _};
 
@@ -107,7 +108,10 @@ impl fmt::Display for JsonString<'_> {
 ///   [`Responder`](crate::Responder) as it is read;
 /// - `GET /bytes?n=N` answers `N` bytes of `x` (`0..=67108864`; any other
 ///   query is `400`), written on the worker: a download of a given size,
-///   for flow-control and throughput tests.
+///   for flow-control and throughput tests;
+/// - `POST /upload` reads the request body on the worker, as it arrives
+///   (no application thread), and answers its length in decimal: the
+///   upload half of those tests.
 #[cfg(feature = "tokio")]
 #[derive(Clone, Debug)]
 pub struct Demo {
@@ -130,6 +134,11 @@ pub enum DemoRoute {
     Bytes(u64),
     /// `/bytes` with a missing or invalid `n`.
     BadBytes,
+    /// `POST /upload`: the body bytes so far.
+    Upload(u64),
+    /// `/echo` or `/upload` with a method other than POST (`405`, `Allow:
+    /// POST`).
+    PostOnly,
 }
 
 /// The largest `/bytes` answer: 64 MiB.
@@ -187,12 +196,20 @@ impl Handler for Demo {
                 request.stream_body();
                 DemoRoute::Echo
             }
-            ("/echo", _) => DemoRoute::Hello(Route::MethodNotAllowed),
+            ("/echo", _) => DemoRoute::PostOnly,
             ("/bytes", "GET" | "HEAD") => {
                 Self::bytes(request.target()).map_or(DemoRoute::BadBytes, DemoRoute::Bytes)
             }
             ("/bytes", _) => DemoRoute::Hello(Route::MethodNotAllowed),
+            ("/upload", "POST") => DemoRoute::Upload(0),
+            ("/upload", _) => DemoRoute::PostOnly,
             _ => DemoRoute::Hello(Hello.head(request)),
+        }
+    }
+
+    fn body(&self, route: &mut DemoRoute, chunk: &[u8]) {
+        if let DemoRoute::Upload(n) = route {
+            *n += chunk.len() as u64;
         }
     }
 
@@ -228,6 +245,15 @@ impl Handler for Demo {
                     }
                     left -= take as u64;
                 }
+            }
+            DemoRoute::PostOnly => {
+                let _ =
+                    response.status(Status::METHOD_NOT_ALLOWED).and_then(|r| r.field(ALLOW_POST));
+            }
+            DemoRoute::Upload(n) => {
+                let mut text = StackBuf::new();
+                let _ = write!(text, "{n}");
+                let _ = response.field(TEXT_PLAIN).and_then(|r| r.body(text.as_bytes()));
             }
             DemoRoute::Echo => {
                 let body = response.take_body();
@@ -269,6 +295,9 @@ async fn echo(body: Option<crate::RequestBody>, mut responder: crate::Responder)
 /// Bytes an echo reads and writes at a time.
 #[cfg(feature = "tokio")]
 const ECHO_PIECE: usize = 256 * 1024;
+
+#[cfg(feature = "tokio")]
+const ALLOW_POST: Field = Field::new("Allow: POST");
 
 #[cfg(feature = "tokio")]
 const APPLICATION_OCTET_STREAM: Field = Field::new("Content-Type: application/octet-stream");

@@ -90,6 +90,17 @@ impl Handler for Bodies {
     }
 }
 
+/// The binary's `Demo` handler served with `options`, its tasks on the
+/// returned runtime (keep it for the server's life).
+#[cfg(feature = "tokio")]
+fn demo(
+    options: Options,
+) -> (tokio::runtime::Runtime, common::TestServer<falconet_server::hello::Demo>) {
+    let app = tokio::runtime::Runtime::new().unwrap();
+    let demo = falconet_server::hello::Demo::new(app.handle().clone());
+    (app, serve(options, demo))
+}
+
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
 }
@@ -310,9 +321,7 @@ fn both_protocols_on_one_port() {
 #[cfg(feature = "tokio")]
 #[test]
 fn deferred_responses_multiplexed() {
-    let app = tokio::runtime::Runtime::new().unwrap();
-    let demo = falconet_server::hello::Demo::new(app.handle().clone());
-    let server = serve(Options::new().workers(1), demo);
+    let (_app, server) = demo(Options::new().workers(1));
     runtime().block_on(async {
         let send = connect(server.addr, 65_535).await;
         let started = std::time::Instant::now();
@@ -356,9 +365,7 @@ fn curl_prior_knowledge() {
 #[cfg(feature = "tokio")]
 #[test]
 fn echo_through_an_application_thread() {
-    let app = tokio::runtime::Runtime::new().unwrap();
-    let demo = falconet_server::hello::Demo::new(app.handle().clone());
-    let server = serve(Options::new().workers(1).max_body(64 << 20), demo);
+    let (_app, server) = demo(Options::new().workers(1).max_body(64 << 20));
     runtime().block_on(async {
         let send = connect(server.addr, 1 << 20).await;
         for size in [1usize, 100_000, 5 << 20] {
@@ -388,9 +395,7 @@ fn echo_through_an_application_thread() {
 #[cfg(feature = "tokio")]
 #[test]
 fn reset_mid_body() {
-    let app = tokio::runtime::Runtime::new().unwrap();
-    let demo = falconet_server::hello::Demo::new(app.handle().clone());
-    let server = serve(Options::new().workers(1), demo);
+    let (_app, server) = demo(Options::new().workers(1));
     runtime().block_on(async {
         let send = connect(server.addr, 1 << 20).await;
         for _ in 0..20 {
@@ -590,9 +595,7 @@ fn shutdown_sends_goaway_to_idle_connections() {
 #[cfg(feature = "tokio")]
 #[test]
 fn demo_bytes() {
-    let app = tokio::runtime::Runtime::new().unwrap();
-    let demo = falconet_server::hello::Demo::new(app.handle().clone());
-    let server = serve(Options::new().workers(1), demo);
+    let (_app, server) = demo(Options::new().workers(1));
     runtime().block_on(async {
         let send = connect(server.addr, 16_384).await;
         for n in [0usize, 1, 16_384, 1 << 20] {
@@ -607,6 +610,37 @@ fn demo_bytes() {
     });
     let reply = common::Client::connect(server.addr).get("/bytes?n=100000");
     assert_eq!((reply.status, reply.body.len()), (200, 100_000));
+}
+
+/// Demo's `POST /upload`: the body's length, counted on the worker, over
+/// HTTP/2 through small windows and over HTTP/1.1; `405` with `Allow:
+/// POST` for another method on `/upload` and `/echo`.
+#[cfg(feature = "tokio")]
+#[test]
+fn demo_upload() {
+    let (_app, server) = demo(Options::new().workers(1));
+    runtime().block_on(async {
+        let send = connect(server.addr, 16_384).await;
+        for n in [0usize, 1, 16_384, 65_536, 1 << 20] {
+            let answer = request(&send, Method::POST, "/upload", &pattern(n)).await;
+            assert_eq!(answer.status, StatusCode::OK);
+            assert_eq!(answer.body, n.to_string().as_bytes(), "{n}");
+        }
+        for path in ["/upload", "/echo"] {
+            let answer = request(&send, Method::GET, path, b"").await;
+            assert_eq!(answer.status, StatusCode::METHOD_NOT_ALLOWED, "{path}");
+            assert_eq!(answer.headers["allow"], "POST", "{path}");
+        }
+    });
+    let mut client = common::Client::connect(server.addr);
+    let body = pattern(300_000);
+    client.send(
+        format!("POST /upload HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\n\r\n", body.len())
+            .as_bytes(),
+    );
+    client.send(&body);
+    let reply = client.reply().unwrap();
+    assert_eq!((reply.status, reply.text()), (200, "300000".to_string()));
 }
 
 /// Hand-built client frames for the raw tests below.
