@@ -46,7 +46,7 @@ use crate::response::BodyOffer;
 /// the connection's window (the stream's abort).
 #[derive(Debug)]
 pub(crate) struct BodyFlow {
-    pub(crate) input: Arc<falconet_flow::StreamInput>,
+    pub(crate) input: Arc<crate::h2::connection::StreamInput>,
     pub(crate) stream: u32,
 }
 

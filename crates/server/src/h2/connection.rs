@@ -80,10 +80,25 @@ use std::io::IoSlice;
 use std::sync::Arc;
 
 use bytes::{Buf, BufMut, Bytes};
-use falconet_flow::{Advance, InputWindow, OutputWindow, Scope};
 /// The stream receive window [`Streams::headers`] hands out and the
 /// increments [`Connection::send_updates`] takes (from `falconet-flow`).
-pub use falconet_flow::{StreamInput, Updates};
+pub use falconet_flow::Updates;
+use falconet_flow::{Advance, InputFlow, OutputWindow, Scope};
+
+/// The connection's receive window, shared by every stream's
+/// [`StreamInput`] and released by the application threads that read the
+/// bodies: falconet-flow's CAS window. A build with
+/// `RUSTFLAGS="--cfg falconet_server_flow_locked"` swaps in its
+/// `parking_lot` twin instead, to measure one against the other under the
+/// same load (`docs/benchmarks.md`).
+#[cfg(not(falconet_server_flow_locked))]
+pub type ConnectionWindow = falconet_flow::InputWindow;
+/// See the CAS build's documentation.
+#[cfg(falconet_server_flow_locked)]
+pub type ConnectionWindow = falconet_flow::ParkingLotInputWindow;
+
+/// A stream's receive side: its window and the connection's.
+pub type StreamInput = falconet_flow::StreamInput<ConnectionWindow>;
 
 use super::frame::{
     self, ErrorCode, ErrorScope, Frame, FrameError, FrameHeader, HEADER_LEN, PREFACE, Settings,
@@ -220,7 +235,7 @@ pub struct Connection {
     decoder: Decoder,
     encoder: Encoder,
     /// The connection's receive window, shared with every stream's.
-    recv: Arc<InputWindow>,
+    recv: Arc<ConnectionWindow>,
     /// The connection's send window.
     send: OutputWindow,
     streams: HashMap<u32, Stream>,
@@ -285,7 +300,10 @@ impl Connection {
         // may use it before it reads our update, so ours is never smaller.
         let connection_window =
             config.connection_window_size.max(frame::DEFAULT_INITIAL_WINDOW_SIZE);
-        let recv = Arc::new(InputWindow::with_threshold(connection_window, connection_window / 2)?);
+        let recv = Arc::new(<ConnectionWindow as InputFlow>::with_threshold(
+            connection_window,
+            connection_window / 2,
+        )?);
         let mut decoder = Decoder::new(hpack::DEFAULT_TABLE_SIZE);
         decoder.set_max_header_list_size(config.max_header_list_size as usize);
         decoder.set_max_fields(config.max_fields);

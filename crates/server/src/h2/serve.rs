@@ -31,11 +31,11 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::Poll;
 
-use falconet_flow::{StreamInput, Updates};
+use falconet_flow::Updates;
 use falconet_pipe::{Readable, Reader, Writer};
 use falconet_pool::Pool;
 
-use super::connection::{Config, Connection, Streams};
+use super::connection::{Config, Connection, StreamInput, Streams};
 use super::frame::ErrorCode;
 use super::head::Head;
 use super::hpack::Field;
