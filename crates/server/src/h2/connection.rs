@@ -388,6 +388,48 @@ impl Connection {
         }
     }
 
+    /// [`receive`](Self::receive) for input that arrives in pieces (the
+    /// blocks of a pipe) without putting it all together: `held` is what
+    /// came before `chunk` and was not yet a whole frame. `held` is first
+    /// completed from the front of `chunk` (a frame's worth at most), then
+    /// the rest of `chunk` is received in place, and what is left of an
+    /// incomplete frame at its end is kept in `held`. Only frames cut by a
+    /// chunk's end are copied.
+    pub fn receive_chunk(
+        &mut self,
+        held: &mut Vec<u8>,
+        mut chunk: &[u8],
+        streams: &mut impl Streams,
+    ) {
+        while !held.is_empty() && !chunk.is_empty() {
+            let take = self.wants(held).min(chunk.len());
+            held.extend_from_slice(&chunk[..take]);
+            chunk = &chunk[take..];
+            let used = self.receive(held, streams);
+            held.drain(..used);
+        }
+        if held.is_empty() {
+            let used = self.receive(chunk, streams);
+            held.extend_from_slice(&chunk[used..]);
+        }
+    }
+
+    /// How many more bytes `held` (the start of the input that
+    /// [`receive`](Self::receive) left unconsumed) needs before `receive`
+    /// can take it: the rest of the preface, or of the frame's header, or
+    /// of the frame. At least 1 while `held` is not empty.
+    pub fn wants(&self, held: &[u8]) -> usize {
+        let needed = match self.phase {
+            Phase::Closed => 0,
+            Phase::Preface => PREFACE.len(),
+            Phase::FirstSettings | Phase::Open => match held.first_chunk::<HEADER_LEN>() {
+                Some(header) => HEADER_LEN + FrameHeader::parse(header).length as usize,
+                None => HEADER_LEN,
+            },
+        };
+        needed.saturating_sub(held.len()).max(usize::from(!held.is_empty()))
+    }
+
     fn frame(&mut self, frame: Frame<'_>, streams: &mut impl Streams) {
         if self.phase == Phase::FirstSettings {
             if !matches!(frame, Frame::Settings { ack: false, .. }) {

@@ -224,20 +224,10 @@ impl<S: Send + 'static> Http2<S> {
             if self.conn.output_len() >= cx.limits.max_pending_output {
                 return Progress::OutputFull;
             }
-            let mut got_input = false;
-            match input.try_read() {
-                Ok(Some(guard)) => {
-                    for chunk in guard.chunks() {
-                        self.input.extend_from_slice(chunk);
-                    }
-                    self.input_ended |= guard.is_completed();
-                    got_input = !guard.is_empty();
-                    let len = guard.len();
-                    let _ = guard.advance_to(len, len);
-                }
-                Ok(None) => {}
+            let guard = match input.try_read() {
+                Ok(guard) => guard,
                 Err(_) => return Progress::Close,
-            }
+            };
             if let Some(link) = app.existing_link() {
                 link.take_updates(&mut self.updates);
                 for (stream, updates) in self.updates.drain(..) {
@@ -252,8 +242,18 @@ impl<S: Send + 'static> Http2<S> {
                 cx,
                 hints: &mut self.hints,
             };
-            let used = self.conn.receive(&self.input, &mut dispatch);
-            self.input.drain(..used);
+            let mut got_input = false;
+            if let Some(guard) = guard {
+                // Frames are read where the pipe's blocks hold them; only
+                // one cut by a block's end is put together in `input`.
+                for chunk in guard.chunks() {
+                    self.conn.receive_chunk(&mut self.input, chunk, &mut dispatch);
+                }
+                self.input_ended |= guard.is_completed();
+                got_input = !guard.is_empty();
+                let len = guard.len();
+                let _ = guard.advance_to(len, len);
+            }
             self.reset_failed();
             if self.input_ended {
                 self.drop_unfinished_requests();

@@ -734,23 +734,30 @@ fn unknown_frames_are_ignored() {
     assert!(c.conn.error().is_none());
 }
 
+/// Up to `max` frames with well-formed headers and random types, flags,
+/// stream ids and payloads, one after another.
+fn random_frames(max: usize) -> impl proptest::strategy::Strategy<Value = Vec<u8>> {
+    use proptest::collection::vec;
+    use proptest::strategy::Strategy;
+    vec((0u8..12, proptest::num::u8::ANY, 0u32..8, vec(proptest::num::u8::ANY, 0..40)), 0..max)
+        .prop_map(|frames| {
+            frames
+                .into_iter()
+                .flat_map(|(kind, flags, stream, payload)| raw(kind, flags, stream, &payload))
+                .collect()
+        })
+}
+
 proptest::proptest! {
     /// Arbitrary frames (well-formed headers, random types, flags, ids and
     /// payloads) never panic the connection, and it ends in an orderly
     /// state: either still open or closed with one GOAWAY.
     #[test]
     fn random_frames_never_panic(
-        frames in proptest::collection::vec(
-            (0u8..12, proptest::num::u8::ANY, 0u32..8, proptest::collection::vec(proptest::num::u8::ANY, 0..40)),
-            0..40,
-        ),
+        bytes in random_frames(40),
         split in 1usize..64,
     ) {
         let mut c = Client::new();
-        let mut bytes = Vec::new();
-        for (kind, flags, stream, payload) in frames {
-            bytes.extend(raw(kind, flags, stream, &payload));
-        }
         // Fed in pieces, as socket reads would deliver them.
         let mut pending = Vec::new();
         for piece in bytes.chunks(split) {
@@ -764,6 +771,60 @@ proptest::proptest! {
         }
         let goaways = c.sent().iter().filter(|f| matches!(f, Sent::GoAway { .. })).count();
         proptest::prop_assert_eq!(goaways, usize::from(c.conn.error().is_some()));
+    }
+}
+
+proptest::proptest! {
+    /// Input received chunk by chunk in place (`receive_chunk`, as the
+    /// server reads a pipe's blocks) does exactly what the same bytes
+    /// received whole do: the same events and the same output, with no
+    /// more held back than a frame that a chunk's end cut.
+    #[test]
+    fn chunks_received_in_place_as_whole(
+        random in random_frames(12),
+        bodies in proptest::collection::vec(0usize..40_000, 1..6),
+        cuts in proptest::collection::vec(1usize..20_000, 1..40),
+    ) {
+        let mut bytes = PREFACE.to_vec();
+        bytes.extend(raw(kind::SETTINGS, 0, 0, &[]));
+        let mut client = Client::new();
+        for (i, len) in bodies.iter().enumerate() {
+            let stream = 2 * i as u32 + 1;
+            bytes.extend(client.request(stream, "/up", false));
+            for piece in vec![7u8; *len].chunks(16_384) {
+                bytes.extend(raw(kind::DATA, 0, stream, piece));
+            }
+            bytes.extend(raw(kind::DATA, flag::END_STREAM, stream, b""));
+            bytes.extend(raw(kind::PING, 0, 0, &[1; 8]));
+        }
+        bytes.extend(random);
+        bytes.extend_from_slice(&[0, 0]); // a frame cut short at the end
+
+        let mut whole = Connection::new(Config::default()).unwrap();
+        let mut whole_seen = Seen::default();
+        let used = whole.receive(&bytes, &mut whole_seen);
+
+        let mut chunked = Connection::new(Config::default()).unwrap();
+        let mut chunked_seen = Seen::default();
+        let mut held = Vec::new();
+        let (mut at, mut cut) = (0, cuts.iter().cycle());
+        while at < bytes.len() {
+            let end = (at + cut.next().unwrap()).min(bytes.len());
+            chunked.receive_chunk(&mut held, &bytes[at..end], &mut chunked_seen);
+            proptest::prop_assert!(held.len() <= HEADER_LEN + 16_384 + 40, "held {}", held.len());
+            at = end;
+        }
+        proptest::prop_assert_eq!(&chunked_seen.events, &whole_seen.events);
+        proptest::prop_assert_eq!(held.len(), bytes.len() - used);
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        for (conn, out) in [(&mut whole, &mut a), (&mut chunked, &mut b)] {
+            while !conn.output().is_empty() {
+                out.extend_from_slice(conn.output());
+                let n = conn.output().len();
+                conn.consume_output(n);
+            }
+        }
+        proptest::prop_assert_eq!(a, b);
     }
 }
 
