@@ -19,9 +19,9 @@ cd "$(dirname "$0")/.."
 SECONDS_PER_RUN=${1:-6}
 ROUNDS=${2:-3}
 
-if ! command -v h2load >/dev/null 2>&1; then
-  sudo apt-get install -y -q nghttp2-client >/dev/null 2>&1 || apt-get install -y -q nghttp2-client >/dev/null
-fi
+source scripts/h2load-env.sh
+need_nghttp2
+make_upload
 if ! command -v perf >/dev/null 2>&1; then
   echo "perf is needed" >&2
   exit 1
@@ -30,8 +30,6 @@ cargo build --release -q -p falconet-server --bin falconet
 RUSTFLAGS="--cfg falconet_server_flow_locked" CARGO_TARGET_DIR=target/flow-locked \
   cargo build --release -q -p falconet-server --bin falconet
 declare -A BIN=([cas]=target/release/falconet [parking_lot]=target/flow-locked/release/falconet)
-UPLOAD=target/h2-upload-1mib.bin
-[ -f "$UPLOAD" ] || head -c 1048576 /dev/urandom > "$UPLOAD"
 PERF=$(mktemp -d)
 trap 'rm -rf "$PERF"' EXIT
 

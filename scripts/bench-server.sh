@@ -37,11 +37,8 @@ if ! command -v wrk >/dev/null 2>&1; then
 fi
 cargo build --release -q -p falconet-server --bin falconet
 if [ "${1:-}" = --h2 ]; then
-  if ! command -v h2load >/dev/null 2>&1 || ! command -v nghttpd >/dev/null 2>&1; then
-    sudo_if_needed() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
-    sudo_if_needed apt-get install -y nghttp2-client nghttp2-server ||
-      { sudo_if_needed apt-get update && sudo_if_needed apt-get install -y nghttp2-client nghttp2-server; }
-  fi
+  source scripts/h2load-env.sh
+  need_nghttp2
   cargo build --release -q -p falconet-benches --bin hyper_h2_server
   exec python3 scripts/bench_server.py "$@"
 fi

@@ -98,7 +98,23 @@ impl<W: InputFlow> StreamInput<W> {
     /// # Errors
     /// [`FlowError::InitialTooLarge`] above 2^31-1.
     pub fn new(connection: Arc<W>, initial: u32) -> Result<Self, FlowError> {
-        Ok(Self { connection, stream: W::with_threshold(initial, initial / 2)? })
+        Self::with_threshold(connection, initial, initial / 2)
+    }
+
+    /// A stream of `initial` bytes on `connection` that announces credit
+    /// once strictly more than `threshold` bytes are pending (see
+    /// [`InputFlow::with_threshold`]).
+    ///
+    /// # Errors
+    /// [`FlowError::InitialTooLarge`] above 2^31-1,
+    /// [`FlowError::ThresholdTooLarge`] unless `threshold < initial` (or
+    /// both are 0).
+    pub fn with_threshold(
+        connection: Arc<W>,
+        initial: u32,
+        threshold: u32,
+    ) -> Result<Self, FlowError> {
+        Ok(Self { connection, stream: W::with_threshold(initial, threshold)? })
     }
 
     /// A DATA frame of `n` bytes for this stream. Returns what the stream
@@ -174,7 +190,17 @@ impl<W: InputFlow> StreamInput<W> {
     /// # Errors
     /// [`FlowError::InitialTooLarge`] above 2^31-1 (nothing changes).
     pub fn reset(&mut self, initial: u32) -> Result<(), FlowError> {
-        self.stream = W::with_threshold(initial, initial / 2)?;
+        self.reset_with_threshold(initial, initial / 2)
+    }
+
+    /// [`reset`](Self::reset) to a window that announces credit past
+    /// `threshold` pending bytes.
+    ///
+    /// # Errors
+    /// As [`with_threshold`](Self::with_threshold); the stream is
+    /// unchanged then.
+    pub fn reset_with_threshold(&mut self, initial: u32, threshold: u32) -> Result<(), FlowError> {
+        self.stream = W::with_threshold(initial, threshold)?;
         Ok(())
     }
 

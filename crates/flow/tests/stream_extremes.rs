@@ -112,3 +112,35 @@ fn reset_makes_a_new_stream_of_the_same_connection() {
     assert!(stream.reset(1 << 31).is_err());
     assert_eq!(stream.stream().available(), 200);
 }
+
+/// A stream side's own threshold, at its edges: credit is announced once
+/// strictly more than `threshold` bytes are pending (0: every release; just
+/// under the window: only the last byte's release); a threshold of the
+/// whole window or more is refused, at construction and at reset (which
+/// then changes nothing).
+#[test]
+fn stream_thresholds_at_their_edges() {
+    use falconet_flow::{FlowError, InputWindow, StreamInput};
+    let connection = std::sync::Arc::new(InputWindow::with_threshold(1 << 20, 0).unwrap());
+    let mut eager = StreamInput::with_threshold(connection.clone(), 100, 0).unwrap();
+    eager.try_advance(1).unwrap();
+    let updates = eager.release(1).unwrap();
+    assert_eq!((updates.stream, updates.connection), (Some(1), Some(1)));
+
+    let lazy = StreamInput::with_threshold(connection.clone(), 100, 99).unwrap();
+    lazy.try_advance(100).unwrap();
+    assert_eq!(lazy.release(99).unwrap().stream, None, "99 pending is not past 99");
+    assert_eq!(lazy.release(1).unwrap().stream, Some(100));
+
+    assert!(matches!(
+        StreamInput::with_threshold(connection.clone(), 100, 100),
+        Err(FlowError::ThresholdTooLarge { .. })
+    ));
+    assert!(StreamInput::with_threshold(connection.clone(), 0, 0).is_ok(), "both 0");
+    assert!(eager.reset_with_threshold(200, 200).is_err());
+    assert_eq!(eager.stream().available(), 100, "a refused reset changes nothing");
+    eager.reset_with_threshold(200, 150).unwrap();
+    eager.try_advance(151).unwrap();
+    assert_eq!(eager.release(150).unwrap().stream, None);
+    assert_eq!(eager.release(1).unwrap().stream, Some(151));
+}

@@ -100,6 +100,30 @@ pub type ConnectionWindow = falconet_flow::ParkingLotInputWindow;
 /// A stream's receive side: its window and the connection's.
 pub type StreamInput = falconet_flow::StreamInput<ConnectionWindow>;
 
+/// A receive window (a stream's or the connection's) sends WINDOW_UPDATE
+/// once more than `1/UPDATE_DIVISOR` of it is consumed and not yet
+/// announced: half, as h2 does. Go's old rule was a fixed 4 KiB, a 256th of
+/// our 1 MiB windows; a build with `--cfg falconet_server_update_divisor="N"`
+/// (N = 4, 16 or 256) uses the other shares, for the measurement in
+/// `docs/benchmarks.md` (`scripts/bench-window-update.sh`) that chose half.
+#[cfg(not(any(
+    falconet_server_update_divisor = "4",
+    falconet_server_update_divisor = "16",
+    falconet_server_update_divisor = "256"
+)))]
+const UPDATE_DIVISOR: u32 = 2;
+#[cfg(falconet_server_update_divisor = "4")]
+const UPDATE_DIVISOR: u32 = 4;
+#[cfg(falconet_server_update_divisor = "16")]
+const UPDATE_DIVISOR: u32 = 16;
+#[cfg(falconet_server_update_divisor = "256")]
+const UPDATE_DIVISOR: u32 = 256;
+
+/// The pending bytes past which a window of `size` announces credit.
+const fn update_threshold(size: u32) -> u32 {
+    size / UPDATE_DIVISOR
+}
+
 use super::frame::{
     self, ErrorCode, ErrorScope, Frame, FrameError, FrameHeader, HEADER_LEN, PREFACE, Settings,
     setting,
@@ -302,7 +326,7 @@ impl Connection {
             config.connection_window_size.max(frame::DEFAULT_INITIAL_WINDOW_SIZE);
         let recv = Arc::new(<ConnectionWindow as InputFlow>::with_threshold(
             connection_window,
-            connection_window / 2,
+            update_threshold(connection_window),
         )?);
         let mut decoder = Decoder::new(hpack::DEFAULT_TABLE_SIZE);
         decoder.set_max_header_list_size(config.max_header_list_size as usize);
@@ -743,11 +767,12 @@ impl Connection {
         let initial = self.local.initial_window_size;
         while let Some(mut input) = self.spare_inputs.pop() {
             if let Some(reusable) = Arc::get_mut(&mut input) {
-                reusable.reset(initial)?;
+                reusable.reset_with_threshold(initial, update_threshold(initial))?;
                 return Ok(input);
             }
         }
-        Ok(Arc::new(StreamInput::new(Arc::clone(&self.recv), initial)?))
+        let threshold = update_threshold(initial);
+        Ok(Arc::new(StreamInput::with_threshold(Arc::clone(&self.recv), initial, threshold)?))
     }
 
     /// Keeps a finished stream's receive side for the next stream.
