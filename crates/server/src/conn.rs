@@ -203,38 +203,40 @@ impl<H: Handler> Conn<H> {
         }
     }
 
-    /// One write of everything pending (the output buffer and a polled
-    /// response's frame, vectored).
+    /// Writes everything pending (the output buffer, a polled response's
+    /// frame, HTTP/2's payloads sent in place), vectored: one write when
+    /// it all fits one call's slices, more while the socket takes every
+    /// byte offered and some are left (more pieces than
+    /// [`OUTPUT_SLICES`]); readiness comes back only once a write blocks,
+    /// so stopping early would strand the rest.
     fn write(&mut self, now: u64) -> io::Result<()> {
-        if !self.writable {
-            return Ok(());
-        }
-        let mut slices = [io::IoSlice::new(&[]); OUTPUT_SLICES];
-        let count = self.session.output_slices(&mut slices);
-        let slices = &slices[..count];
-        let len: usize = slices.iter().map(|slice| slice.len()).sum();
-        if len == 0 {
-            return Ok(());
-        }
-        let written = if count == 1 {
-            self.socket.write(&slices[0])
-        } else {
-            self.socket.write_vectored(slices)
-        };
-        match written {
-            Ok(n) => {
-                self.session.consume_output(n);
-                self.last_progress = now;
-                self.writable = n == len;
-                Ok(())
+        while self.writable {
+            let mut slices = [io::IoSlice::new(&[]); OUTPUT_SLICES];
+            let count = self.session.output_slices(&mut slices);
+            let slices = &slices[..count];
+            let len: usize = slices.iter().map(|slice| slice.len()).sum();
+            if len == 0 {
+                return Ok(());
             }
-            Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
-                self.writable = false;
-                Ok(())
+            let written = if count == 1 {
+                self.socket.write(&slices[0])
+            } else {
+                self.socket.write_vectored(slices)
+            };
+            match written {
+                Ok(n) => {
+                    self.session.consume_output(n);
+                    self.last_progress = now;
+                    self.writable = n == len;
+                }
+                Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
+                    self.writable = false;
+                }
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+                Err(error) => return Err(error),
             }
-            Err(error) if error.kind() == io::ErrorKind::Interrupted => Ok(()),
-            Err(error) => Err(error),
         }
+        Ok(())
     }
 
     /// The session is over: once its output is sent, close, or linger if

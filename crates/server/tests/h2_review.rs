@@ -6,167 +6,19 @@
 
 mod common;
 
-use std::io::{ErrorKind, Read, Write};
+use std::io::Read;
 
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
+use common::h2raw::{Event, Frame, Raw, block, literal, req};
 use common::serve;
-use falconet_server::h2::frame::{self, ErrorCode, FrameHeader, HEADER_LEN, PREFACE, kind};
-use falconet_server::h2::hpack::Decoder;
+use falconet_server::h2::frame::{self, ErrorCode, FrameHeader, PREFACE, kind};
 use falconet_server::{Handler, Options, Request, Response, Status};
 
 // ---------------------------------------------------------------- client
 
-/// A literal field without indexing, raw strings (RFC 7541 6.2.2): the
-/// client's HPACK, byte-exact (uppercase, odd octets) and stateless.
-fn literal(out: &mut Vec<u8>, name: &[u8], value: &[u8]) {
-    out.push(0);
-    string(out, name);
-    string(out, value);
-}
-
-fn string(out: &mut Vec<u8>, s: &[u8]) {
-    integer(out, s.len(), 7, 0);
-    out.extend_from_slice(s);
-}
-
-fn integer(out: &mut Vec<u8>, mut n: usize, prefix: u8, flags: u8) {
-    let max = (1usize << prefix) - 1;
-    if n < max {
-        out.push(flags | n as u8);
-        return;
-    }
-    out.push(flags | max as u8);
-    n -= max;
-    while n >= 128 {
-        out.push((n % 128 + 128) as u8);
-        n /= 128;
-    }
-    out.push(n as u8);
-}
-
-fn block(fields: &[(&str, &str)]) -> Vec<u8> {
-    let mut out = Vec::new();
-    for (n, v) in fields {
-        literal(&mut out, n.as_bytes(), v.as_bytes());
-    }
-    out
-}
-
-fn get(path: &str) -> Vec<u8> {
-    block(&[(":method", "GET"), (":scheme", "http"), (":path", path), (":authority", "localhost")])
-}
-
-#[derive(Debug)]
-struct Frame {
-    kind: u8,
-    flags: u8,
-    stream: u32,
-    payload: Vec<u8>,
-}
-
-impl Frame {
-    fn code(&self) -> u32 {
-        let at = if self.kind == kind::GOAWAY { 4 } else { 0 };
-        u32::from_be_bytes(self.payload[at..at + 4].try_into().unwrap())
-    }
-    fn end_stream(&self) -> bool {
-        self.flags & 1 != 0 && matches!(self.kind, kind::DATA | kind::HEADERS)
-    }
-}
-
-#[derive(Debug)]
-enum Event {
-    Frame(Frame),
-    Eof,
-    Timeout,
-}
-
-struct Raw {
-    tcp: TcpStream,
-    buf: Vec<u8>,
-    decoder: Decoder,
-}
-
 impl Raw {
-    fn connect(addr: SocketAddr) -> Self {
-        let tcp = TcpStream::connect(addr).unwrap();
-        tcp.set_nodelay(true).unwrap();
-        Self { tcp, buf: Vec::new(), decoder: Decoder::new(4096) }
-    }
-
-    /// Preface + SETTINGS(params), then reads until the server's SETTINGS.
-    fn handshake(addr: SocketAddr, params: &[(u16, u32)]) -> Self {
-        let mut raw = Self::connect(addr);
-        let mut out = PREFACE.to_vec();
-        frame::encode_settings(&mut out, params);
-        raw.send(&out);
-        match raw.next(Duration::from_secs(5)) {
-            Event::Frame(f) if f.kind == kind::SETTINGS => {}
-            other => panic!("no SETTINGS: {other:?}"),
-        }
-        raw
-    }
-
-    fn send(&mut self, bytes: &[u8]) {
-        self.tcp.write_all(bytes).unwrap();
-    }
-
-    fn try_send(&mut self, bytes: &[u8]) -> std::io::Result<()> {
-        self.tcp.write_all(bytes)
-    }
-
-    fn frame(&mut self, kind: u8, flags: u8, stream: u32, payload: &[u8]) {
-        let mut out = Vec::new();
-        FrameHeader { length: payload.len() as u32, kind, flags, stream }.encode(&mut out);
-        out.extend_from_slice(payload);
-        self.send(&out);
-    }
-
-    fn headers(&mut self, stream: u32, block: &[u8], end_stream: bool) {
-        let flags = 0x4 | u8::from(end_stream);
-        self.frame(kind::HEADERS, flags, stream, block);
-    }
-
-    fn data(&mut self, stream: u32, data: &[u8], end_stream: bool) {
-        self.frame(kind::DATA, u8::from(end_stream), stream, data);
-    }
-
-    fn next(&mut self, timeout: Duration) -> Event {
-        let deadline = Instant::now() + timeout;
-        loop {
-            if self.buf.len() >= HEADER_LEN {
-                let header = FrameHeader::parse(self.buf[..HEADER_LEN].try_into().unwrap());
-                let end = HEADER_LEN + header.length as usize;
-                if self.buf.len() >= end {
-                    let payload = self.buf[HEADER_LEN..end].to_vec();
-                    self.buf.drain(..end);
-                    return Event::Frame(Frame {
-                        kind: header.kind,
-                        flags: header.flags,
-                        stream: header.stream,
-                        payload,
-                    });
-                }
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Event::Timeout;
-            }
-            self.tcp.set_read_timeout(Some(left)).unwrap();
-            let mut chunk = [0u8; 65536];
-            match self.tcp.read(&mut chunk) {
-                Ok(0) => return Event::Eof,
-                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
-                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
-                    return Event::Timeout;
-                }
-                Err(_) => return Event::Eof,
-            }
-        }
-    }
-
     /// Frames until one matches `pred` (returned), EOF or timeout (None).
     fn until(&mut self, timeout: Duration, mut pred: impl FnMut(&Frame) -> bool) -> Option<Frame> {
         let deadline = Instant::now() + timeout;
@@ -388,7 +240,7 @@ fn steady_slow_download_is_not_cut_off() {
     let server = serve(options, Probe);
     let window = 16384u32;
     let mut raw = Raw::handshake(server.addr, &[(frame::setting::INITIAL_WINDOW_SIZE, window)]);
-    raw.headers(1, &get("/big?n=100000000"), true);
+    raw.headers(1, &req("GET", "/big?n=100000000"), true);
     let started = Instant::now();
     let mut received = 0usize;
     while started.elapsed() < Duration::from_secs(3) {
@@ -465,7 +317,7 @@ fn early_response_with_a_dropped_body_does_not_strand_the_upload() {
 fn shutdown_sends_goaway_to_idle_connections() {
     let server = serve(Options::new().workers(1), Probe);
     let mut raw = Raw::handshake(server.addr, &[]);
-    raw.headers(1, &get("/a"), true);
+    raw.headers(1, &req("GET", "/a"), true);
     let (status, _, _) = raw.response(1);
     assert_eq!(status, 200);
     server.handle().shutdown();
@@ -480,7 +332,7 @@ fn shutdown_sends_goaway_to_idle_connections() {
 fn shutdown_drains_a_stream_in_flight() {
     let server = serve(Options::new().workers(1), Probe);
     let mut raw = Raw::handshake(server.addr, &[]);
-    raw.headers(1, &get("/slow"), true);
+    raw.headers(1, &req("GET", "/slow"), true);
     std::thread::sleep(Duration::from_millis(50));
     server.handle().shutdown();
     let (status, _, body) = raw.response(1);
@@ -505,7 +357,7 @@ fn zero_window_streams_do_not_stage_unbounded_responses() {
     let mut raw = Raw::handshake(server.addr, &[(frame::setting::INITIAL_WINDOW_SIZE, 0)]);
     let before = rss_kib();
     for i in 0..100u32 {
-        raw.headers(2 * i + 1, &get("/big?n=2000000"), true);
+        raw.headers(2 * i + 1, &req("GET", "/big?n=2000000"), true);
     }
     let mut heads = 0;
     while raw.until(Duration::from_secs(3), |f| f.kind == kind::HEADERS).is_some() {
@@ -605,8 +457,8 @@ fn empty_data_frames_among_real_ones_are_not_a_flood() {
 fn lower_stream_id_is_protocol_error() {
     let server = serve(Options::new().workers(1), Probe);
     let mut raw = Raw::handshake(server.addr, &[]);
-    raw.headers(5, &get("/"), true);
-    raw.headers(3, &get("/"), true);
+    raw.headers(5, &req("GET", "/"), true);
+    raw.headers(3, &req("GET", "/"), true);
     let fate = raw.fate(Duration::from_secs(2));
     assert_eq!(fate, format!("GOAWAY({})", ErrorCode::PROTOCOL_ERROR.value()));
 }
@@ -619,7 +471,7 @@ fn rapid_reset_is_cut_off() {
     let mut out = Vec::new();
     for i in 0..1000u32 {
         let id = 2 * i + 1;
-        let b = get("/slow");
+        let b = req("GET", "/slow");
         FrameHeader { length: b.len() as u32, kind: kind::HEADERS, flags: 5, stream: id }
             .encode(&mut out);
         out.extend_from_slice(&b);
@@ -706,7 +558,7 @@ fn no_content_statuses_have_no_body() {
     let server = serve(Options::new().workers(1), Probe);
     for code in [204, 304] {
         let mut raw = Raw::handshake(server.addr, &[]);
-        raw.headers(1, &get(&format!("/status?c={code}")), true);
+        raw.headers(1, &req("GET", &format!("/status?c={code}")), true);
         let (status, fields, body) = raw.response(1);
         assert_eq!((status, &body[..]), (code, &b""[..]), "{fields:?}");
         assert!(!fields.iter().any(|(n, _)| n == "content-length" && code == 204), "{fields:?}");

@@ -224,10 +224,6 @@ impl<S: Send + 'static> Http2<S> {
             if self.conn.output_len() >= cx.limits.max_pending_output {
                 return Progress::OutputFull;
             }
-            let guard = match input.try_read() {
-                Ok(guard) => guard,
-                Err(_) => return Progress::Close,
-            };
             if let Some(link) = app.existing_link() {
                 link.take_updates(&mut self.updates);
                 for (stream, updates) in self.updates.drain(..) {
@@ -242,17 +238,26 @@ impl<S: Send + 'static> Http2<S> {
                 cx,
                 hints: &mut self.hints,
             };
+            // Frames are read where the pipe's blocks hold them (only one
+            // cut by a block's end is put together in `input`), a block at
+            // a time, each back in the pool before the next is read: a lent
+            // body's pipe takes blocks from the same pool meanwhile.
             let mut got_input = false;
-            if let Some(guard) = guard {
-                // Frames are read where the pipe's blocks hold them; only
-                // one cut by a block's end is put together in `input`.
-                for chunk in guard.chunks() {
-                    self.conn.receive_chunk(&mut self.input, chunk, &mut dispatch);
+            loop {
+                let guard = match input.try_read() {
+                    Ok(Some(guard)) => guard,
+                    Ok(None) => break,
+                    Err(_) => return Progress::Close,
+                };
+                let first = guard.chunks().next().unwrap_or_default();
+                self.conn.receive_chunk(&mut self.input, first, &mut dispatch);
+                let (taken, all) = (first.len(), first.len() == guard.len());
+                got_input |= taken > 0;
+                self.input_ended |= all && guard.is_completed();
+                let _ = guard.advance_to(taken, taken);
+                if all || taken == 0 {
+                    break;
                 }
-                self.input_ended |= guard.is_completed();
-                got_input = !guard.is_empty();
-                let len = guard.len();
-                let _ = guard.advance_to(len, len);
             }
             self.reset_failed();
             if self.input_ended {

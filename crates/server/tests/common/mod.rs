@@ -7,6 +7,8 @@ use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
+pub mod h2raw;
+
 use falconet_server::{Handle, Handler, Options, Request, Response, Running, Server, Status};
 
 /// A server on 127.0.0.1 with a free port, shut down gracefully (and

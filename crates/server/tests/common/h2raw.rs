@@ -1,0 +1,184 @@
+//! Hand-built HTTP/2 for the raw-frame tests: field blocks of literals
+//! (HPACK without indexing or Huffman, so the tests do not lean on our
+//! encoder) and the frames read back.
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::{Duration, Instant};
+
+use falconet_server::h2::frame::{self, FrameHeader, HEADER_LEN, PREFACE, kind};
+use falconet_server::h2::hpack::Decoder;
+
+/// A literal field without indexing (RFC 7541 6.2.2).
+pub fn literal(out: &mut Vec<u8>, name: &[u8], value: &[u8]) {
+    out.push(0);
+    string(out, name);
+    string(out, value);
+}
+
+/// A string literal, not Huffman-coded (RFC 7541 5.2).
+pub fn string(out: &mut Vec<u8>, s: &[u8]) {
+    integer(out, s.len(), 7, 0);
+    out.extend_from_slice(s);
+}
+
+/// An integer with an N-bit prefix (RFC 7541 5.1).
+pub fn integer(out: &mut Vec<u8>, mut n: usize, prefix: u8, flags: u8) {
+    let max = (1usize << prefix) - 1;
+    if n < max {
+        out.push(flags | n as u8);
+        return;
+    }
+    out.push(flags | max as u8);
+    n -= max;
+    while n >= 128 {
+        out.push((n % 128 + 128) as u8);
+        n /= 128;
+    }
+    out.push(n as u8);
+}
+
+/// A field block of literals.
+pub fn block(fields: &[(&str, &str)]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for (n, v) in fields {
+        literal(&mut out, n.as_bytes(), v.as_bytes());
+    }
+    out
+}
+
+/// The field block of a request for `path` on `localhost`.
+pub fn req(method: &str, path: &str) -> Vec<u8> {
+    block(&[(":method", method), (":scheme", "http"), (":path", path), (":authority", "localhost")])
+}
+
+/// A frame the server sent.
+#[derive(Debug, Clone)]
+pub struct Frame {
+    pub kind: u8,
+    pub flags: u8,
+    pub stream: u32,
+    pub payload: Vec<u8>,
+}
+
+impl Frame {
+    /// The error code of a RST_STREAM or GOAWAY.
+    pub fn code(&self) -> u32 {
+        let at = if self.kind == kind::GOAWAY { 4 } else { 0 };
+        u32::from_be_bytes(self.payload[at..at + 4].try_into().unwrap())
+    }
+
+    /// END_STREAM on a DATA or HEADERS frame.
+    pub fn end_stream(&self) -> bool {
+        self.flags & 1 != 0 && matches!(self.kind, kind::DATA | kind::HEADERS)
+    }
+}
+
+/// What reading the next frame found.
+#[derive(Debug)]
+pub enum Event {
+    Frame(Frame),
+    Eof,
+    Timeout,
+}
+
+/// A client connection speaking frames by hand (the test files add their
+/// own reading helpers to it).
+pub struct Raw {
+    pub tcp: TcpStream,
+    pub buf: Vec<u8>,
+    /// For the HEADERS the server sends (HPACK state must follow them).
+    pub decoder: Decoder,
+}
+
+impl Raw {
+    pub fn connect(addr: SocketAddr) -> Self {
+        let tcp = TcpStream::connect(addr).unwrap();
+        tcp.set_nodelay(true).unwrap();
+        Self { tcp, buf: Vec::new(), decoder: Decoder::new(4096) }
+    }
+
+    /// Preface + SETTINGS(params), then reads until the server's SETTINGS.
+    pub fn handshake(addr: SocketAddr, params: &[(u16, u32)]) -> Self {
+        let mut raw = Self::connect(addr);
+        let mut out = PREFACE.to_vec();
+        frame::encode_settings(&mut out, params);
+        raw.send(&out);
+        match raw.next(Duration::from_secs(5)) {
+            Event::Frame(f) if f.kind == kind::SETTINGS => {}
+            other => panic!("no SETTINGS: {other:?}"),
+        }
+        raw
+    }
+
+    pub fn send(&mut self, bytes: &[u8]) {
+        self.tcp.write_all(bytes).unwrap();
+    }
+
+    pub fn try_send(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.tcp.write_all(bytes)
+    }
+
+    pub fn frame(&mut self, kind: u8, flags: u8, stream: u32, payload: &[u8]) {
+        let mut out = Vec::new();
+        FrameHeader { length: payload.len() as u32, kind, flags, stream }.encode(&mut out);
+        out.extend_from_slice(payload);
+        self.send(&out);
+    }
+
+    pub fn headers(&mut self, stream: u32, block: &[u8], end_stream: bool) {
+        let flags = 0x4 | u8::from(end_stream);
+        self.frame(kind::HEADERS, flags, stream, block);
+    }
+
+    pub fn data(&mut self, stream: u32, data: &[u8], end_stream: bool) {
+        self.frame(kind::DATA, u8::from(end_stream), stream, data);
+    }
+
+    pub fn window_update(&mut self, stream: u32, n: u32) {
+        self.frame(kind::WINDOW_UPDATE, 0, stream, &n.to_be_bytes());
+    }
+
+    /// The next frame, the end of the connection, or `timeout`.
+    pub fn next(&mut self, timeout: Duration) -> Event {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if self.buf.len() >= HEADER_LEN {
+                let header = FrameHeader::parse(self.buf[..HEADER_LEN].try_into().unwrap());
+                let end = HEADER_LEN + header.length as usize;
+                if self.buf.len() >= end {
+                    let payload = self.buf[HEADER_LEN..end].to_vec();
+                    self.buf.drain(..end);
+                    return Event::Frame(Frame {
+                        kind: header.kind,
+                        flags: header.flags,
+                        stream: header.stream,
+                        payload,
+                    });
+                }
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Event::Timeout;
+            }
+            self.tcp.set_read_timeout(Some(left)).unwrap();
+            let mut chunk = [0u8; 65536];
+            match self.tcp.read(&mut chunk) {
+                Ok(0) => return Event::Eof,
+                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                    return Event::Timeout;
+                }
+                Err(_) => return Event::Eof,
+            }
+        }
+    }
+
+    /// The next frame, or `None` at the end of the connection or `timeout`.
+    pub fn next_frame(&mut self, timeout: Duration) -> Option<Frame> {
+        match self.next(timeout) {
+            Event::Frame(frame) => Some(frame),
+            Event::Eof | Event::Timeout => None,
+        }
+    }
+}

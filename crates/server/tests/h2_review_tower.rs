@@ -1,0 +1,141 @@
+//! Independent review: tower bodies over HTTP/2, whose frames are now
+//! shared pieces (serve.rs pump, Step::Frame).
+#![cfg(feature = "tower")]
+
+mod common;
+
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body as AxumBody;
+use axum::http::StatusCode;
+use axum::routing::get;
+use bytes::Bytes;
+use common::serve;
+use falconet_server::Options;
+use falconet_server::tower::TowerHandler;
+use http_body::Frame;
+
+/// `frames` frames of `size` bytes, ready back to back (or each after
+/// a wake when `yield_each`), numbered so order shows.
+struct Many {
+    frames: usize,
+    size: usize,
+    sent: usize,
+    yield_each: bool,
+    yielded: bool,
+}
+
+impl http_body::Body for Many {
+    type Data = Bytes;
+    type Error = Infallible;
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        if self.sent == self.frames {
+            return Poll::Ready(None);
+        }
+        if self.yield_each && !self.yielded {
+            self.yielded = true;
+            let waker = cx.waker().clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(1));
+                waker.wake();
+            });
+            return Poll::Pending;
+        }
+        self.yielded = false;
+        let start = self.sent * self.size;
+        self.sent += 1;
+        let data: Vec<u8> = (start..start + self.size).map(|i| (i % 251) as u8).collect();
+        Poll::Ready(Some(Ok(Frame::data(Bytes::from(data)))))
+    }
+}
+
+fn many(frames: usize, size: usize, yield_each: bool) -> AxumBody {
+    AxumBody::new(Many { frames, size, sent: 0, yield_each, yielded: false })
+}
+
+fn app() -> Router {
+    Router::new()
+        .route("/many", get(|| async { many(200, 10, false) }))
+        .route("/few", get(|| async { many(20, 10, false) }))
+        .route("/slow", get(|| async { many(40, 10, true) }))
+        .route("/nocontent", get(|| async { (StatusCode::NO_CONTENT, many(5, 10, false)) }))
+}
+
+fn pattern(n: usize) -> Vec<u8> {
+    (0..n).map(|i| (i % 251) as u8).collect()
+}
+
+async fn fetch(
+    send: &h2::client::SendRequest<Bytes>,
+    method: http::Method,
+    path: &str,
+) -> Result<(u16, Vec<u8>), String> {
+    let mut send = send.clone().ready().await.unwrap();
+    let request = http::Request::builder()
+        .method(method)
+        .uri(format!("http://localhost{path}"))
+        .body(())
+        .unwrap();
+    let (response, _) = send.send_request(request, true).unwrap();
+    let mut len = 0;
+    let mut body = Vec::new();
+    let mut status = 0;
+    let got = tokio::time::timeout(Duration::from_secs(3), async {
+        let response = response.await.unwrap();
+        status = response.status().as_u16();
+        let mut incoming = response.into_body();
+        while let Some(piece) = incoming.data().await {
+            let piece = piece.unwrap();
+            incoming.flow_control().release_capacity(piece.len()).unwrap();
+            len += piece.len();
+            body.extend_from_slice(&piece);
+        }
+    })
+    .await;
+    match got {
+        Ok(()) => Ok((status, body)),
+        Err(_) => Err(format!("{path}: stalled after {len} bytes")),
+    }
+}
+
+fn with_server(test: impl AsyncFnOnce(h2::client::SendRequest<Bytes>)) {
+    let app_rt =
+        tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let server =
+        serve(Options::new().workers(1), TowerHandler::new(app(), app_rt.handle().clone()));
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let tcp = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+        let (send, connection) = h2::client::handshake(tcp).await.unwrap();
+        tokio::spawn(async move {
+            let _ = connection.await;
+        });
+        test(send).await;
+    });
+}
+
+/// Few frames, frames woken one at a time, HEAD and 204: all whole.
+#[test]
+fn tower_bodies_over_h2() {
+    with_server(async |send| {
+        assert_eq!(fetch(&send, http::Method::GET, "/few").await, Ok((200, pattern(200))));
+        assert_eq!(fetch(&send, http::Method::GET, "/slow").await, Ok((200, pattern(400))));
+        assert_eq!(fetch(&send, http::Method::HEAD, "/few").await, Ok((200, vec![])));
+        assert_eq!(fetch(&send, http::Method::GET, "/nocontent").await, Ok((204, vec![])));
+    });
+}
+
+/// 200 ready frames of 10 bytes: more DATA frames than one writev takes.
+#[test]
+fn many_small_tower_frames_over_h2() {
+    with_server(async |send| {
+        assert_eq!(fetch(&send, http::Method::GET, "/many").await, Ok((200, pattern(2000))));
+    });
+}
