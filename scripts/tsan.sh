@@ -21,7 +21,9 @@ RUSTFLAGS="-Zsanitizer=thread" RUSTDOCFLAGS="-Zsanitizer=thread" CARGO_TARGET_DI
 # The application side: responses written and request bodies read on
 # application threads (app, deferred), and tower services whose bodies the
 # worker polls while tokio tasks answer others (tower); HTTP/2 (h2), whose
-# request bodies release falconet-flow windows on application threads.
+# request bodies release falconet-flow windows on application threads,
+# and whose tower bodies' frames the worker sends in place (h2_review_*).
 RUSTFLAGS="-Zsanitizer=thread" RUSTDOCFLAGS="-Zsanitizer=thread" CARGO_TARGET_DIR=target/tsan \
   cargo +nightly test -Zbuild-std --target "$target" -p falconet-server --features tower \
-  --test app --test deferred --test tower --test tower_polled --test h2 --test h2_review
+  --test app --test deferred --test tower --test tower_polled --test h2 --test h2_review \
+  --test h2_review_shared --test h2_review_tower
