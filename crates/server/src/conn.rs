@@ -228,6 +228,9 @@ impl<H: Handler> Conn<H> {
                     self.session.consume_output(n);
                     self.last_progress = now;
                     self.writable = n == len;
+                    if self.session.output_len() == 0 {
+                        return Ok(()); // the usual case: all of it in one write
+                    }
                 }
                 Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
                     self.writable = false;

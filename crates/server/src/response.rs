@@ -137,9 +137,11 @@ impl AppSlots {
 /// Call, in order: [`status`](Self::status) (default 200), any
 /// [`header`](Self::header)s, then either [`body`](Self::body) once (sent
 /// with `Content-Length`) or [`write`](Self::write) any number of times
-/// (sent chunked to HTTP/1.1 clients, close-delimited to HTTP/1.0 ones).
-/// Or, before any of it, [`defer`](Self::defer) the answer to another
-/// thread.
+/// (sent chunked to HTTP/1.1 clients, close-delimited to HTTP/1.0 ones,
+/// in DATA frames over HTTP/2). A body already in `Bytes` goes through
+/// [`body_bytes`](Self::body_bytes) or [`write_bytes`](Self::write_bytes)
+/// instead, which HTTP/2 sends without copying it. Or, before any of it,
+/// [`defer`](Self::defer) the answer to another thread.
 #[derive(Debug)]
 pub struct Response<'a> {
     out: &'a mut Vec<u8>,

@@ -44,10 +44,11 @@
 //! # Flow control on falconet-flow
 //!
 //! Each stream's receive side is a [`StreamInput`]: its own window and the
-//! connection's shared [`InputWindow`], advanced per DATA frame on the
-//! worker and released by whoever consumes the body (here, the sink, as
-//! soon as it returns; a body lent to an application thread releases as
-//! it reads). A release past half a window asks for a WINDOW_UPDATE. The
+//! connection's shared [`ConnectionWindow`] (falconet-flow's CAS
+//! `InputWindow`), advanced per DATA frame on the worker and released by
+//! whoever consumes the body (here, the sink, as soon as it returns; a body
+//! lent to an application thread releases as it reads). A release past
+//! half a window asks for a WINDOW_UPDATE. The
 //! send side is an [`OutputWindow`] per stream and one for the connection,
 //! both used by the worker alone: a DATA frame takes the smaller credit of
 //! the two from both.
