@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The HTTP server benchmark: falconet against a minimal hyper 1.x server and
-# may_minihttp (bins in benches/), the server pinned to core 0 and wrk to
+# The HTTP server benchmark: falconet against a minimal hyper 1.x server,
+# may_minihttp and the floor (an epoll loop that parses nothing and answers
+# canned bytes; bins in benches/), the server pinned to core 0 and wrk to
 # core 1, servers alternating within each round. Reports requests/s and
 # requests per second of server CPU (utime+stime), medians over the rounds,
 # with the ratios against each peer.
@@ -42,7 +43,7 @@ if [ "${1:-}" = --h2 ]; then
   cargo build --release -q -p falconet-benches --bin hyper_h2_server
   exec python3 scripts/bench_server.py "$@"
 fi
-cargo build --release -q -p falconet-benches --bin hyper_server --bin may_minihttp_server
+cargo build --release -q -p falconet-benches --bin hyper_server --bin may_minihttp_server --bin floor_server
 if [ "${1:-}" = --app ]; then
   cargo build --release -q -p falconet-server --features tower --example axum_hello
   cargo build --release -q -p falconet-benches --bin axum_server

@@ -36,6 +36,8 @@ SERVERS = {
     "hyper": lambda addr: [os.path.join(RELEASE, "hyper_server"), addr],
     "hyper+flush": lambda addr: [os.path.join(RELEASE, "hyper_server"), addr, "--pipeline-flush"],
     "may_minihttp": lambda addr: [os.path.join(RELEASE, "may_minihttp_server"), addr],
+    # The floor (issue 16): parses nothing, canned answers, one write per read.
+    "floor": lambda addr: [os.path.join(RELEASE, "floor_server"), addr],
 }
 # The application side (--app): the native binary now and before the
 # change, axum on falconet and the same Router on hyper (axum::serve).
@@ -134,8 +136,10 @@ def benchmark(seconds, rounds):
                 results.setdefault((mode[0], name), []).append((rps, per_cpu, util))
                 print(f"round {r + 1} | {mode[0]:<36} | {name:<13} | {rps:>10,.0f} req/s | {per_cpu:>10,.0f} req/CPU-s | server CPU {util:4.0%}", flush=True)
     print()
-    print("| load | server | req/s (median) | req per CPU-second (median) | server CPU | vs hyper | vs hyper+flush | vs may_minihttp |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    peers = ("hyper", "hyper+flush", "may_minihttp", "floor")
+    print("| load | server | req/s (median) | req per CPU-second (median) | server CPU | "
+          + " | ".join(f"vs {peer}" for peer in peers) + " |")
+    print("|---|---|---:|---:|---:|" + "---:|" * len(peers))
     for mode in MODES:
         med = {}
         for name in SERVERS:
@@ -143,14 +147,14 @@ def benchmark(seconds, rounds):
             med[name] = tuple(statistics.median(x[i] for x in runs) for i in range(3))
         for name in SERVERS:
             rps, per_cpu, util = med[name]
-            vs = [per_cpu / med[peer][1] for peer in ("hyper", "hyper+flush", "may_minihttp")]
+            vs = [per_cpu / med[peer][1] for peer in peers]
             ratios = " | ".join(f"{v:.2f}x" for v in vs)
             print(f"| {mode[0]} | {name} | {rps:,.0f} | {per_cpu:,.0f} | {util:.0%} | {ratios} |")
     save_plot_data("server", [(mode[0], name, statistics.median(x[1] for x in results[(mode[0], name)]))
                               for mode in MODES for name in SERVERS])
     print()
     print("ratios: requests per second of server CPU, medians; hyper = default http1 builder,")
-    print("hyper+flush = with pipeline_flush(true)")
+    print("hyper+flush = with pipeline_flush(true); floor = bin floor_server, which parses nothing")
 
 
 def soak(minutes):
