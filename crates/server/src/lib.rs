@@ -106,6 +106,7 @@ pub mod hello;
 mod http1;
 mod link;
 mod options;
+mod pieces;
 mod response;
 mod server;
 mod session;

@@ -18,7 +18,6 @@
 //!        with an error                               already went out
 //! ```
 
-use std::collections::VecDeque;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
@@ -31,6 +30,7 @@ use crate::date::{DateCache, FIELDS_LEN};
 use crate::handler::{Field, ResponseError, Status};
 use crate::http1::Framing;
 use crate::link::{Link, Notify};
+use crate::pieces::Pieces;
 use crate::wire::Encoder;
 
 /// A deferred response's output pipe pauses its writer (the application)
@@ -152,63 +152,6 @@ pub struct Response<'a> {
     /// Where an HTTP/2 stream keeps body pieces sent in place: each goes
     /// out after `out[..at]`. `None`: they are copied into `out`.
     shared: Option<&'a mut Pieces>,
-}
-
-/// Body pieces kept by reference, not copied: each goes out after `at`
-/// bytes of its staging buffer. Their total length is kept, so the
-/// server's accounting of staged bytes does not walk them.
-#[derive(Debug, Default)]
-pub(crate) struct Pieces {
-    queue: VecDeque<(usize, Bytes)>,
-    len: usize,
-}
-
-impl Pieces {
-    /// Adds `piece` (if not empty) after `at` bytes of the staging buffer.
-    pub(crate) fn push(&mut self, at: usize, piece: Bytes) {
-        if !piece.is_empty() {
-            self.len += piece.len();
-            self.queue.push_back((at, piece));
-        }
-    }
-
-    /// Bytes in all the pieces.
-    pub(crate) fn len(&self) -> usize {
-        self.len
-    }
-
-    /// How many pieces.
-    pub(crate) fn count(&self) -> usize {
-        self.queue.len()
-    }
-
-    pub(crate) fn is_empty(&self) -> bool {
-        self.queue.is_empty()
-    }
-
-    /// Where the first piece goes in the staging buffer.
-    pub(crate) fn next_at(&self) -> Option<usize> {
-        self.queue.front().map(|(at, _)| *at)
-    }
-
-    /// Lets `send` take bytes off the front of the first piece; returns
-    /// whether that piece is gone (all of it taken, or there was none).
-    pub(crate) fn send_front(&mut self, send: impl FnOnce(&mut Bytes)) -> bool {
-        let Some((_, piece)) = self.queue.front_mut() else { return true };
-        let before = piece.len();
-        send(piece);
-        self.len -= before - piece.len();
-        if piece.is_empty() {
-            self.queue.pop_front();
-            return true;
-        }
-        false
-    }
-
-    pub(crate) fn clear(&mut self) {
-        self.queue.clear();
-        self.len = 0;
-    }
 }
 
 /// How a response ended, for the connection.
@@ -620,6 +563,47 @@ mod tests {
         f(&mut response);
         let Answered::Now { keep_alive } = response.finish() else { panic!("not deferred") };
         (String::from_utf8(out).unwrap(), keep_alive)
+    }
+
+    /// The `Bytes` forms misused as a new user might: a second body, a body
+    /// after a streamed piece, a piece after the body. Each is a typed
+    /// error, with and without a place to share pieces (HTTP/2, HTTP/1),
+    /// and nothing is kept or written by the refused call.
+    #[test]
+    fn bytes_forms_refuse_misuse() {
+        for share in [false, true] {
+            let mut out = Vec::new();
+            let mut pieces = Pieces::default();
+            let mut app = AppSlots::new(Pool::new());
+            let version = if share { Version::Http2 } else { Version::Http11 };
+            let encoder = Encoder::new(version, false, true);
+            let mut response = Response::new(&mut out, FIELDS, encoder, &mut app);
+            if share {
+                response = response.sharing(&mut pieces);
+            }
+            response.body_bytes(Bytes::from_static(b"one")).unwrap();
+            let second = response.body_bytes(Bytes::from_static(b"two"));
+            assert_eq!(second, Err(ResponseError::Finished), "share={share}");
+            let piece = response.write_bytes(Bytes::from_static(b"three"));
+            assert_eq!(piece, Err(ResponseError::Finished), "share={share}");
+            // Only the first body: in place when shared, copied otherwise.
+            assert!(out.ends_with(b"Content-Length: 3\r\n\r\n") == share, "share={share}");
+            assert!(out.ends_with(b"\r\n\r\none") != share, "share={share}");
+            assert_eq!((pieces.count(), pieces.len()), if share { (1, 3) } else { (0, 0) });
+
+            let mut out = Vec::new();
+            let mut pieces = Pieces::default();
+            let encoder = Encoder::new(version, false, true);
+            let mut response = Response::new(&mut out, FIELDS, encoder, &mut app);
+            if share {
+                response = response.sharing(&mut pieces);
+            }
+            response.write_bytes(Bytes::new()).unwrap();
+            response.write_bytes(Bytes::from_static(b"a")).unwrap();
+            let late = response.body_bytes(Bytes::from_static(b"b"));
+            assert_eq!(late, Err(ResponseError::HeadSent), "share={share}");
+            assert_eq!(pieces.count(), usize::from(share), "an empty piece is not kept");
+        }
     }
 
     #[test]

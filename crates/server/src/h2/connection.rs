@@ -76,7 +76,7 @@
 //! - **Stream-id exhaustion:** ids only grow; past 2^31-1 the client must
 //!   open a new connection.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::io::IoSlice;
 use std::sync::Arc;
 
@@ -131,6 +131,7 @@ use super::frame::{
 };
 use super::head::Head;
 use super::hpack::{self, Decoder, Encoder, Field};
+use crate::pieces::Pieces;
 
 /// The limits one connection applies; each has a documented default.
 #[derive(Clone, Copy, Debug)]
@@ -287,9 +288,7 @@ pub struct Connection {
     /// each of `shared` goes out after `out[..at]` (its frame header).
     out: Vec<u8>,
     sent: usize,
-    shared: VecDeque<(usize, Bytes)>,
-    /// The bytes in `shared`.
-    shared_len: usize,
+    shared: Pieces,
     scratch: Vec<u8>,
     budget: u32,
     queued_control: usize,
@@ -362,8 +361,7 @@ impl Connection {
             spare_inputs: Vec::new(),
             out,
             sent: 0,
-            shared: VecDeque::new(),
-            shared_len: 0,
+            shared: Pieces::default(),
             scratch: Vec::new(),
             budget: config.reset_budget,
             queued_control: 0,
@@ -998,7 +996,7 @@ impl Connection {
     /// off the front of `data`.
     pub fn send_shared(&mut self, id: u32, data: &mut Bytes, end_stream: bool) -> usize {
         let n = self.frame_data(id, data.len(), end_stream, |out, shared, range| {
-            shared.push_back((out.len(), data.slice(range)));
+            shared.push(out.len(), data.slice(range));
         });
         data.advance(n);
         n
@@ -1013,7 +1011,7 @@ impl Connection {
         id: u32,
         len: usize,
         end_stream: bool,
-        mut payload: impl FnMut(&mut Vec<u8>, &mut VecDeque<(usize, Bytes)>, std::ops::Range<usize>),
+        mut payload: impl FnMut(&mut Vec<u8>, &mut Pieces, std::ops::Range<usize>),
     ) -> usize {
         let Some(stream) = self.streams.get_mut(&id) else { return len };
         if stream.local_closed || self.phase == Phase::Closed {
@@ -1034,7 +1032,6 @@ impl Connection {
             self.send.try_reserve(n as u32).unwrap_or(0),
         );
         debug_assert_eq!(granted, (n as u32, n as u32));
-        let before = self.shared.len();
         loop {
             let len = (n - sent).min(max_frame);
             let last = sent + len == n;
@@ -1051,7 +1048,6 @@ impl Connection {
                 break;
             }
         }
-        self.shared_len += self.shared.range(before..).map(|(_, data)| data.len()).sum::<usize>();
         if finish {
             self.local_end(id);
         }
@@ -1188,7 +1184,7 @@ impl Connection {
     pub fn output_slices<'a>(&'a self, slices: &mut [IoSlice<'a>]) -> usize {
         let mut count = 0;
         let mut from = self.sent;
-        for (at, data) in &self.shared {
+        for (at, data) in self.shared.iter() {
             if *at > from {
                 if count == slices.len() {
                     return count;
@@ -1212,24 +1208,22 @@ impl Connection {
 
     /// How many bytes wait to be sent, in every piece.
     pub fn output_len(&self) -> usize {
-        self.out.len() - self.sent + self.shared_len
+        self.out.len() - self.sent + self.shared.len()
     }
 
     /// Marks the first `n` bytes of the output (across its pieces) as sent.
     pub fn consume_output(&mut self, mut n: usize) {
         while n > 0 {
-            match self.shared.front_mut() {
-                Some((at, data)) if *at == self.sent => {
-                    let take = n.min(data.len());
-                    data.advance(take);
-                    self.shared_len -= take;
-                    n -= take;
-                    if data.is_empty() {
-                        self.shared.pop_front();
-                    }
+            match self.shared.next_at() {
+                Some(at) if at == self.sent => {
+                    self.shared.send_front(|data| {
+                        let take = n.min(data.len());
+                        data.advance(take);
+                        n -= take;
+                    });
                 }
-                Some((at, _)) => {
-                    let take = n.min(*at - self.sent);
+                Some(at) => {
+                    let take = n.min(at - self.sent);
                     self.sent += take;
                     n -= take;
                 }

@@ -42,7 +42,8 @@ use super::hpack::Field;
 use crate::body::BodyFlow;
 use crate::handler::{BodyLength, Handler, Request, Status, Version};
 use crate::http1::{Framing, Progress};
-use crate::response::{AppSlots, BodyOffer, Pieces, Polled, Response, Step};
+use crate::pieces::Pieces;
+use crate::response::{AppSlots, BodyOffer, Polled, Response, Step};
 use crate::session::Context;
 use crate::wire::Encoder;
 
