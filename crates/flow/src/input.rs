@@ -1,38 +1,84 @@
-//! The receive window in one `AtomicU64`, changed by a single CAS.
+//! The receive window in one `AtomicU64`: one `fetch_sub` per DATA frame,
+//! one `fetch_add` per release, a CAS only to announce credit.
 //!
 //! ```text
 //!   63        62      61 ............... 31 30 ............... 0
 //! +---------+-------+----------------------+--------------------+
-//! |DISABLED |ABORTED| pending credit (31)  |    window (31)     |
+//! |DISABLED |ABORTED| pending credit (31)  | BIAS + window (31) |
 //! +---------+-------+----------------------+--------------------+
 //! ```
 //!
-//! Every operation reads the word, applies the sequential rules of
-//! [`InputState`] to the unpacked copy, and installs the result with one
-//! compare-and-swap; a CAS that fails retries on the word it found. So each
-//! operation is atomic as a whole: an abort can never land between "add the
-//! credit" and "reset the pending count" (the gap in the unmerged Kestrel
-//! attempt, which used two CASes), and "updates disabled" and "aborted" are
-//! bits of the same word, not separate flags.
+//! # Two ways to change the word
 //!
-//! Every decision is made from a value read by a read-modify-write (the
-//! loop starts with `fetch_add(0)` and retries from another after a failed
-//! CAS), which reads the latest value of the word: a refusal or a no-op
-//! takes effect at that RMW, a change at its CAS, so the operations are
-//! linearizable and no error is ever reported from a stale load. Starting
-//! with an RMW rather than a load also takes the cache line exclusive at
-//! once: a load followed by a CAS moves the line twice when another core
-//! wrote it last (measured below and in docs/benchmarks.md).
+//! A window of up to [`InputWindow::WAIT_FREE_MAX_WINDOW`] bytes (256 MiB,
+//! far above any window a server configures) is **wait-free**: its window
+//! field holds the window plus `BIAS` (2^30), so the field has room on both
+//! sides of every legal value (guard bits, about 2^30 below and 3 * 2^28
+//! above), and the pending field has about 1.75 * 2^30 above its largest
+//! legal value. So an operation can apply its change blind and judge it from
+//! the value the read-modify-write returns:
 //!
-//! Ordering: AcqRel on every RMW. The word publishes nothing but itself,
-//! but windows are composed: a stream counts a frame against its connection
-//! first, then against itself, and an abort that sees the stream's count
-//! must see the connection's too (loom's `stream_and_connection_under_abort`
-//! failed with Relaxed loads and CASes: the abort's release to the
-//! connection was refused as an over-release).
+//! - **`try_advance(n)`**: `fetch_sub(n)`. The window before it is in the
+//!   returned word: `n` fitted, and the frame is counted; or it did not
+//!   (FLOW_CONTROL_ERROR), and a `fetch_add(n)` undoes the change; or the
+//!   window was aborted, and the change is undone too.
+//! - **`release(n)`**: `fetch_add(n << PENDING | n)`, the credit back into
+//!   the window and into pending credit at once. The returned word says
+//!   whether that was an over-release or a release after an abort (undone
+//!   with a `fetch_sub`) or after END_STREAM (the pending part undone), and
+//!   whether pending credit crossed the threshold. Only then a CAS loop
+//!   takes the whole pending field (whoever's CAS lands first announces all
+//!   of it; a release that finds it taken announces nothing).
+//! - **`abort`** and **`disable_updates`**: one `fetch_or` each.
+//! - An amount above [`InputWindow::WAIT_FREE_MAX_AMOUNT`] (1 MiB; a DATA
+//!   frame is at most 16 KiB unless SETTINGS_MAX_FRAME_SIZE raised it)
+//!   takes a CAS loop on the same layout, so no blind change is ever larger
+//!   than 1 MiB.
+//!
+//! A larger window (up to the RFC's 2^31-1) has no room for guard bits: its
+//! word holds the fields edge to edge (`BIAS` is 0) and every operation is
+//! one CAS over the unpacked [`InputState`], the sequential rules the lock
+//! twins apply too. The decisions are the same either way; the proptest
+//! model checks both kinds against one sequential model.
+//!
+//! # What a blind change costs
+//!
+//! An operation that succeeds takes effect at its read-modify-write, so
+//! successful operations are linearizable. A *refused* one (an overdraw,
+//! an over-release, an advance or release after the abort) changes nothing
+//! once it returns, but between its change and its undo (a few
+//! instructions) other threads see it:
+//!
+//! - while an overdraw is undone, a concurrent `try_advance` may find the
+//!   window short and be refused too, and a concurrent `abort` may count
+//!   the overdraw's bytes as unread. An overdraw is the peer breaking the
+//!   window, a FLOW_CONTROL_ERROR that ends the connection, so both end
+//!   together;
+//! - while an over-release (the caller's accounting bug) is undone, a
+//!   concurrent `try_advance` may be accepted against the credit that is
+//!   not there; the window is then short by that frame until the frame is
+//!   released.
+//!
+//! Each in-flight change moves a field by at most 1 MiB, and the fields
+//! have room for more than 512 of them at once; an operation that finds a
+//! field 512 MiB outside its legal range aborts the process, as `Arc` does
+//! when its count could overflow (it would take over 512 threads inside
+//! refused operations on one window at the same instant).
+//!
+//! # Ordering
+//!
+//! AcqRel on every read-modify-write. The word publishes nothing but
+//! itself, but windows are composed: a stream counts a frame against its
+//! connection first, then against itself, and an abort that sees the
+//! stream's count must see the connection's too (loom's
+//! `stream_and_connection_under_abort` failed with Relaxed operations: the
+//! abort's release to the connection was refused as an over-release). The
+//! CAS path starts with an RMW (`fetch_add(0)`) rather than a load: the
+//! latest value, and the line taken exclusive at once, so no error is ever
+//! reported from a stale load.
 
 use crate::error::FlowError;
-use crate::input_state::{Advance, InputState, Release};
+use crate::input_state::{Advance, InputState, MAX_WINDOW, Release};
 use crate::primitive::{AtomicU64, Ordering};
 
 /// Bits of the window field.
@@ -46,10 +92,24 @@ const PENDING_MASK: u64 = ((1 << 31) - 1) << PENDING_SHIFT;
 const ABORTED: u64 = 1 << 62;
 /// END_STREAM was seen: no more WINDOW_UPDATEs.
 const UPDATES_DISABLED: u64 = 1 << 63;
+/// What a wait-free window's field holds on top of the window: the guard
+/// below it (an overdraw borrows from here, never from the pending field).
+const BIAS: u64 = 1 << 30;
+/// How far outside its legal range a wait-free window's field may be seen
+/// before the process aborts. Each change in flight moves a field by at
+/// most 1 MiB, so a field strays this far only with 512 of them in flight
+/// at once; the room left beyond the limit (2^29 below the window, 2^28
+/// above it, more above pending credit) takes 256 more before a carry or a
+/// borrow could leave the field.
+const STRAY_LIMIT: i64 = 1 << 29;
 
-fn unpack(word: u64) -> InputState {
+/// Unpacks a word (of a window whose field carries `bias`). A wait-free
+/// word caught between a refused change and its undo is clamped into the
+/// fields' ranges; a CAS word is always exact.
+fn unpack(word: u64, bias: u64) -> InputState {
+    let window = (word & WINDOW_MASK) as i64 - bias as i64;
     InputState {
-        window: (word & WINDOW_MASK) as u32,
+        window: window.clamp(0, MAX_WINDOW.into()) as u32,
         pending: ((word & PENDING_MASK) >> PENDING_SHIFT) as u32,
         aborted: word & ABORTED != 0,
         updates_disabled: word & UPDATES_DISABLED != 0,
@@ -58,23 +118,35 @@ fn unpack(word: u64) -> InputState {
 
 /// Packs a state the rules produced. Every field is in range by the rules'
 /// invariants (`window <= initial <= 2^31-1`, `pending <= threshold <
-/// 2^31-1`); a value out of range would spill into the flags, so it is
-/// checked in every build, not only with debug assertions.
-fn pack(state: InputState) -> u64 {
+/// 2^31-1`, and `initial + BIAS < 2^31` for a wait-free window); a value out
+/// of range would spill into the flags, so it is checked in every build,
+/// not only with debug assertions.
+fn pack(state: InputState, bias: u64) -> u64 {
+    let window = u64::from(state.window) + bias;
     assert!(
-        u64::from(state.window) <= WINDOW_MASK
-            && u64::from(state.pending) << PENDING_SHIFT <= PENDING_MASK,
+        window <= WINDOW_MASK && u64::from(state.pending) << PENDING_SHIFT <= PENDING_MASK,
         "window or pending credit out of range: {state:?}"
     );
-    u64::from(state.window)
+    window
         | (u64::from(state.pending) << PENDING_SHIFT)
         | if state.aborted { ABORTED } else { 0 }
         | if state.updates_disabled { UPDATES_DISABLED } else { 0 }
 }
 
+/// A field strayed further than 512 refused operations in flight at once
+/// can take it: continuing could corrupt the word.
+#[cold]
+fn stray() -> ! {
+    eprintln!("falconet-flow: a receive window's word strayed out of range; aborting");
+    std::process::abort()
+}
+
 /// A receive window (what the peer may send us), lock-free: one packed
-/// `AtomicU64`, every transition one CAS. See [`InputFlow`](crate::InputFlow)
-/// for the operations; the methods here are the same, inherent.
+/// `AtomicU64`, wait-free for windows of up to
+/// [`WAIT_FREE_MAX_WINDOW`](Self::WAIT_FREE_MAX_WINDOW) bytes (one
+/// read-modify-write per frame and per release), one CAS per transition
+/// above. See [`InputFlow`](crate::InputFlow) for the operations; the
+/// methods here are the same, inherent.
 ///
 /// ```
 /// use falconet_flow::{Advance, InputWindow, Release};
@@ -91,9 +163,20 @@ pub struct InputWindow {
     word: AtomicU64,
     initial: u32,
     threshold: u32,
+    /// `BIAS` for a wait-free window, 0 for a CAS one.
+    bias: u64,
 }
 
 impl InputWindow {
+    /// The largest window that is wait-free (2^28-1 bytes, 256 MiB): its
+    /// fields have room for guard bits. Larger ones (up to 2^31-1) change by
+    /// CAS.
+    pub const WAIT_FREE_MAX_WINDOW: u32 = (1 << 28) - 1;
+
+    /// The largest amount a wait-free window applies with one
+    /// read-modify-write (1 MiB); a larger frame or release takes a CAS.
+    pub const WAIT_FREE_MAX_AMOUNT: u32 = 1 << 20;
+
     /// A window of `initial` bytes announcing credit once more than half of
     /// it is pending.
     ///
@@ -114,22 +197,31 @@ impl InputWindow {
     /// `initial > 0`), or `threshold > 0` with `initial == 0`.
     pub fn with_threshold(initial: u32, threshold: u32) -> Result<Self, FlowError> {
         let state = InputState::new(initial, threshold)?;
-        Ok(Self { word: AtomicU64::new(pack(state)), initial, threshold })
+        let bias = if initial <= Self::WAIT_FREE_MAX_WINDOW { BIAS } else { 0 };
+        Ok(Self { word: AtomicU64::new(pack(state, bias)), initial, threshold, bias })
+    }
+
+    /// Whether this window takes the wait-free path (its initial size is at
+    /// most [`WAIT_FREE_MAX_WINDOW`](Self::WAIT_FREE_MAX_WINDOW)).
+    pub fn is_wait_free(&self) -> bool {
+        self.bias != 0
     }
 
     /// Applies `rule` to the state in one CAS (retrying on contention);
-    /// a refusal changes nothing.
+    /// a refusal changes nothing. Only for a CAS window: a wait-free word
+    /// may be caught mid-undo, which the rules cannot represent.
     #[inline]
     fn update<R>(
         &self,
         rule: impl Fn(&mut InputState) -> Result<R, FlowError>,
     ) -> Result<R, FlowError> {
+        debug_assert_eq!(self.bias, 0, "the rules' CAS only runs on a CAS window");
         loop {
             // An RMW, not a load: the latest value, and the line exclusive.
             let current = self.word.fetch_add(0, Ordering::AcqRel);
-            let mut state = unpack(current);
+            let mut state = unpack(current, 0);
             let result = rule(&mut state);
-            let new = pack(state);
+            let new = pack(state, 0);
             if result.is_err() || new == current {
                 return result;
             }
@@ -140,6 +232,29 @@ impl InputWindow {
         }
     }
 
+    /// The window in a wait-free `word`, signed: outside `0..=initial` only
+    /// while refused changes are being undone (or, after an over-release,
+    /// until the frames it let in are released).
+    #[inline]
+    fn window_of(&self, word: u64) -> i64 {
+        let window = (word & WINDOW_MASK) as i64 - BIAS as i64;
+        if !(-STRAY_LIMIT..=i64::from(self.initial) + STRAY_LIMIT).contains(&window) {
+            stray();
+        }
+        window
+    }
+
+    /// The pending credit in a wait-free `word`: above the threshold only
+    /// until a release's announcement takes it.
+    #[inline]
+    fn pending_of(&self, word: u64) -> u64 {
+        let pending = (word & PENDING_MASK) >> PENDING_SHIFT;
+        if pending as i64 > i64::from(self.threshold) + STRAY_LIMIT {
+            stray();
+        }
+        pending
+    }
+
     /// A DATA frame of `n` bytes arrived (RFC 9113 6.9.1).
     ///
     /// # Errors
@@ -147,7 +262,48 @@ impl InputWindow {
     /// than the window, even after an abort.
     #[inline]
     pub fn try_advance(&self, n: u32) -> Result<Advance, FlowError> {
-        self.update(|state| state.advance(n))
+        if self.bias == 0 {
+            return self.update(|state| state.advance(n));
+        }
+        if n > Self::WAIT_FREE_MAX_AMOUNT {
+            return self.advance_by_cas(n);
+        }
+        let amount = u64::from(n);
+        // The window field holds BIAS + window >= BIAS - STRAY_LIMIT >= 2^29
+        // > n: the borrow, if any, stays in the guard.
+        let before = self.word.fetch_sub(amount, Ordering::AcqRel);
+        let window = self.window_of(before);
+        if window < i64::from(n) {
+            self.word.fetch_add(amount, Ordering::AcqRel);
+            return Err(FlowError::WindowExceeded { requested: n, available: clamp(window) });
+        }
+        if before & ABORTED != 0 {
+            // The reader is gone: the frame fitted, but is not counted.
+            self.word.fetch_add(amount, Ordering::AcqRel);
+            return Ok(Advance::Aborted);
+        }
+        Ok(Advance::Accepted)
+    }
+
+    /// `try_advance` of more than `WAIT_FREE_MAX_AMOUNT` on a wait-free
+    /// window: one CAS that subtracts only what fits, so it never strays.
+    fn advance_by_cas(&self, n: u32) -> Result<Advance, FlowError> {
+        let mut current = self.word.fetch_add(0, Ordering::AcqRel);
+        loop {
+            let window = self.window_of(current);
+            if window < i64::from(n) {
+                return Err(FlowError::WindowExceeded { requested: n, available: clamp(window) });
+            }
+            if current & ABORTED != 0 {
+                return Ok(Advance::Aborted);
+            }
+            // window >= n: no borrow out of the field.
+            let new = current - u64::from(n);
+            match self.word.compare_exchange(current, new, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => return Ok(Advance::Accepted),
+                Err(now) => current = now,
+            }
+        }
     }
 
     /// The application consumed `n` bytes: they return to the window, and a
@@ -157,24 +313,120 @@ impl InputWindow {
     /// [`FlowError::OverRelease`] when more is released than was consumed.
     #[inline]
     pub fn release(&self, n: u32) -> Result<Release, FlowError> {
-        let (initial, threshold) = (self.initial, self.threshold);
-        self.update(|state| state.release(n, initial, threshold))
+        if self.bias == 0 {
+            let (initial, threshold) = (self.initial, self.threshold);
+            return self.update(|state| state.release(n, initial, threshold));
+        }
+        if n > Self::WAIT_FREE_MAX_AMOUNT {
+            return self.release_by_cas(n);
+        }
+        let credit = u64::from(n) << PENDING_SHIFT;
+        // The window field holds at most BIAS + initial + STRAY_LIMIT
+        // < 2^31 - n and pending credit at most threshold + STRAY_LIMIT
+        // < 2^31 - n: no carry leaves either field.
+        let delta = credit | u64::from(n);
+        let before = self.word.fetch_add(delta, Ordering::AcqRel);
+        if before & ABORTED != 0 {
+            self.word.fetch_sub(delta, Ordering::AcqRel);
+            return Ok(Release::Aborted);
+        }
+        let window = self.window_of(before);
+        if window + i64::from(n) > i64::from(self.initial) {
+            self.word.fetch_sub(delta, Ordering::AcqRel);
+            let outstanding = clamp(i64::from(self.initial) - window);
+            return Err(FlowError::OverRelease { released: n, outstanding });
+        }
+        if before & UPDATES_DISABLED != 0 {
+            // The window keeps the credit; nothing will be announced.
+            self.word.fetch_sub(credit, Ordering::AcqRel);
+            return Ok(Release::Pending);
+        }
+        if self.pending_of(before) + u64::from(n) <= u64::from(self.threshold) {
+            return Ok(Release::Pending);
+        }
+        Ok(self.announce(before.wrapping_add(delta)))
+    }
+
+    /// Pending credit crossed the threshold with a release: take all of it
+    /// in one CAS (starting from `current`, the word that release left), or
+    /// find that another release took it.
+    fn announce(&self, mut current: u64) -> Release {
+        loop {
+            let pending = self.pending_of(current);
+            if pending <= u64::from(self.threshold) {
+                return Release::Pending; // another release announced it
+            }
+            let new = current & !PENDING_MASK;
+            match self.word.compare_exchange(current, new, Ordering::AcqRel, Ordering::Acquire) {
+                // pending <= threshold + STRAY_LIMIT < 2^31 - 1: one
+                // WINDOW_UPDATE carries it. Credit taken after END_STREAM
+                // or the abort (which landed after this release's add) is
+                // dropped, as a release after either would have been.
+                Ok(_) if current & (UPDATES_DISABLED | ABORTED) != 0 => return Release::Pending,
+                Ok(_) => return Release::Update(pending as u32),
+                Err(now) => current = now,
+            }
+        }
+    }
+
+    /// `release` of more than `WAIT_FREE_MAX_AMOUNT` on a wait-free
+    /// window: one CAS that adds only what is owed, so it never strays.
+    fn release_by_cas(&self, n: u32) -> Result<Release, FlowError> {
+        let mut current = self.word.fetch_add(0, Ordering::AcqRel);
+        loop {
+            if current & ABORTED != 0 {
+                return Ok(Release::Aborted);
+            }
+            let window = self.window_of(current);
+            if window + i64::from(n) > i64::from(self.initial) {
+                let outstanding = clamp(i64::from(self.initial) - window);
+                return Err(FlowError::OverRelease { released: n, outstanding });
+            }
+            // window + n <= initial: no carry out of the window field.
+            let returned = current + u64::from(n);
+            let (new, release) = if current & UPDATES_DISABLED != 0 {
+                (returned, Release::Pending)
+            } else {
+                // pending + n < threshold + STRAY_LIMIT + initial < 2^31 - 1.
+                let pending = self.pending_of(current) + u64::from(n);
+                if pending > u64::from(self.threshold) {
+                    (returned & !PENDING_MASK, Release::Update(pending as u32))
+                } else {
+                    (returned + (u64::from(n) << PENDING_SHIFT), Release::Pending)
+                }
+            };
+            match self.word.compare_exchange(current, new, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => return Ok(release),
+                Err(now) => current = now,
+            }
+        }
     }
 
     /// Aborts the window: returns the bytes consumed and not released
     /// (for the connection window), once; 0 on every later call. After it,
     /// advances count nothing and releases give nothing back.
     pub fn abort(&self) -> u32 {
-        let initial = self.initial;
-        self.update(|state| Ok(state.abort(initial))).unwrap_or(0)
+        if self.bias == 0 {
+            let initial = self.initial;
+            return self.update(|state| Ok(state.abort(initial))).unwrap_or(0);
+        }
+        let before = self.word.fetch_or(ABORTED, Ordering::AcqRel);
+        if before & ABORTED != 0 {
+            return 0;
+        }
+        clamp(i64::from(self.initial) - self.window_of(before))
     }
 
     /// END_STREAM seen: no more WINDOW_UPDATEs for this window.
     pub fn disable_updates(&self) {
-        let _ = self.update(|state| {
-            state.disable_updates();
-            Ok(())
-        });
+        if self.bias == 0 {
+            let _ = self.update(|state| {
+                state.disable_updates();
+                Ok(())
+            });
+            return;
+        }
+        self.word.fetch_or(UPDATES_DISABLED, Ordering::AcqRel);
     }
 
     /// Reuses the window for a new stream of `initial` bytes.
@@ -186,9 +438,11 @@ impl InputWindow {
         Ok(())
     }
 
-    /// The whole state, as one snapshot.
+    /// The whole state, as one snapshot. (A wait-free window caught between
+    /// a refused change and its undo shows the change, clamped to the
+    /// fields' ranges.)
     pub fn state(&self) -> InputState {
-        unpack(self.word.load(Ordering::Acquire))
+        unpack(self.word.load(Ordering::Acquire), self.bias)
     }
 
     /// The bytes the peer may still send.
@@ -202,6 +456,11 @@ impl InputWindow {
     }
 }
 
+/// A signed count clamped into a `u32` error field.
+fn clamp(value: i64) -> u32 {
+    value.clamp(0, u32::MAX.into()) as u32
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -213,7 +472,10 @@ mod tests {
                 for aborted in [false, true] {
                     for updates_disabled in [false, true] {
                         let state = InputState { window, pending, aborted, updates_disabled };
-                        assert_eq!(unpack(pack(state)), state);
+                        assert_eq!(unpack(pack(state, 0), 0), state);
+                        if window < BIAS as u32 {
+                            assert_eq!(unpack(pack(state, BIAS), BIAS), state);
+                        }
                     }
                 }
             }
@@ -221,5 +483,89 @@ mod tests {
         assert_eq!(WINDOW_MASK & PENDING_MASK, 0);
         assert_eq!((WINDOW_MASK | PENDING_MASK) & (ABORTED | UPDATES_DISABLED), 0);
         assert_eq!(WINDOW_MASK | PENDING_MASK | ABORTED | UPDATES_DISABLED, u64::MAX);
+    }
+}
+
+#[cfg(all(test, not(falconet_flow_loom)))]
+mod wait_free_tests {
+    use super::*;
+
+    const MAX_AMOUNT: u32 = InputWindow::WAIT_FREE_MAX_AMOUNT;
+
+    #[test]
+    fn the_mode_follows_the_initial_size_at_its_edge() {
+        let largest = InputWindow::new(InputWindow::WAIT_FREE_MAX_WINDOW).unwrap();
+        assert!(largest.is_wait_free());
+        assert!(!InputWindow::new(InputWindow::WAIT_FREE_MAX_WINDOW + 1).unwrap().is_wait_free());
+        assert!(!InputWindow::new(MAX_WINDOW).unwrap().is_wait_free());
+        assert!(InputWindow::new(0).unwrap().is_wait_free());
+        // The largest wait-free window, drained and refilled to its edges.
+        let initial = InputWindow::WAIT_FREE_MAX_WINDOW;
+        assert_eq!(largest.try_advance(initial), Ok(Advance::Accepted));
+        assert_eq!(
+            largest.try_advance(1),
+            Err(FlowError::WindowExceeded { requested: 1, available: 0 })
+        );
+        assert_eq!(largest.release(initial), Ok(Release::Update(initial)));
+        assert_eq!(largest.release(1), Err(FlowError::OverRelease { released: 1, outstanding: 0 }));
+        assert_eq!(largest.state(), InputState { window: initial, ..InputState::default() });
+    }
+
+    #[test]
+    fn amounts_at_the_one_rmw_limit_and_past_it_agree() {
+        // Just at the limit: one RMW; just past it: the CAS. Same answers.
+        for n in [MAX_AMOUNT - 1, MAX_AMOUNT, MAX_AMOUNT + 1] {
+            let window = InputWindow::with_threshold(4 * MAX_AMOUNT, MAX_AMOUNT + 1).unwrap();
+            assert_eq!(window.try_advance(n), Ok(Advance::Accepted));
+            assert_eq!(window.try_advance(n), Ok(Advance::Accepted));
+            assert_eq!(window.release(n), Ok(Release::Pending), "n = {n}");
+            assert_eq!(window.release(n), Ok(Release::Update(2 * n)), "n = {n}");
+            assert_eq!(
+                window.release(1),
+                Err(FlowError::OverRelease { released: 1, outstanding: 0 })
+            );
+            assert_eq!(window.try_advance(4 * MAX_AMOUNT), Ok(Advance::Accepted));
+            assert_eq!(
+                window.try_advance(n),
+                Err(FlowError::WindowExceeded { requested: n, available: 0 })
+            );
+            window.disable_updates();
+            assert_eq!(window.release(n), Ok(Release::Pending));
+            assert_eq!(window.state().pending, 0, "no credit is owed after END_STREAM");
+            assert_eq!(window.abort(), 4 * MAX_AMOUNT - n);
+            assert_eq!(window.try_advance(n), Ok(Advance::Aborted));
+            assert_eq!(window.release(n), Ok(Release::Aborted));
+            assert_eq!(window.state().window, n, "nothing counted after the abort");
+        }
+    }
+
+    #[test]
+    fn refused_changes_are_undone_at_every_edge_of_the_fields() {
+        let window = InputWindow::with_threshold(100, 50).unwrap();
+        let untouched = window.word.load(Ordering::Relaxed);
+        for n in [101, MAX_AMOUNT, MAX_AMOUNT + 1, MAX_WINDOW, u32::MAX] {
+            assert_eq!(
+                window.try_advance(n),
+                Err(FlowError::WindowExceeded { requested: n, available: 100 })
+            );
+            assert_eq!(
+                window.release(n),
+                Err(FlowError::OverRelease { released: n, outstanding: 0 })
+            );
+            assert_eq!(window.word.load(Ordering::Relaxed), untouched, "n = {n}");
+        }
+    }
+
+    #[test]
+    fn a_release_that_finds_its_credit_taken_announces_nothing() {
+        let window = InputWindow::with_threshold(100, 10).unwrap();
+        window.try_advance(30).unwrap();
+        // Two releases crossed the threshold together; the first
+        // announcement took both, the second finds nothing above it.
+        window.word.fetch_add((20 << PENDING_SHIFT) | 20, Ordering::AcqRel);
+        let after_both = window.word.load(Ordering::Relaxed);
+        assert_eq!(window.announce(after_both), Release::Update(20));
+        assert_eq!(window.announce(after_both), Release::Pending);
+        assert_eq!(window.state(), InputState { window: 90, ..InputState::default() });
     }
 }

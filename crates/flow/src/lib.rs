@@ -1,5 +1,5 @@
 //! HTTP/2 flow-control windows (RFC 9113 section 6.9) whose whole state is
-//! one `AtomicU64`, changed by a single compare-and-swap.
+//! one `AtomicU64`, changed by a single atomic read-modify-write.
 //!
 //! ```
 //! use falconet_flow::{Advance, InputWindow, OutputWindow, Release};
@@ -22,10 +22,14 @@
 //! - [`InputWindow`]: window (31 bits), pending update credit (31 bits),
 //!   aborted, updates-disabled: 64 bits exactly (`input.rs` draws it).
 //!   Advancing, releasing (with the update decision and the pending reset),
-//!   aborting: each is one CAS of the whole state, so no step of one can
-//!   interleave with another: the gap in Kestrel's unmerged CAS attempt
-//!   (pending credit in a second CAS, a plain bool flag, overflow only
-//!   debug-asserted) cannot happen here.
+//!   aborting: each is one read-modify-write of the whole state, so no step
+//!   of one can interleave with another: the gap in Kestrel's unmerged CAS
+//!   attempt (pending credit in a second CAS, a plain bool flag, overflow
+//!   only debug-asserted) cannot happen here. A window of up to
+//!   [`InputWindow::WAIT_FREE_MAX_WINDOW`] bytes keeps guard bits in its
+//!   window field, so a frame is one `fetch_sub` and a release one
+//!   `fetch_add` (wait-free; a refused one is undone); larger windows take
+//!   one CAS per operation.
 //! - [`OutputWindow`]: a signed 32-bit window of free credit (negative
 //!   after a SETTINGS change, 6.9.2), the credit *held* (taken by
 //!   [`try_hold`](OutputWindow::try_hold), not yet sent or given back; 31
@@ -83,7 +87,8 @@
 //! accounting bug, neither ever sent. [`Aborted`] refuses reservations and
 //! holds on an aborted send window. [`StreamFlowError`] says which window ([`Scope`]) refused a
 //! frame. No operation panics on bad input, and a refused operation changes
-//! nothing.
+//! nothing once it returns (a wait-free window's refused frame or release is
+//! undone; `input.rs` says what other threads may see meanwhile).
 
 #![forbid(unsafe_code)]
 

@@ -6,8 +6,8 @@
 use std::sync::Arc as StdArc;
 
 use falconet_flow::{
-    Aborted, Advance, FlowError, InputWindow, MAX_WINDOW, OutputState, OutputWindow, Release,
-    StreamInput, StreamOutput,
+    Aborted, Advance, FlowError, InputState, InputWindow, MAX_WINDOW, OutputState, OutputWindow,
+    Release, StreamInput, StreamOutput,
 };
 use loom::sync::Arc;
 use loom::thread;
@@ -31,8 +31,20 @@ fn model(f: impl Fn() + Sync + Send + 'static) {
 /// and every update stays above the threshold.
 #[test]
 fn advance_vs_release_vs_abort() {
-    model(|| {
-        let window = Arc::new(InputWindow::with_threshold(100, 4).unwrap());
+    advance_vs_release_vs_abort_from(100);
+}
+
+/// The same race on a window too large for the wait-free path: every
+/// operation is one CAS of the sequential rules.
+#[test]
+fn advance_vs_release_vs_abort_by_cas() {
+    advance_vs_release_vs_abort_from(InputWindow::WAIT_FREE_MAX_WINDOW + 100);
+}
+
+fn advance_vs_release_vs_abort_from(initial: u32) {
+    model(move || {
+        let window = Arc::new(InputWindow::with_threshold(initial, 4).unwrap());
+        assert_eq!(window.is_wait_free(), initial <= InputWindow::WAIT_FREE_MAX_WINDOW);
         window.try_advance(10).unwrap(); // something to release
         let advancer = {
             let window = window.clone();
@@ -57,6 +69,106 @@ fn advance_vs_release_vs_abort() {
         let released = releaser.join().unwrap();
         assert_eq!(unread, advanced - released, "abort returned exactly the unread bytes");
         assert_eq!(window.abort(), 0);
+    });
+}
+
+/// Two releases cross the threshold at once on a wait-free window, each
+/// adding its credit blind: exactly one announces, all of the credit, and
+/// the other finds it taken (or they cross one after the other and each
+/// announces its own). No credit is lost or announced twice.
+#[test]
+fn releases_cross_the_threshold_together() {
+    model(|| {
+        let window = Arc::new(InputWindow::with_threshold(100, 10).unwrap());
+        window.try_advance(60).unwrap();
+        let releaser = {
+            let window = window.clone();
+            thread::spawn(move || window.release(20).unwrap())
+        };
+        let mine = window.release(20).unwrap();
+        let theirs = releaser.join().unwrap();
+        let announced: u32 = [mine, theirs]
+            .iter()
+            .map(|release| match release {
+                Release::Update(n) => *n,
+                Release::Pending => 0,
+                Release::Aborted => panic!("nobody aborts"),
+            })
+            .sum();
+        let state = window.state();
+        assert_eq!(announced + state.pending, 40, "every released byte is owed or announced once");
+        assert!(state.pending <= 10, "no credit above the threshold is left unannounced");
+        assert_eq!(state.window, 80);
+    });
+}
+
+/// A frame that overdraws the window is refused and undone while a frame
+/// that fits and a release race it: the fitting frame and the release
+/// land exactly, and once every operation has returned the overdraw has
+/// left no trace. (While it is being undone the fitting frame may be
+/// refused too: both are the same connection's FLOW_CONTROL_ERROR.)
+#[test]
+fn an_overdraw_is_undone_under_a_fitting_frame_and_a_release() {
+    model(|| {
+        let window = Arc::new(InputWindow::with_threshold(100, 90).unwrap());
+        window.try_advance(50).unwrap();
+        let overdraw = {
+            let window = window.clone();
+            thread::spawn(move || window.try_advance(80))
+        };
+        let releaser = {
+            let window = window.clone();
+            thread::spawn(move || window.release(10).unwrap())
+        };
+        let fitted = window.try_advance(40);
+        assert!(
+            matches!(
+                overdraw.join().unwrap(),
+                Err(FlowError::WindowExceeded { requested: 80, .. })
+            ),
+            "80 never fits: at most 60 is ever free"
+        );
+        assert_eq!(releaser.join().unwrap(), Release::Pending);
+        let counted = match fitted {
+            Ok(Advance::Accepted) => 40,
+            Err(FlowError::WindowExceeded { requested: 40, .. }) => 0,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            window.state(),
+            InputState {
+                window: 60 - counted,
+                pending: 10,
+                aborted: false,
+                updates_disabled: false
+            }
+        );
+    });
+}
+
+/// A release after END_STREAM returns its credit to the window but owes
+/// nothing: racing `disable_updates`, the release either lands before it
+/// (and may announce) or after it (and announces nothing); no credit is
+/// left owed once updates are off and the release saw that.
+#[test]
+fn release_vs_disable_updates() {
+    model(|| {
+        let window = Arc::new(InputWindow::with_threshold(100, 10).unwrap());
+        window.try_advance(30).unwrap();
+        let disabler = {
+            let window = window.clone();
+            thread::spawn(move || window.disable_updates())
+        };
+        let release = window.release(20).unwrap();
+        disabler.join().unwrap();
+        let state = window.state();
+        assert_eq!(state.window, 90);
+        assert!(state.updates_disabled);
+        match release {
+            Release::Update(n) => assert_eq!((n, state.pending), (20, 0)),
+            Release::Pending => assert_eq!(state.pending, 0, "credit after END_STREAM is dropped"),
+            Release::Aborted => panic!("nobody aborts"),
+        }
     });
 }
 
