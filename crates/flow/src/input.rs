@@ -24,12 +24,13 @@
 //!   window was aborted, and the change is undone too.
 //! - **`release(n)`**: `fetch_add(n << PENDING | n)`, the credit back into
 //!   the window and into pending credit at once. The returned word says
-//!   whether that was an over-release or a release after an abort (undone
-//!   with a `fetch_sub`) or after END_STREAM (the pending part undone), and
-//!   whether pending credit crossed the threshold. Only then a CAS loop
-//!   takes the whole pending field (whoever's CAS lands first announces all
-//!   of it; a release that finds it taken announces nothing).
-//! - **`abort`** and **`disable_updates`**: one `fetch_or` each.
+//!   whether that was an over-release or a release after the abort (both
+//!   undone) or after END_STREAM (the pending part undone), and whether
+//!   pending credit crossed the threshold. Only then a CAS loop takes the
+//!   whole pending field (whoever's CAS lands first announces all of it; a
+//!   release that finds it taken announces nothing).
+//! - **`disable_updates`**: one `fetch_or`. **`abort`**: one CAS (it reads
+//!   the unread count, which must not include a refused over-release).
 //! - An amount above [`InputWindow::WAIT_FREE_MAX_AMOUNT`] (1 MiB; a DATA
 //!   frame is at most 16 KiB unless SETTINGS_MAX_FRAME_SIZE raised it)
 //!   takes a CAS loop on the same layout, so no blind change is ever larger
@@ -41,29 +42,47 @@
 //! twins apply too. The decisions are the same either way; the proptest
 //! model checks both kinds against one sequential model.
 //!
-//! # What a blind change costs
+//! # Refused changes in flight
 //!
-//! An operation that succeeds takes effect at its read-modify-write, so
-//! successful operations are linearizable. A *refused* one (an overdraw,
-//! an over-release, an advance or release after the abort) changes nothing
-//! once it returns, but between its change and its undo (a few
-//! instructions) other threads see it:
+//! An operation that succeeds takes effect at its read-modify-write. A
+//! refused one changes nothing once it returns, and while its undo is in
+//! flight (a few instructions) the rest of the window is protected from it:
 //!
-//! - while an overdraw is undone, a concurrent `try_advance` may find the
-//!   window short and be refused too, and a concurrent `abort` may count
-//!   the overdraw's bytes as unread. An overdraw is the peer breaking the
-//!   window, a FLOW_CONTROL_ERROR that ends the connection, so both end
-//!   together;
-//! - while an over-release (the caller's accounting bug) is undone, a
-//!   concurrent `try_advance` may be accepted against the credit that is
-//!   not there; the window is then short by that frame until the frame is
-//!   released.
+//! - **An over-release** (the caller's accounting bug) is the only change
+//!   that takes the window field above `initial`. Every operation that
+//!   judges the window (a frame, a release, an announcement, the abort)
+//!   and finds it there steps back (undoes its own change, if any) and
+//!   yields until the undo lands. So its phantom credit is never accepted,
+//!   announced or counted; the price is waiting on the erring thread.
+//! - **An overdraw** (the peer breaking the window) lowers the window until
+//!   undone. Pending credit is untouched, so announcements are exact. A
+//!   concurrent `abort` counts the frame's bytes as unread; the refused
+//!   frame's `try_advance` sees the abort land between its two RMWs and
+//!   says so ([`InputFlow::try_advance_counting_abort`](crate::InputFlow::try_advance_counting_abort)),
+//!   so [`StreamInput`](crate::StreamInput) returns those bytes to the
+//!   connection once, not twice. A concurrent `try_advance` may be refused
+//!   too (a connection's frames are counted by the one thread that reads
+//!   its socket, so a server never sees this).
+//! - **After the abort** frames and releases are undone; until then other
+//!   operations on the aborted window may see them (an answer of `Aborted`
+//!   where the rules would refuse, or the reverse).
+//! - **Pending credit never borrows.** The undo of a release's pending
+//!   part takes back `n` or whatever is left, in one CAS, and announcements
+//!   take nothing once END_STREAM or the abort is set (only releases that
+//!   will undo themselves add to it then), so the flags are never touched
+//!   by arithmetic.
+//! - **Not linearizable**: a release whose announcement finds END_STREAM
+//!   or the abort set (both landed after its add) returns `Pending` and
+//!   leaves its credit pending, where the rules would have announced it
+//!   (before) or not counted it (after). The window has the credit either
+//!   way, and nothing is announced after END_STREAM.
 //!
-//! Each in-flight change moves a field by at most 1 MiB, and the fields
-//! have room for more than 512 of them at once; an operation that finds a
-//! field 512 MiB outside its legal range aborts the process, as `Arc` does
-//! when its count could overflow (it would take over 512 threads inside
-//! refused operations on one window at the same instant).
+//! Each in-flight change moves a field by at most 1 MiB. An operation that
+//! finds a field 512 MiB outside its legal range aborts the process, as
+//! `Arc` does when its count could overflow: that takes 512 threads inside
+//! refused operations on one window at the same instant, and the room left
+//! beyond (2^29 below the window field, 2^28 above it, more above pending
+//! credit) takes 256 more before a carry or a borrow could leave a field.
 //!
 //! # Ordering
 //!
@@ -262,27 +281,46 @@ impl InputWindow {
     /// than the window, even after an abort.
     #[inline]
     pub fn try_advance(&self, n: u32) -> Result<Advance, FlowError> {
+        self.advance_counting_abort(n).0
+    }
+
+    /// `try_advance`, and whether an `abort` that landed while a refused
+    /// frame was being undone counted its bytes as unread (so whoever
+    /// gives the refused frame back to a connection must not: the abort's
+    /// return already holds it). Always `false` when the frame fitted.
+    #[inline]
+    pub(crate) fn advance_counting_abort(&self, n: u32) -> (Result<Advance, FlowError>, bool) {
         if self.bias == 0 {
-            return self.update(|state| state.advance(n));
+            return (self.update(|state| state.advance(n)), false);
         }
         if n > Self::WAIT_FREE_MAX_AMOUNT {
-            return self.advance_by_cas(n);
+            return (self.advance_by_cas(n), false);
         }
         let amount = u64::from(n);
         // The window field holds BIAS + window >= BIAS - STRAY_LIMIT >= 2^29
         // > n: the borrow, if any, stays in the guard.
-        let before = self.word.fetch_sub(amount, Ordering::AcqRel);
+        let mut before = self.word.fetch_sub(amount, Ordering::AcqRel);
+        while self.window_of(before) > i64::from(self.initial) {
+            // Another thread's refused over-release is in the window: its
+            // credit is not there. Step back until it is undone.
+            self.word.fetch_add(amount, Ordering::AcqRel);
+            self.wait_for_undo();
+            before = self.word.fetch_sub(amount, Ordering::AcqRel);
+        }
         let window = self.window_of(before);
         if window < i64::from(n) {
-            self.word.fetch_add(amount, Ordering::AcqRel);
-            return Err(FlowError::WindowExceeded { requested: n, available: clamp(window) });
+            let undone = self.word.fetch_add(amount, Ordering::AcqRel);
+            let error = FlowError::WindowExceeded { requested: n, available: clamp(window) };
+            // An abort between the two RMWs read the window n short.
+            let counted = before & ABORTED == 0 && undone & ABORTED != 0;
+            return (Err(error), counted);
         }
         if before & ABORTED != 0 {
             // The reader is gone: the frame fitted, but is not counted.
             self.word.fetch_add(amount, Ordering::AcqRel);
-            return Ok(Advance::Aborted);
+            return (Ok(Advance::Aborted), false);
         }
-        Ok(Advance::Accepted)
+        (Ok(Advance::Accepted), false)
     }
 
     /// `try_advance` of more than `WAIT_FREE_MAX_AMOUNT` on a wait-free
@@ -291,6 +329,11 @@ impl InputWindow {
         let mut current = self.word.fetch_add(0, Ordering::AcqRel);
         loop {
             let window = self.window_of(current);
+            if window > i64::from(self.initial) {
+                self.wait_for_undo();
+                current = self.word.fetch_add(0, Ordering::AcqRel);
+                continue;
+            }
             if window < i64::from(n) {
                 return Err(FlowError::WindowExceeded { requested: n, available: clamp(window) });
             }
@@ -325,20 +368,31 @@ impl InputWindow {
         // < 2^31 - n and pending credit at most threshold + STRAY_LIMIT
         // < 2^31 - n: no carry leaves either field.
         let delta = credit | u64::from(n);
-        let before = self.word.fetch_add(delta, Ordering::AcqRel);
-        if before & ABORTED != 0 {
-            self.word.fetch_sub(delta, Ordering::AcqRel);
-            return Ok(Release::Aborted);
+        let mut before = self.word.fetch_add(delta, Ordering::AcqRel);
+        loop {
+            if before & ABORTED != 0 {
+                self.undo_release(n, true);
+                return Ok(Release::Aborted);
+            }
+            if self.window_of(before) <= i64::from(self.initial) {
+                break;
+            }
+            // Another thread's refused over-release is in the window: this
+            // release cannot be judged against it. Step back until it is
+            // undone.
+            self.undo_release(n, true);
+            self.wait_for_undo();
+            before = self.word.fetch_add(delta, Ordering::AcqRel);
         }
         let window = self.window_of(before);
         if window + i64::from(n) > i64::from(self.initial) {
-            self.word.fetch_sub(delta, Ordering::AcqRel);
+            self.undo_release(n, true);
             let outstanding = clamp(i64::from(self.initial) - window);
             return Err(FlowError::OverRelease { released: n, outstanding });
         }
         if before & UPDATES_DISABLED != 0 {
             // The window keeps the credit; nothing will be announced.
-            self.word.fetch_sub(credit, Ordering::AcqRel);
+            self.undo_release(n, false);
             return Ok(Release::Pending);
         }
         if self.pending_of(before) + u64::from(n) <= u64::from(self.threshold) {
@@ -347,11 +401,47 @@ impl InputWindow {
         Ok(self.announce(before.wrapping_add(delta)))
     }
 
+    /// Takes back what a refused or silent release added blind: `n` from
+    /// the window when `window` (a refused one), and `n` from pending
+    /// credit, or all of it if less is there (another release's announce
+    /// took some of `n` with it: pending credit never borrows into the
+    /// flags). One CAS loop; only refused releases and releases after
+    /// END_STREAM take it.
+    #[cold]
+    fn undo_release(&self, n: u32, window: bool) {
+        let mut current = self.word.load(Ordering::Acquire);
+        loop {
+            let pending = (current & PENDING_MASK) >> PENDING_SHIFT;
+            let mut new = current - (pending.min(u64::from(n)) << PENDING_SHIFT);
+            if window {
+                // This release's own add is still in the field.
+                new -= u64::from(n);
+            }
+            match self.word.compare_exchange(current, new, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => return,
+                Err(now) => current = now,
+            }
+        }
+    }
+
     /// Pending credit crossed the threshold with a release: take all of it
     /// in one CAS (starting from `current`, the word that release left), or
-    /// find that another release took it.
+    /// find that another release took it. After END_STREAM or the abort
+    /// nothing is taken (a release after either adds its credit blind and
+    /// takes it back; pending credit there belongs to no announcement), and
+    /// the release returns `Pending`, leaving its credit pending.
     fn announce(&self, mut current: u64) -> Release {
         loop {
+            if current & (UPDATES_DISABLED | ABORTED) != 0 {
+                return Release::Pending;
+            }
+            if self.window_of(current) > i64::from(self.initial) {
+                // A refused over-release's credit is in pending too: do not
+                // announce it.
+                self.wait_for_undo();
+                current = self.word.fetch_add(0, Ordering::AcqRel);
+                continue;
+            }
             let pending = self.pending_of(current);
             if pending <= u64::from(self.threshold) {
                 return Release::Pending; // another release announced it
@@ -359,10 +449,7 @@ impl InputWindow {
             let new = current & !PENDING_MASK;
             match self.word.compare_exchange(current, new, Ordering::AcqRel, Ordering::Acquire) {
                 // pending <= threshold + STRAY_LIMIT < 2^31 - 1: one
-                // WINDOW_UPDATE carries it. Credit taken after END_STREAM
-                // or the abort (which landed after this release's add) is
-                // dropped, as a release after either would have been.
-                Ok(_) if current & (UPDATES_DISABLED | ABORTED) != 0 => return Release::Pending,
+                // WINDOW_UPDATE carries it.
                 Ok(_) => return Release::Update(pending as u32),
                 Err(now) => current = now,
             }
@@ -378,6 +465,11 @@ impl InputWindow {
                 return Ok(Release::Aborted);
             }
             let window = self.window_of(current);
+            if window > i64::from(self.initial) {
+                self.wait_for_undo();
+                current = self.word.fetch_add(0, Ordering::AcqRel);
+                continue;
+            }
             if window + i64::from(n) > i64::from(self.initial) {
                 let outstanding = clamp(i64::from(self.initial) - window);
                 return Err(FlowError::OverRelease { released: n, outstanding });
@@ -387,7 +479,9 @@ impl InputWindow {
             let (new, release) = if current & UPDATES_DISABLED != 0 {
                 (returned, Release::Pending)
             } else {
-                // pending + n < threshold + STRAY_LIMIT + initial < 2^31 - 1.
+                // window + n <= initial and window >= -STRAY_LIMIT, so
+                // n <= initial + STRAY_LIMIT, and pending + n <= threshold
+                // + 2 * STRAY_LIMIT + initial < 2^31 - 1.
                 let pending = self.pending_of(current) + u64::from(n);
                 if pending > u64::from(self.threshold) {
                     (returned & !PENDING_MASK, Release::Update(pending as u32))
@@ -410,11 +504,37 @@ impl InputWindow {
             let initial = self.initial;
             return self.update(|state| Ok(state.abort(initial))).unwrap_or(0);
         }
-        let before = self.word.fetch_or(ABORTED, Ordering::AcqRel);
-        if before & ABORTED != 0 {
-            return 0;
+        // A CAS, not a fetch_or: the unread count must not be read from a
+        // window holding a refused over-release's credit. (A refused
+        // frame's missing bytes are counted; that frame's `try_advance`
+        // sees the abort land and says so, `advance_counting_abort`.)
+        let mut current = self.word.fetch_add(0, Ordering::AcqRel);
+        loop {
+            if current & ABORTED != 0 {
+                return 0;
+            }
+            let window = self.window_of(current);
+            if window > i64::from(self.initial) {
+                self.wait_for_undo();
+                current = self.word.fetch_add(0, Ordering::AcqRel);
+                continue;
+            }
+            let aborted = current | ABORTED;
+            match self.word.compare_exchange(current, aborted, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => return clamp(i64::from(self.initial) - window),
+                Err(now) => current = now,
+            }
         }
-        clamp(i64::from(self.initial) - self.window_of(before))
+    }
+
+    /// Lets a thread whose refused change is in the word undo it: only
+    /// ever waited for while a refused operation (an over-release, the
+    /// caller's bug) is in flight, a few instructions unless that thread
+    /// was preempted.
+    #[cold]
+    fn wait_for_undo(&self) {
+        crate::primitive::yield_now();
     }
 
     /// END_STREAM seen: no more WINDOW_UPDATEs for this window.

@@ -21,15 +21,16 @@
 //!
 //! - [`InputWindow`]: window (31 bits), pending update credit (31 bits),
 //!   aborted, updates-disabled: 64 bits exactly (`input.rs` draws it).
-//!   Advancing, releasing (with the update decision and the pending reset),
-//!   aborting: each is one read-modify-write of the whole state, so no step
-//!   of one can interleave with another: the gap in Kestrel's unmerged CAS
-//!   attempt (pending credit in a second CAS, a plain bool flag, overflow
-//!   only debug-asserted) cannot happen here. A window of up to
+//!   Every step changes the whole state at once: the update decision and
+//!   the pending reset are one CAS, "aborted" and "updates disabled" are
+//!   bits of the word, so the gap in Kestrel's unmerged CAS attempt
+//!   (pending credit in a second CAS, a plain bool flag, overflow only
+//!   debug-asserted) cannot happen here. A window of up to
 //!   [`InputWindow::WAIT_FREE_MAX_WINDOW`] bytes keeps guard bits in its
 //!   window field, so a frame is one `fetch_sub` and a release one
-//!   `fetch_add` (wait-free; a refused one is undone); larger windows take
-//!   one CAS per operation.
+//!   `fetch_add`, and only announcing credit takes a CAS (a refused one is
+//!   undone; `input.rs` says what other threads may see meanwhile); larger
+//!   windows take one CAS of the sequential rules per operation.
 //! - [`OutputWindow`]: a signed 32-bit window of free credit (negative
 //!   after a SETTINGS change, 6.9.2), the credit *held* (taken by
 //!   [`try_hold`](OutputWindow::try_hold), not yet sent or given back; 31

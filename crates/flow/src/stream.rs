@@ -133,7 +133,8 @@ impl<W: InputFlow> StreamInput<W> {
             return Ok((Advance::Aborted, None));
         }
         let give_back = |this: &Self| this.connection.release(n).map(update);
-        match self.stream.try_advance(n) {
+        let (counted, abort_took_it) = self.stream.try_advance_counting_abort(n);
+        match counted {
             Ok(Advance::Accepted) => Ok((Advance::Accepted, None)),
             Ok(Advance::Aborted) => {
                 let connection_update = give_back(self).map_err(|error| StreamFlowError {
@@ -144,7 +145,9 @@ impl<W: InputFlow> StreamInput<W> {
                 Ok((Advance::Aborted, connection_update))
             }
             Err(error) => {
-                let connection_update = give_back(self).ok().flatten();
+                // Unless a racing abort already returned the frame's bytes.
+                let connection_update =
+                    if abort_took_it { None } else { give_back(self).ok().flatten() };
                 Err(StreamFlowError { scope: Scope::Stream, error, connection_update })
             }
         }

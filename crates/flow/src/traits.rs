@@ -21,6 +21,15 @@ pub trait InputFlow: Send + Sync + Sized {
     /// # Errors
     /// [`FlowError::WindowExceeded`] when `n` is more than the window.
     fn try_advance(&self, n: u32) -> Result<Advance, FlowError>;
+    /// [`try_advance`](Self::try_advance), and whether an [`abort`](Self::abort)
+    /// racing a refused frame counted the frame's bytes as unread (its
+    /// return already holds them, so a composition that gives a refused
+    /// frame back to its connection must not). Only a window that applies
+    /// a frame before judging it (the wait-free [`InputWindow`](crate::InputWindow))
+    /// can say `true`; the default says `false`.
+    fn try_advance_counting_abort(&self, n: u32) -> (Result<Advance, FlowError>, bool) {
+        (self.try_advance(n), false)
+    }
     /// The application consumed `n` bytes.
     ///
     /// # Errors
@@ -118,6 +127,10 @@ impl InputFlow for crate::InputWindow {
     #[inline]
     fn try_advance(&self, n: u32) -> Result<Advance, FlowError> {
         crate::InputWindow::try_advance(self, n)
+    }
+    #[inline]
+    fn try_advance_counting_abort(&self, n: u32) -> (Result<Advance, FlowError>, bool) {
+        self.advance_counting_abort(n)
     }
     #[inline]
     fn release(&self, n: u32) -> Result<Release, FlowError> {
