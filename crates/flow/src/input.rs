@@ -296,18 +296,31 @@ impl InputWindow {
         if n > Self::WAIT_FREE_MAX_AMOUNT {
             return (self.advance_by_cas(n), false);
         }
-        let amount = u64::from(n);
         // The window field holds BIAS + window >= BIAS - STRAY_LIMIT >= 2^29
         // > n: the borrow, if any, stays in the guard.
-        let mut before = self.word.fetch_sub(amount, Ordering::AcqRel);
-        while self.window_of(before) > i64::from(self.initial) {
+        let before = self.word.fetch_sub(u64::from(n), Ordering::AcqRel);
+        let window = self.window_of(before);
+        if (i64::from(n)..=i64::from(self.initial)).contains(&window) && before & ABORTED == 0 {
+            return (Ok(Advance::Accepted), false);
+        }
+        self.advance_refused(n, before)
+    }
+
+    /// A wait-free frame whose `fetch_sub` returned `before` did not simply
+    /// fit: it overdrew the window, or the window is aborted, or another
+    /// thread's refused over-release is in it. Undoes, and decides.
+    #[cold]
+    fn advance_refused(&self, n: u32, mut before: u64) -> (Result<Advance, FlowError>, bool) {
+        let amount = u64::from(n);
+        let mut window = self.window_of(before);
+        while window > i64::from(self.initial) {
             // Another thread's refused over-release is in the window: its
             // credit is not there. Step back until it is undone.
             self.word.fetch_add(amount, Ordering::AcqRel);
             self.wait_for_undo();
             before = self.word.fetch_sub(amount, Ordering::AcqRel);
+            window = self.window_of(before);
         }
-        let window = self.window_of(before);
         if window < i64::from(n) {
             let undone = self.word.fetch_add(amount, Ordering::AcqRel);
             let error = FlowError::WindowExceeded { requested: n, available: clamp(window) };
@@ -368,7 +381,27 @@ impl InputWindow {
         // < 2^31 - n and pending credit at most threshold + STRAY_LIMIT
         // < 2^31 - n: no carry leaves either field.
         let delta = credit | u64::from(n);
-        let mut before = self.word.fetch_add(delta, Ordering::AcqRel);
+        let before = self.word.fetch_add(delta, Ordering::AcqRel);
+        let window = self.window_of(before);
+        if before & (ABORTED | UPDATES_DISABLED) != 0
+            || window + i64::from(n) > i64::from(self.initial)
+        {
+            return self.release_refused(n, before);
+        }
+        // window + n <= initial: no over-release is in flight, so pending
+        // credit holds no phantom.
+        if self.pending_of(before) + u64::from(n) <= u64::from(self.threshold) {
+            return Ok(Release::Pending);
+        }
+        Ok(self.announce(before.wrapping_add(delta)))
+    }
+
+    /// A wait-free release whose `fetch_add` returned `before` was after
+    /// the abort or END_STREAM, or gave back more than was consumed, or met
+    /// another thread's refused over-release. Undoes, and decides.
+    #[cold]
+    fn release_refused(&self, n: u32, mut before: u64) -> Result<Release, FlowError> {
+        let delta = (u64::from(n) << PENDING_SHIFT) | u64::from(n);
         loop {
             if before & ABORTED != 0 {
                 self.undo_release(n, true);
