@@ -124,7 +124,9 @@ pub enum BodyLength {
 pub struct Request<'a> {
     pub(crate) method: &'a str,
     pub(crate) target: &'a str,
-    pub(crate) authority: &'a str,
+    /// Validated `uri-host [ ":" port ]`: ASCII, so `authority()` never
+    /// fails to read it as text (checked there, not on every request).
+    pub(crate) authority: &'a [u8],
     pub(crate) version: Version,
     pub(crate) headers: &'a [httparse::Header<'a>],
     pub(crate) body: BodyLength,
@@ -162,7 +164,7 @@ impl<'a> Request<'a> {
     /// Host was sent empty. Its syntax is checked (RFC 9110 §7.2): the
     /// server answered `400` to anything else.
     pub fn authority(&self) -> &'a str {
-        self.authority
+        std::str::from_utf8(self.authority).unwrap_or_default()
     }
 
     /// The HTTP version.

@@ -423,7 +423,7 @@ impl<S> Http1<S> {
         };
         // An absolute-form target names the authority; the Host field's
         // value is then ignored (RFC 9112 §3.2.2).
-        let authority = target.authority.or(fields.host).unwrap_or_default();
+        let authority = target.authority.map(str::as_bytes).or(fields.host).unwrap_or_default();
         if let BodyLength::Known(length) = fields.body
             && length > limits.max_body
         {
@@ -435,7 +435,7 @@ impl<S> Http1<S> {
             && let Some(upgrade) = crate::h2::upgrade::from_http1(
                 method,
                 target.path_and_query,
-                authority,
+                std::str::from_utf8(authority).unwrap_or_default(),
                 parsed.headers,
             )
         {
@@ -692,7 +692,7 @@ struct Fields<'a> {
     keep_alive: bool,
     expect_continue: bool,
     /// The Host field's value (validated), if there is one.
-    host: Option<&'a str>,
+    host: Option<&'a [u8]>,
     /// An `Upgrade` field names h2c.
     upgrade_h2c: bool,
 }
@@ -706,7 +706,7 @@ impl<'a> Fields<'a> {
         let mut transfer_encoding = false;
         let mut chunked = false;
         let mut unsupported_coding = false;
-        let mut host: Option<&'a str> = None;
+        let mut host: Option<&'a [u8]> = None;
         let mut close = false;
         let mut keep_alive_asked = false;
         let mut expect_continue = false;
@@ -759,8 +759,9 @@ impl<'a> Fields<'a> {
                     if host.is_some() || !target::is_valid_host(value) {
                         return Err(Status::BAD_REQUEST);
                     }
-                    // A valid value is ASCII.
-                    host = Some(std::str::from_utf8(value).map_err(|_| Status::BAD_REQUEST)?);
+                    // A valid value is ASCII; `Request::authority` reads it
+                    // as text if a handler asks.
+                    host = Some(value);
                 }
                 Field::Connection => {
                     for token in value.split(|&b| b == b',').map(<[u8]>::trim_ascii) {

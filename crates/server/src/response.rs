@@ -679,7 +679,7 @@ mod tests {
         let request = |target| Request {
             method: "GET",
             target,
-            authority: "a",
+            authority: b"a",
             version: Version::Http11,
             headers: &[],
             body: BodyLength::Empty,

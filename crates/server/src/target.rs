@@ -112,7 +112,15 @@ fn is_authority_form(target: &[u8]) -> bool {
 /// Whether `value` is a valid Host field value: `uri-host [ ":" port ]`,
 /// possibly empty.
 pub(crate) fn is_valid_host(value: &[u8]) -> bool {
-    split_host(value).is_some()
+    // The usual value in one pass: a reg-name without percent-encoding,
+    // then an optional port. Anything else (an IP-literal, `%XX`, or an
+    // invalid byte) takes the whole grammar, which decides.
+    let plain = value.iter().position(|&b| !REG_NAME[usize::from(b)]).unwrap_or(value.len());
+    match &value[plain..] {
+        [] => true,
+        [b':', port @ ..] if port.iter().all(u8::is_ascii_digit) => true,
+        _ => split_host(value).is_some(),
+    }
 }
 
 /// Splits `uri-host [ ":" port ]` into the host and the port's digits;

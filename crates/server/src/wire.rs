@@ -139,13 +139,13 @@ impl Encoder {
             Phase::Status | Phase::Headers => {}
         }
         self.start_head(out, fields)?;
-        let mut tail = Tail::new();
+        out.reserve(TAIL_MAX);
         if !self.status.bodiless() {
-            tail.push(b"Content-Length: ");
-            tail.decimal(length);
-            tail.push(b"\r\n");
+            out.extend_from_slice(b"Content-Length: ");
+            write_decimal(out, length);
+            out.extend_from_slice(b"\r\n");
         }
-        self.end_head(out, tail);
+        self.end_head(out);
         self.phase = Phase::Done;
         Ok(())
     }
@@ -162,12 +162,12 @@ impl Encoder {
             Phase::Streaming => Ok(()),
             Phase::Status | Phase::Headers => {
                 self.start_head(out, fields)?;
-                let mut tail = Tail::new();
+                out.reserve(TAIL_MAX);
                 if self.status.bodiless() {
                     // 1xx, 204, 304: no body, so no framing field (RFC 9112
                     // §6.1 forbids Transfer-Encoding in 1xx and 204).
                 } else if self.version == Version::Http11 {
-                    tail.push(b"Transfer-Encoding: chunked\r\n");
+                    out.extend_from_slice(b"Transfer-Encoding: chunked\r\n");
                 } else if self.version == Version::Http2 {
                     // DATA frames delimit the body; the stream's end ends it.
                 } else {
@@ -175,7 +175,7 @@ impl Encoder {
                     // is the end of the connection.
                     self.keep_alive = false;
                 }
-                self.end_head(out, tail);
+                self.end_head(out);
                 self.phase = Phase::Streaming;
                 Ok(())
             }
@@ -282,48 +282,23 @@ impl Encoder {
         }
     }
 
-    /// Ends the head with `tail` (the framing field), the connection
-    /// field and the blank line: one copy into the output.
-    fn end_head(&mut self, out: &mut Vec<u8>, mut tail: Tail) {
+    /// Ends the head after its framing field: the connection field and
+    /// the blank line, straight into the output (`TAIL_MAX` reserved).
+    fn end_head(&mut self, out: &mut Vec<u8>) {
         match (self.keep_alive, self.version) {
             // HTTP/2 has no connection fields (RFC 9113 8.2.2).
             (_, Version::Http2) => {}
-            (false, _) => tail.push(b"Connection: close\r\n"),
-            (true, Version::Http10) => tail.push(b"Connection: keep-alive\r\n"),
+            (false, _) => out.extend_from_slice(b"Connection: close\r\n"),
+            (true, Version::Http10) => out.extend_from_slice(b"Connection: keep-alive\r\n"),
             (true, Version::Http11) => {}
         }
-        tail.push(b"\r\n");
-        out.extend_from_slice(tail.as_bytes());
+        out.extend_from_slice(b"\r\n");
     }
 }
 
-/// The end of a response head, assembled on the stack: the longest is
+/// The longest end of a head, reserved before it is written:
 /// `Content-Length: <20 digits>\r\nConnection: keep-alive\r\n\r\n`.
-struct Tail {
-    bytes: [u8; 64],
-    len: usize,
-}
-
-impl Tail {
-    fn new() -> Self {
-        Self { bytes: [0; 64], len: 0 }
-    }
-
-    fn push(&mut self, bytes: &[u8]) {
-        self.bytes[self.len..self.len + bytes.len()].copy_from_slice(bytes);
-        self.len += bytes.len();
-    }
-
-    fn decimal(&mut self, n: u64) {
-        let mut digits = [0u8; 20];
-        let start = format_decimal(&mut digits, n);
-        self.push(&digits[start..]);
-    }
-
-    fn as_bytes(&self) -> &[u8] {
-        &self.bytes[..self.len]
-    }
-}
+const TAIL_MAX: usize = 64;
 
 /// The fields the server writes itself.
 fn is_reserved(name: &str) -> bool {

@@ -828,7 +828,7 @@ impl<H: Handler> Dispatch<'_, H> {
         let request = Request {
             method,
             target: head.path().unwrap_or("/"),
-            authority,
+            authority: authority.as_bytes(),
             version: Version::Http2,
             headers,
             body,
