@@ -34,19 +34,27 @@ const ALLOW: Field = Field::new("Allow: GET, HEAD");
 /// The message both endpoints send.
 pub const MESSAGE: &str = "Hello, World!";
 
-impl Handler for Hello {
-    type State = Route;
-
-    fn head(&self, request: &Request<'_>) -> Route {
-        let route = match request.path() {
+impl Hello {
+    /// The route of a request's path and method (a wrapping handler that
+    /// already split the path passes it on).
+    fn route(path: &str, method: &str) -> Route {
+        let route = match path {
             "/plaintext" => Route::Plaintext,
             "/json" => Route::Json,
             _ => return Route::NotFound,
         };
-        match request.method() {
+        match method {
             "GET" | "HEAD" => route,
             _ => Route::MethodNotAllowed,
         }
+    }
+}
+
+impl Handler for Hello {
+    type State = Route;
+
+    fn head(&self, request: &Request<'_>) -> Route {
+        Self::route(request.path(), request.method())
     }
 
     fn respond(&self, route: Route, response: &mut Response<'_>) {
@@ -187,7 +195,8 @@ impl Handler for Demo {
     type State = DemoRoute;
 
     fn head(&self, request: &Request<'_>) -> DemoRoute {
-        match (request.path(), request.method()) {
+        let (path, method) = (request.path(), request.method());
+        match (path, method) {
             ("/delay", "GET" | "HEAD") => {
                 Self::delay(request.target()).map_or(DemoRoute::BadDelay, DemoRoute::Delay)
             }
@@ -203,7 +212,7 @@ impl Handler for Demo {
             ("/bytes", _) => DemoRoute::Hello(Route::MethodNotAllowed),
             ("/upload", "POST") => DemoRoute::Upload(0),
             ("/upload", _) => DemoRoute::PostOnly,
-            _ => DemoRoute::Hello(Hello.head(request)),
+            _ => DemoRoute::Hello(Hello::route(path, method)),
         }
     }
 
