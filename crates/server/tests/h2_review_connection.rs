@@ -2,10 +2,13 @@
 //! output_slices, consume_output) and receive_chunk, through the public
 //! `falconet_server::h2::connection` API.
 
+mod common;
+
 use std::io::IoSlice;
 use std::sync::Arc;
 
 use bytes::Bytes;
+use common::h2raw::block;
 use falconet_server::h2::connection::{Config, Connection, StreamInput, Streams};
 use falconet_server::h2::frame::{FrameHeader, HEADER_LEN, PREFACE, kind};
 use falconet_server::h2::head::Head;
@@ -43,20 +46,8 @@ fn raw(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
     out
 }
 
-fn literal(out: &mut Vec<u8>, name: &[u8], value: &[u8]) {
-    out.push(0);
-    out.push(name.len() as u8);
-    out.extend_from_slice(name);
-    out.push(value.len() as u8);
-    out.extend_from_slice(value);
-}
-
 fn get_block(path: &str) -> Vec<u8> {
-    let mut b = Vec::new();
-    for (n, v) in [(":method", "GET"), (":scheme", "http"), (":path", path)] {
-        literal(&mut b, n.as_bytes(), v.as_bytes());
-    }
-    b
+    block(&[(":method", "GET"), (":scheme", "http"), (":path", path)])
 }
 
 fn take_all(conn: &mut Connection) -> Vec<u8> {
@@ -192,16 +183,13 @@ fn control_frames_between_shared_frames() {
 fn request_bytes() -> Vec<u8> {
     let mut bytes = PREFACE.to_vec();
     bytes.extend(raw(kind::SETTINGS, 0, 0, &[]));
-    let block = {
-        let mut b = Vec::new();
-        for (n, v) in
-            [(":method", "POST"), (":scheme", "http"), (":path", "/up"), ("x-a", "bbbbbbbbbbbb")]
-        {
-            literal(&mut b, n.as_bytes(), v.as_bytes());
-        }
-        b
-    };
-    let (a, rest) = block.split_at(5);
+    let head = block(&[
+        (":method", "POST"),
+        (":scheme", "http"),
+        (":path", "/up"),
+        ("x-a", "bbbbbbbbbbbb"),
+    ]);
+    let (a, rest) = head.split_at(5);
     let (b, c) = rest.split_at(7);
     bytes.extend(raw(kind::HEADERS, 0, 1, a));
     bytes.extend(raw(kind::CONTINUATION, 0, 1, b));
@@ -214,9 +202,7 @@ fn request_bytes() -> Vec<u8> {
     bytes.extend(raw(kind::PING, 0, 0, b"pingpong"));
     bytes.extend(raw(kind::HEADERS, 0x5, 3, &get_block("/two")));
     bytes.extend(raw(kind::DATA, 0, 1, b"world"));
-    let mut trailers = Vec::new();
-    literal(&mut trailers, b"x-t", b"1");
-    bytes.extend(raw(kind::HEADERS, 0x5, 1, &trailers));
+    bytes.extend(raw(kind::HEADERS, 0x5, 1, &block(&[("x-t", "1")])));
     bytes
 }
 

@@ -11,6 +11,7 @@ use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
+use common::h2raw::block;
 use common::serve;
 use falconet_server::h2::frame::{self, FrameHeader, HEADER_LEN, PREFACE, kind};
 use falconet_server::{Handler, MIN_POOL_BYTES, Options, Request, Response};
@@ -49,14 +50,6 @@ impl Handler for Lend {
     }
 }
 
-fn literal(out: &mut Vec<u8>, name: &[u8], value: &[u8]) {
-    out.push(0);
-    out.push(name.len() as u8);
-    out.extend_from_slice(name);
-    out.push(value.len() as u8);
-    out.extend_from_slice(value);
-}
-
 fn frame_bytes(out: &mut Vec<u8>, kind: u8, flags: u8, stream: u32, payload: &[u8]) {
     FrameHeader { length: payload.len() as u32, kind, flags, stream }.encode(out);
     out.extend_from_slice(payload);
@@ -70,12 +63,14 @@ fn upload(pool: usize, size: usize) -> String {
     tcp.set_nodelay(true).unwrap();
     let mut out = PREFACE.to_vec();
     frame::encode_settings(&mut out, &[]);
-    let mut block = Vec::new();
-    for (n, v) in [(":method", "POST"), (":scheme", "http"), (":path", "/up"), (":authority", "x")]
-    {
-        literal(&mut block, n.as_bytes(), v.as_bytes());
-    }
-    literal(&mut block, b"content-length", size.to_string().as_bytes());
+    let length = size.to_string();
+    let block = block(&[
+        (":method", "POST"),
+        (":scheme", "http"),
+        (":path", "/up"),
+        (":authority", "x"),
+        ("content-length", &length),
+    ]);
     frame_bytes(&mut out, kind::HEADERS, 0x4, 1, &block);
     let body = vec![7u8; size];
     let pieces: Vec<&[u8]> = body.chunks(16_384).collect();
