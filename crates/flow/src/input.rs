@@ -341,12 +341,8 @@ impl InputWindow {
     fn advance_by_cas(&self, n: u32) -> Result<Advance, FlowError> {
         let mut current = self.word.fetch_add(0, Ordering::AcqRel);
         loop {
-            let window = self.window_of(current);
-            if window > i64::from(self.initial) {
-                self.wait_for_undo();
-                current = self.word.fetch_add(0, Ordering::AcqRel);
-                continue;
-            }
+            let window;
+            (current, window) = self.settled(current);
             if window < i64::from(n) {
                 return Err(FlowError::WindowExceeded { requested: n, available: clamp(window) });
             }
@@ -390,10 +386,7 @@ impl InputWindow {
         }
         // window + n <= initial: no over-release is in flight, so pending
         // credit holds no phantom.
-        if self.pending_of(before) + u64::from(n) <= u64::from(self.threshold) {
-            return Ok(Release::Pending);
-        }
-        Ok(self.announce(before.wrapping_add(delta)))
+        Ok(self.owed(n, before))
     }
 
     /// A wait-free release whose `fetch_add` returned `before` was after
@@ -428,10 +421,19 @@ impl InputWindow {
             self.undo_release(n, false);
             return Ok(Release::Pending);
         }
+        Ok(self.owed(n, before))
+    }
+
+    /// What a counted release (its add returned `before`) owes the peer:
+    /// nothing while pending credit stays at or below the threshold, else
+    /// an announcement.
+    #[inline]
+    fn owed(&self, n: u32, before: u64) -> Release {
         if self.pending_of(before) + u64::from(n) <= u64::from(self.threshold) {
-            return Ok(Release::Pending);
+            return Release::Pending;
         }
-        Ok(self.announce(before.wrapping_add(delta)))
+        let delta = (u64::from(n) << PENDING_SHIFT) | u64::from(n);
+        self.announce(before.wrapping_add(delta))
     }
 
     /// Takes back what a refused or silent release added blind: `n` from
@@ -465,15 +467,11 @@ impl InputWindow {
     /// the release returns `Pending`, leaving its credit pending.
     fn announce(&self, mut current: u64) -> Release {
         loop {
+            // A refused over-release's credit is in pending too: never
+            // announce it.
+            (current, _) = self.settled(current);
             if current & (UPDATES_DISABLED | ABORTED) != 0 {
                 return Release::Pending;
-            }
-            if self.window_of(current) > i64::from(self.initial) {
-                // A refused over-release's credit is in pending too: do not
-                // announce it.
-                self.wait_for_undo();
-                current = self.word.fetch_add(0, Ordering::AcqRel);
-                continue;
             }
             let pending = self.pending_of(current);
             if pending <= u64::from(self.threshold) {
@@ -494,14 +492,10 @@ impl InputWindow {
     fn release_by_cas(&self, n: u32) -> Result<Release, FlowError> {
         let mut current = self.word.fetch_add(0, Ordering::AcqRel);
         loop {
+            let window;
+            (current, window) = self.settled(current);
             if current & ABORTED != 0 {
                 return Ok(Release::Aborted);
-            }
-            let window = self.window_of(current);
-            if window > i64::from(self.initial) {
-                self.wait_for_undo();
-                current = self.word.fetch_add(0, Ordering::AcqRel);
-                continue;
             }
             if window + i64::from(n) > i64::from(self.initial) {
                 let outstanding = clamp(i64::from(self.initial) - window);
@@ -543,14 +537,10 @@ impl InputWindow {
         // sees the abort land and says so, `advance_counting_abort`.)
         let mut current = self.word.fetch_add(0, Ordering::AcqRel);
         loop {
+            let window;
+            (current, window) = self.settled(current);
             if current & ABORTED != 0 {
                 return 0;
-            }
-            let window = self.window_of(current);
-            if window > i64::from(self.initial) {
-                self.wait_for_undo();
-                current = self.word.fetch_add(0, Ordering::AcqRel);
-                continue;
             }
             let aborted = current | ABORTED;
             match self.word.compare_exchange(current, aborted, Ordering::AcqRel, Ordering::Acquire)
@@ -568,6 +558,20 @@ impl InputWindow {
     #[cold]
     fn wait_for_undo(&self) {
         crate::primitive::yield_now();
+    }
+
+    /// `current`, or a later word once no refused over-release is in it
+    /// (its window is not above `initial`), with that word's window. The
+    /// CAS paths judge only settled words.
+    fn settled(&self, mut current: u64) -> (u64, i64) {
+        loop {
+            let window = self.window_of(current);
+            if window <= i64::from(self.initial) {
+                return (current, window);
+            }
+            self.wait_for_undo();
+            current = self.word.fetch_add(0, Ordering::AcqRel);
+        }
     }
 
     /// END_STREAM seen: no more WINDOW_UPDATEs for this window.
@@ -707,6 +711,28 @@ mod wait_free_tests {
             );
             assert_eq!(window.word.load(Ordering::Relaxed), untouched, "n = {n}");
         }
+    }
+
+    #[test]
+    fn only_a_racing_abort_makes_a_refused_frame_counted() {
+        use crate::InputFlow;
+        // Alone, a frame's answer never says an abort counted it: a
+        // refused frame, one after the abort, and one that fitted, on both
+        // kinds of window and a lock twin (the trait's default).
+        for initial in [100, InputWindow::WAIT_FREE_MAX_WINDOW + 1] {
+            let window = InputWindow::new(initial).unwrap();
+            let refused = window.try_advance_counting_abort(initial + 1);
+            assert!(!refused.1, "initial {initial}");
+            assert!(refused.0.is_err());
+            assert_eq!(window.try_advance_counting_abort(1), (Ok(Advance::Accepted), false));
+            window.abort();
+            assert_eq!(window.try_advance_counting_abort(1), (Ok(Advance::Aborted), false));
+            assert!(!window.try_advance_counting_abort(initial).1);
+        }
+        let twin = crate::ParkingLotInputWindow::with_threshold(100, 50).unwrap();
+        assert!(!twin.try_advance_counting_abort(101).1);
+        // The racing case itself is loom's
+        // `stream_overdraw_vs_stream_abort_double_returns_connection_credit`.
     }
 
     #[test]

@@ -652,8 +652,7 @@ fn announced(release: Release) -> u32 {
 }
 
 /// Regression (review): a release crosses the threshold (its `fetch_add`
-/// lands) and goes
-/// to announce; END_STREAM disables updates; a release after END_STREAM
+/// lands) and goes to announce; END_STREAM disables updates; a release after END_STREAM
 /// (the server's worker releasing padding right after `disable_updates`)
 /// adds its credit blind and undoes the pending part with `fetch_sub`. If
 /// the first release's announce CAS lands in between, it zeroes the pending
@@ -684,11 +683,10 @@ fn release_after_disable_vs_an_announce() {
 }
 
 /// Regression (review): the same borrow through an abort: a release after
-/// the abort is
-/// legal (it returns `Aborted`), but its blind add and `fetch_sub` undo
+/// the abort is legal (it returns `Aborted`), but its blind add and `fetch_sub` undo
 /// race a pre-abort release's announce; the borrow *clears* ABORTED: the
-/// window is live again, a second `abort` returns the
-/// unread bytes a second time, and the next release finds pending credit
+/// window is live again, a second `abort` returns the unread bytes a
+/// second time, and the next release finds pending credit
 /// of 2^31 - 5 and the process aborts in `stray()`.
 #[test]
 fn release_after_abort_vs_an_announce() {

@@ -124,14 +124,14 @@ pub(crate) fn is_valid_host(value: &[u8]) -> bool {
     // invalid byte) takes the whole grammar, which decides.
     // Every byte a reg-name character or ':', judged without a branch per
     // byte (the usual Host value is 10-20 bytes, repeated on every request).
-    let plain = value.iter().fold(true, |all, &b| all & HOST_BYTE[usize::from(b)]);
-    let colon = value.iter().position(|&b| b == b':');
-    match colon {
-        _ if !plain => split_host(value).is_some(),
-        None => true,
-        // Digits are reg-name characters: only the port's shape is left.
-        Some(colon) => value[colon + 1..].iter().all(u8::is_ascii_digit),
+    if !value.iter().fold(true, |all, &b| all & HOST_BYTE[usize::from(b)]) {
+        return split_host(value).is_some();
     }
+    // Digits are reg-name characters: only the port's shape is left.
+    value
+        .iter()
+        .position(|&b| b == b':')
+        .is_none_or(|colon| value[colon + 1..].iter().all(u8::is_ascii_digit))
 }
 
 /// Splits `uri-host [ ":" port ]` into the host and the port's digits;
