@@ -9,16 +9,19 @@
 //!   every remove its value in these mixes, so operations == completed).
 //! - `registry reclaim`: what a lookup's protection costs: the registry's
 //!   counted reference (a CAS and a fetch_sub on the entry's own word)
-//!   against pinning a crossbeam-epoch guard around the same loads, and the
-//!   bare loads as the floor; on one thread and on two threads looking up
-//!   the same entry.
+//!   against its pinned read path (`Registry::pin`, a pin per lookup and a
+//!   pin per 64), pinning a bare crossbeam-epoch guard around the same
+//!   loads, and the bare loads as the floor; on one thread and on two
+//!   threads looking up the same entry.
+//! - "falconet-registry pinned" in the mixes pins once per batch of 64
+//!   operations and closes with `discard` (`PinnedRegistry`).
 
 use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use falconet_benches::registry::{
-    CHURN, Mix, READ_HEAVY, READ_HEAVY_OWNED, Table, populated, run_mix,
+    CHURN, Mix, PinnedRegistry, READ_HEAVY, READ_HEAVY_OWNED, Table, populated, run_mix,
 };
 use falconet_registry::Registry;
 
@@ -64,6 +67,27 @@ fn reclaim(c: &mut Criterion) {
             black_box(*registry.get(black_box(keys[i])).unwrap());
         });
     });
+    group.bench_function("pinned get (falconet), a pin per lookup, 1 thread", |b| {
+        b.iter(|| {
+            i = (i + 7919) % keys.len();
+            black_box(*registry.pin().get(black_box(keys[i])).unwrap());
+        });
+    });
+    group.bench_function("pinned get (falconet), a pin per 64 lookups, 1 thread", |b| {
+        b.iter_custom(|iters| {
+            let t = std::time::Instant::now();
+            let mut left = iters;
+            while left > 0 {
+                let pinned = registry.pin();
+                for _ in 0..left.min(64) {
+                    i = (i + 7919) % keys.len();
+                    black_box(*pinned.get(black_box(keys[i])).unwrap());
+                }
+                left -= left.min(64);
+            }
+            t.elapsed()
+        });
+    });
     group.bench_function("epoch pin + the same loads, 1 thread", |b| {
         b.iter(|| {
             i = (i + 7919) % keys.len();
@@ -107,6 +131,11 @@ fn reclaim(c: &mut Criterion) {
             black_box(*registry.get(black_box(hot)).unwrap());
         });
     });
+    group.bench_function("pinned get (falconet), a pin per lookup, 2 threads, one entry", |b| {
+        pair(b, &|| {
+            black_box(*registry.pin().get(black_box(hot)).unwrap());
+        });
+    });
     group.bench_function("epoch pin + the same loads, 2 threads, one entry", |b| {
         pair(b, &|| {
             let guard = crossbeam_epoch::pin();
@@ -125,6 +154,7 @@ type PlRwLock = parking_lot::RwLock<std::collections::HashMap<u64, u64>>;
 macro_rules! for_each_table {
     ($f:ident, $c:expr $(, $arg:expr)?) => {
         $f::<Registry<u64>>($c $(, $arg)?);
+        $f::<PinnedRegistry>($c $(, $arg)?);
         $f::<StdMutex>($c $(, $arg)?);
         $f::<StdRwLock>($c $(, $arg)?);
         $f::<PlMutex>($c $(, $arg)?);

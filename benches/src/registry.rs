@@ -39,6 +39,20 @@ pub trait Table: Sync {
     fn get(&self, key: Self::Key) -> Option<u64>;
     /// Removes `key`; whether it was there.
     fn remove(&self, key: Self::Key) -> bool;
+    /// What a thread holds while it handles one batch of events (a batch
+    /// of [`BATCH`] operations in the mixes): a pin for the pinned
+    /// registry, nothing for the others.
+    type Batch<'a>
+    where
+        Self: 'a;
+    /// Starts a batch.
+    fn batch(&self) -> Self::Batch<'_>;
+    /// Looks `key` up inside a batch.
+    #[inline]
+    fn get_in(&self, batch: &Self::Batch<'_>, key: Self::Key) -> Option<u64> {
+        let _ = batch;
+        self.get(key)
+    }
     /// The idle sweep, the way the table's users would write it, keeping
     /// every entry: how many entries it visited, or `None` if the table
     /// cannot iterate while shared.
@@ -48,6 +62,8 @@ pub trait Table: Sync {
 impl Table for Registry<u64> {
     const NAME: &'static str = "falconet-registry";
     type Key = ConnectionId;
+    type Batch<'a> = ();
+    fn batch(&self) {}
     fn new() -> Self {
         Registry::with_options(Options::new().max_connections(1 << 22)).unwrap()
     }
@@ -70,11 +86,52 @@ impl Table for Registry<u64> {
     }
 }
 
+/// falconet-registry read through [`Registry::pin`]: each batch of
+/// operations is pinned once and its lookups write nothing. Its removes
+/// are `discard`s (the event loop closes connections inside its pinned
+/// batch, where `remove` could not wait for the epoch): the value is
+/// dropped through the epoch, not returned.
+pub struct PinnedRegistry(pub Registry<u64>);
+
+impl Table for PinnedRegistry {
+    const NAME: &'static str = "falconet-registry pinned";
+    type Key = ConnectionId;
+    type Batch<'a> = falconet_registry::Pinned<'a, u64>;
+    fn batch(&self) -> Self::Batch<'_> {
+        self.0.pin()
+    }
+    fn new() -> Self {
+        Self(<Registry<u64> as Table>::new())
+    }
+    #[inline]
+    fn insert(&self, _fresh: u64, value: u64) -> Option<ConnectionId> {
+        self.0.insert(value).ok()
+    }
+    /// Outside a batch (criterion's one-lookup group): one pin per lookup.
+    #[inline]
+    fn get(&self, key: ConnectionId) -> Option<u64> {
+        self.0.pin().get(key).copied()
+    }
+    #[inline]
+    fn get_in(&self, batch: &Self::Batch<'_>, key: ConnectionId) -> Option<u64> {
+        batch.get(key).copied()
+    }
+    #[inline]
+    fn remove(&self, key: ConnectionId) -> bool {
+        self.0.discard(key)
+    }
+    fn sweep(&self) -> Option<usize> {
+        <Registry<u64> as Table>::sweep(&self.0)
+    }
+}
+
 macro_rules! locked_map {
     ($ty:ty, $name:expr, $read:ident, $write:ident $(, $unwrap:ident)?) => {
         impl Table for $ty {
             const NAME: &'static str = $name;
             type Key = u64;
+            type Batch<'a> = ();
+            fn batch(&self) {}
             fn new() -> Self {
                 <$ty>::new(HashMap::with_hasher(RandomState::new()))
             }
@@ -109,6 +166,8 @@ locked_map!(parking_lot::RwLock<HashMap<u64, u64>>, "parking_lot RwLock<HashMap>
 impl Table for dashmap::DashMap<u64, u64> {
     const NAME: &'static str = "dashmap";
     type Key = u64;
+    type Batch<'a> = ();
+    fn batch(&self) {}
     fn new() -> Self {
         dashmap::DashMap::new()
     }
@@ -135,6 +194,8 @@ impl Table for dashmap::DashMap<u64, u64> {
 impl Table for papaya::HashMap<u64, u64> {
     const NAME: &'static str = "papaya";
     type Key = u64;
+    type Batch<'a> = ();
+    fn batch(&self) {}
     fn new() -> Self {
         papaya::HashMap::new()
     }
@@ -161,6 +222,8 @@ impl Table for papaya::HashMap<u64, u64> {
 impl Table for sharded_slab::Slab<u64> {
     const NAME: &'static str = "sharded-slab";
     type Key = usize;
+    type Batch<'a> = ();
+    fn batch(&self) {}
     fn new() -> Self {
         sharded_slab::Slab::new()
     }
@@ -228,6 +291,10 @@ pub fn populated_with<T: Table>(entries: usize) -> (T, Vec<T::Key>) {
     (table, keys)
 }
 
+/// Operations per batch of events (one `epoll_wait`'s worth): the pinned
+/// registry pins once per batch.
+pub const BATCH: u64 = 64;
+
 /// How often the idle sweep runs during a mix.
 pub const SWEEP_EVERY: Duration = Duration::from_millis(5);
 
@@ -262,7 +329,12 @@ pub fn run_mix<T: Table>(
                     let mut fresh = (1 << 40) * (t as u64 + 1);
                     let mut completed = 0u64;
                     start.wait();
-                    for _ in 0..ops {
+                    let mut batch = table.batch();
+                    for op in 0..ops {
+                        if op % BATCH == BATCH - 1 {
+                            drop(batch);
+                            batch = table.batch();
+                        }
                         rng ^= rng << 13;
                         rng ^= rng >> 7;
                         rng ^= rng << 17;
@@ -273,7 +345,7 @@ pub fn run_mix<T: Table>(
                             // is this thread's modulo the thread count.
                             let pick = if mix.owned { pick - pick % threads + t } else { pick };
                             let key = resident[pick.min(resident.len() - 1)];
-                            completed += u64::from(table.get(key).is_some());
+                            completed += u64::from(table.get_in(&batch, key).is_some());
                         } else if roll < mix.get + mix.insert || own.is_empty() {
                             fresh += 1;
                             if let Some(key) = table.insert(fresh, fresh) {
@@ -285,6 +357,7 @@ pub fn run_mix<T: Table>(
                             completed += u64::from(table.remove(key));
                         }
                     }
+                    drop(batch);
                     done.wait();
                     for key in own {
                         table.remove(key);

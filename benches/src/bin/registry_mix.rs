@@ -3,10 +3,13 @@
 //! lands on all of them alike. Prints the median completed operations per
 //! second and the ratio of falconet-registry to each.
 //!
-//! `cargo run --release -p falconet-benches --bin registry_mix [rounds] [ops per thread]`
+//! `cargo run --release -p falconet-benches --bin registry_mix [rounds] [ops per thread] [mix]`
+//!
+//! `mix` is `shared` (read-heavy, any thread looks up any connection),
+//! `own`, `churn` or `all` (the default).
 
 use falconet_benches::registry::{
-    CHURN, Mix, READ_HEAVY, READ_HEAVY_OWNED, Table, populated, run_mix,
+    CHURN, Mix, PinnedRegistry, READ_HEAVY, READ_HEAVY_OWNED, Table, populated, run_mix,
 };
 use falconet_registry::Registry;
 
@@ -26,11 +29,22 @@ fn cell<T: Table>(mix: Mix, threads: usize, ops: u64) -> f64 {
 type Cell = fn(Mix, usize, u64) -> f64;
 
 fn main() {
-    let mut args = std::env::args().skip(1).map(|a| a.parse::<u64>().expect("a number"));
-    let rounds = args.next().unwrap_or(7) as usize;
-    let ops = args.next().unwrap_or(1_000_000);
-    let tables: [(&str, Cell); 8] = [
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let number = |at: usize, default: u64| {
+        args.get(at).map_or(default, |a| a.parse::<u64>().expect("a number"))
+    };
+    let rounds = number(0, 7) as usize;
+    let ops = number(1, 1_000_000);
+    let mixes: Vec<Mix> = match args.get(2).map_or("all", String::as_str) {
+        "shared" => vec![READ_HEAVY],
+        "own" => vec![READ_HEAVY_OWNED],
+        "churn" => vec![CHURN],
+        "all" => vec![READ_HEAVY, READ_HEAVY_OWNED, CHURN],
+        other => panic!("unknown mix {other:?}: shared, own, churn or all"),
+    };
+    let tables: [(&str, Cell); 9] = [
         (<Registry<u64>>::NAME, cell::<Registry<u64>>),
+        (PinnedRegistry::NAME, cell::<PinnedRegistry>),
         (StdMutex::NAME, cell::<StdMutex>),
         (StdRwLock::NAME, cell::<StdRwLock>),
         (PlMutex::NAME, cell::<PlMutex>),
@@ -40,9 +54,9 @@ fn main() {
         (<sharded_slab::Slab<u64>>::NAME, cell::<sharded_slab::Slab<u64>>),
     ];
     println!(
-        "{rounds} interleaved rounds, {ops} operations per thread per run; median Mops/s (completed operations); x = falconet-registry / this\n"
+        "{rounds} interleaved rounds, {ops} operations per thread per run; median Mops/s (completed operations); (x, y) = falconet-registry counted / this, pinned / this\n"
     );
-    for mix in [READ_HEAVY, READ_HEAVY_OWNED, CHURN] {
+    for mix in mixes {
         println!("{}\n", mix.name);
         println!("| table | 1 thread | 2 threads | 4 threads |");
         println!("|---|---|---|---|");
@@ -64,10 +78,12 @@ fn main() {
             let cells: Vec<String> = (0..3)
                 .map(|c| {
                     let mops = medians[index][c] / 1e6;
-                    if index == 0 {
-                        format!("{mops:.1}")
-                    } else {
-                        format!("{mops:.1} ({:.1}x)", medians[0][c] / medians[index][c])
+                    let counted = medians[0][c] / medians[index][c];
+                    let pinned = medians[1][c] / medians[index][c];
+                    match index {
+                        0 => format!("{mops:.1}"),
+                        1 => format!("{mops:.1} ({counted:.1}x)"),
+                        _ => format!("{mops:.1} ({counted:.1}x, {pinned:.1}x)"),
                     }
                 })
                 .collect();

@@ -4,7 +4,7 @@
 //! keeping everything (the cost of the visit itself). The tables are the
 //! mix benchmark's (`Table`), each sweeping the way its users would:
 //! falconet-registry `sweep` (shard by shard, no lock while the closure
-//! runs), dashmap `retain` (one shard's write lock at a time), papaya
+//! runs; looked up by counted `get`, and through one pin per batch), dashmap `retain` (one shard's write lock at a time), papaya
 //! `retain`, and `RwLock<HashMap>` `write().retain()` (the global barrier
 //! Kitura used). sharded-slab cannot iterate a shared slab.
 //!
@@ -16,7 +16,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use falconet_benches::flow::percentile;
-use falconet_benches::registry::{Table, populated_with};
+use falconet_benches::registry::{PinnedRegistry, Table, populated_with};
 use falconet_registry::Registry;
 
 const ENTRIES: usize = 100_000;
@@ -46,12 +46,15 @@ fn phase<T: Table>(
         let mut sum = 0;
         while begin.elapsed() < phase {
             let start = Instant::now();
+            // One pin per batch for the pinned registry; nothing for the rest.
+            let batch = table.batch();
             for _ in 0..BATCH {
                 rng ^= rng << 13;
                 rng ^= rng >> 7;
                 rng ^= rng << 17;
-                sum += table.get(keys[rng as usize % keys.len()]).unwrap();
+                sum += table.get_in(&batch, keys[rng as usize % keys.len()]).unwrap();
             }
+            drop(batch);
             latencies
                 .push((start.elapsed().as_nanos() / u128::from(BATCH)).min(u128::from(u32::MAX))
                     as u32);
@@ -99,6 +102,7 @@ fn main() {
     );
     println!("|---|---|---|---|---|");
     measure::<Registry<u64>>("falconet-registry sweep", rounds, length);
+    measure::<PinnedRegistry>("falconet-registry pinned lookups, sweep", rounds, length);
     measure::<dashmap::DashMap<u64, u64>>("dashmap retain", rounds, length);
     measure::<papaya::HashMap<u64, u64>>("papaya retain", rounds, length);
     measure::<parking_lot::RwLock<HashMap<u64, u64>>>(

@@ -42,25 +42,36 @@
 //! - **Shards** (`shard.rs`): each holds pages of slots whose sizes double,
 //!   and a lock taken only to hand out or return a slot. Each thread inserts
 //!   into a shard of its own; shards are padded to their own cache lines.
-//! - **Reclamation**: by reference counts, not epochs. A value is dropped
-//!   (its socket closed) the moment the last holder lets go, never "some
-//!   collections later". Pages whose slots are all vacant give their value
-//!   memory back ([`Registry::trim`], run by every sweep); the 8-byte state
-//!   words stay, because a lookup with a stale id may read them at any
-//!   time. `docs/benchmarks.md` has the measurements behind the choice.
+//! - **Reclamation**: by reference counts, and by an epoch for pinned
+//!   readers. A counted lookup ([`Registry::get`]) returns a [`Ref`]; while
+//!   nobody has pinned the registry, a value is dropped (its socket closed)
+//!   the moment the last holder lets go, never "some collections later".
+//!   A pinned lookup ([`Registry::pin`], then [`Pinned::get`], `pinned.rs`)
+//!   writes nothing at all, for threads that look up connections other
+//!   threads also look up; once a registry has been pinned, a removed
+//!   value ends (dropped, or moved out by `remove`) only after every
+//!   thread pinned at the removal has unpinned (crossbeam-epoch). Pages
+//!   whose slots are all vacant give their value memory back
+//!   ([`Registry::trim`], run by every sweep); the 8-byte state words
+//!   stay, because a lookup with a stale id may read them at any time.
+//!   `docs/benchmarks.md` has the measurements behind both paths.
 //!
 //! # What waits for what
 //!
 //! Lookups, inserts, `discard`, `sweep`, `len` and `trim` never wait for
-//! another thread's `Ref` (inserts and the end of a removal take a shard
-//! lock for a few instructions). [`Registry::remove`] and [`Registry::drain`]
+//! another thread's `Ref` or pin (inserts and the end of a removal take a
+//! shard lock for a few instructions). [`Registry::remove`] and [`Registry::drain`]
 //! wait for other threads' `Ref`s to the entries they remove, never for the
 //! calling thread's own: each thread keeps a list of the entries it holds
 //! (`held.rs`; a [`Ref`] is not `Send`), and an entry it holds is removed
 //! as [`Registry::discard`] removes it, its value dropped with the last
 //! `Ref`. So `if let Some(c) = registry.get(id) { registry.remove(id); }`
 //! and a `sweep` closure that removes the entry it visits finish at once.
-//! No user code, not even a value's `Drop`, runs under a lock.
+//! Once the registry has been pinned, `remove` and `drain` also wait for
+//! the threads pinned at the removal to unpin; a thread that is pinned
+//! itself removes as `discard` does (and `remove` returns `None`), since
+//! it cannot wait for its own pin. No user code, not even a value's
+//! `Drop`, runs under a lock.
 //!
 //! # Ids are never reused
 //!
@@ -73,12 +84,17 @@
 //!
 //! - [`Full`]: `insert` at `max_connections`; it hands the value back.
 //! - [`OptionsError`]: a shard count or bound the registry cannot have.
+//! - `remove` returns `None` for an id that is not live, and for one it
+//!   removed as `discard` does (held by this thread's `Ref`, or this thread
+//!   pinned): the value is then dropped by the registry, never lost.
 //! - Any `u64` is accepted as an id: one that is not live finds nothing.
 
+mod epoch;
 mod error;
 mod held;
 mod id;
 mod options;
+mod pinned;
 mod primitive;
 mod registry;
 mod shard;
@@ -87,6 +103,7 @@ mod slot;
 pub use error::{Full, OptionsError};
 pub use id::ConnectionId;
 pub use options::{DEFAULT_MAX_CONNECTIONS, Options};
+pub use pinned::Pinned;
 pub use registry::{Drain, Ref, Registry, VacantEntry};
 
 #[cfg(all(doctest, not(miri)))] // real sockets: Miri has no TCP

@@ -7,12 +7,12 @@
 #[cfg(falconet_registry_loom)]
 pub(crate) use loom::{
     cell::{ConstPtr, UnsafeCell},
-    sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering},
+    sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering, fence},
     thread_local,
 };
 #[cfg(not(falconet_registry_loom))]
 pub(crate) use std::{
-    sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering},
+    sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering, fence},
     thread_local,
 };
 
@@ -92,6 +92,20 @@ impl<T> ConstPtr<T> {
     /// No `&mut` to the contents may exist while the returned reference lives.
     #[inline]
     pub(crate) unsafe fn deref(&self) -> &T {
+        // SAFETY: the caller's contract.
+        unsafe { &*self.0 }
+    }
+
+    /// The contents, for as long as the caller needs them (loom's
+    /// `ConstPtr` has no such method: under loom, keep the pointer alive
+    /// instead, so loom goes on tracking the read).
+    ///
+    /// # Safety
+    ///
+    /// No `&mut` to the contents may exist, and the contents must stay in
+    /// place, while the returned reference lives.
+    #[inline]
+    pub(crate) unsafe fn into_ref<'a>(self) -> &'a T {
         // SAFETY: the caller's contract.
         unsafe { &*self.0 }
     }

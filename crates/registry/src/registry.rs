@@ -2,12 +2,14 @@
 
 use std::fmt;
 use std::mem::{ManuallyDrop, MaybeUninit};
+use std::sync::Arc;
 
 use crossbeam_utils::CachePadded;
 
 use crate::held;
 use crate::id::{ConnectionId, PAGES, SLOTS_PER_SHARD, slot_of};
-use crate::primitive::{AtomicU64, AtomicUsize, ConstPtr, Ordering};
+use crate::pinned::{self, Pinned};
+use crate::primitive::{AtomicBool, AtomicU64, AtomicUsize, ConstPtr, Ordering};
 use crate::shard::Shard;
 use crate::slot::{self, Marked};
 use crate::{Full, Options, OptionsError};
@@ -30,10 +32,15 @@ use crate::{Full, Options, OptionsError};
 ///   at the end of a removal) covers a free-list push or pop; values are
 ///   moved in, dropped and handed to `sweep`'s closure with no lock held.
 pub struct Registry<T> {
-    shards: Box<[CachePadded<Shard<T>>]>,
+    /// Shared with the removals deferred by the pinned read path
+    /// (`pinned.rs`), which may end after the registry drops.
+    shards: Arc<[CachePadded<Shard<T>>]>,
     /// Live entries: inserted and not yet marked removed.
     len: CachePadded<AtomicUsize>,
     max_connections: usize,
+    /// Set by the first [`pin`](Self::pin), never cleared: from then on the
+    /// end of a removal waits for the epoch (`pinned.rs`).
+    deferring: AtomicBool,
 }
 
 // SAFETY: values are moved in and out and dropped on whichever thread
@@ -59,6 +66,7 @@ unsafe impl<T: Send + Sync> Sync for Registry<T> {}
 /// send(registry.get(id).unwrap()); // a `Ref` stays on its thread
 /// ```
 pub struct Ref<'a, T> {
+    registry: &'a Registry<T>,
     shard: &'a Shard<T>,
     state: &'a AtomicU64,
     id: ConnectionId,
@@ -91,6 +99,7 @@ impl<T> Registry<T> {
             shards: (0..shards).map(|_| CachePadded::new(Shard::new(uid))).collect(),
             len: CachePadded::new(AtomicUsize::new(0)),
             max_connections,
+            deferring: AtomicBool::new(false),
         })
     }
 
@@ -169,7 +178,7 @@ impl<T> Registry<T> {
             return None;
         }
         // SAFETY: the CAS above added our reference.
-        Some(unsafe { Ref::acquired(shard, state, id) })
+        Some(unsafe { Ref::acquired(self, shard, state, id) })
     }
 
     /// Whether `id` is live right now.
@@ -203,24 +212,99 @@ impl<T> Registry<T> {
         if marked == Marked::Referenced {
             slot::wait_unreferenced(state);
         }
-        // SAFETY: we won the removal and no reference remains.
+        if self.deferring() && !pinned::wait_for_readers() {
+            // This thread is pinned, and cannot wait for its own pin.
+            // SAFETY: we won the removal and no reference remains.
+            unsafe { self.end_removal(id) };
+            return None;
+        }
+        // SAFETY: we won the removal, no reference remains, and no pinned
+        // lookup can still see the value (we waited, or nobody ever pinned).
         Some(unsafe { Self::finish_take(shard, id.slot(), state) })
     }
 
     /// Removes `id` without waiting: its value is dropped now, or by the
-    /// last [`Ref`] to it. Returns whether `id` was live (and this call
-    /// removed it). Safe to call while holding a `Ref` to the entry.
+    /// last [`Ref`] to it (or, once the registry has been [pinned](Self::pin),
+    /// after every thread pinned at that moment has unpinned). Returns
+    /// whether `id` was live (and this call removed it). Safe to call while
+    /// holding a `Ref` to the entry, or pinned.
     pub fn discard(&self, id: ConnectionId) -> bool {
-        let Some((shard, state)) = self.locate(id) else { return false };
+        let Some((_, state)) = self.locate(id) else { return false };
         let Some(marked) = slot::mark_removed(state, id.generation(), false) else {
             return false;
         };
         self.len.fetch_sub(1, Ordering::Relaxed);
         if marked == Marked::Unreferenced {
             // SAFETY: we won the removal and no reference remains.
-            drop(unsafe { Self::finish_take(shard, id.slot(), state) });
+            unsafe { self.end_removal(id) };
         }
         true
+    }
+
+    /// Pins this thread for a batch of lookups that write nothing: see
+    /// [`Pinned`]. Pin once per batch of events (a pin costs about as much
+    /// as one counted [`get`](Self::get)), look up through it, and drop it
+    /// before the thread blocks.
+    ///
+    /// ```
+    /// use falconet_registry::Registry;
+    ///
+    /// let registry = Registry::new();
+    /// let ids = [registry.insert(String::from("a"))?, registry.insert(String::from("b"))?];
+    /// let pinned = registry.pin();
+    /// let total: usize = ids.iter().filter_map(|&id| pinned.get(id)).map(String::len).sum();
+    /// assert_eq!(total, 2);
+    /// # Ok::<(), falconet_registry::Full<String>>(())
+    /// ```
+    ///
+    /// The first pin changes how removals end, for the registry's life: a
+    /// removed value is dropped once every thread pinned at the removal
+    /// has unpinned, not the moment its last [`Ref`] goes, and
+    /// [`remove`](Self::remove) waits for pinned threads as it waits for
+    /// `Ref`s. `T: 'static`, because a deferred drop may run after the
+    /// registry is gone (the shards live on until it has).
+    pub fn pin(&self) -> Pinned<'_, T>
+    where
+        T: Send + 'static,
+    {
+        Pinned::new(self, &self.deferring)
+    }
+
+    /// Whether removals end through the epoch (`pinned.rs`). `SeqCst`:
+    /// pairs with the removal's mark and the pin's fence.
+    #[inline]
+    fn deferring(&self) -> bool {
+        self.deferring.load(Ordering::SeqCst)
+    }
+
+    /// Ends a removal: drops the value and vacates its slot, now, or
+    /// through the epoch once the registry has been pinned.
+    ///
+    /// # Safety
+    ///
+    /// The caller won the removal (or dropped the last reference of a
+    /// discarded entry) and no reference to the slot remains.
+    unsafe fn end_removal(&self, id: ConnectionId) {
+        if !self.deferring() {
+            let shard = &self.shards[id.shard()];
+            let state = shard.state(id.slot()).expect("a removed entry's page exists");
+            // SAFETY: the caller's contract.
+            drop(unsafe { Self::finish_take(shard, id.slot(), state) });
+            return;
+        }
+        // The closure shares the shards: it may run after the registry
+        // drops. Two words and an id: crossbeam stores it inline.
+        let shards = Arc::clone(&self.shards);
+        let end = move || {
+            let shard = &shards[id.shard()];
+            let state = shard.state(id.slot()).expect("a removed entry's page exists");
+            // SAFETY: the caller's contract, and every lookup that could
+            // see the entry live has unpinned.
+            drop(unsafe { Self::finish_take(shard, id.slot(), state) });
+        };
+        // SAFETY: `end` owns what it touches (`T: 'static`: a registry
+        // that defers was pinned, which needs it).
+        unsafe { pinned::defer(end) };
     }
 
     /// The number of live entries.
@@ -296,7 +380,7 @@ impl<T> Registry<T> {
                     }
                     let id = ConnectionId::new(index, slot_of(page, offset), generation);
                     // SAFETY: the CAS above added our reference.
-                    let entry = unsafe { Ref::acquired(shard, state, id) };
+                    let entry = unsafe { Ref::acquired(self, shard, state, id) };
                     if !keep(id, &entry) && slot::mark_removed(state, generation, false).is_some() {
                         self.len.fetch_sub(1, Ordering::Relaxed);
                         removed += 1;
@@ -324,7 +408,7 @@ impl<T> Registry<T> {
 
     /// The shard and state word `id` points at, if its page exists.
     #[inline]
-    fn locate(&self, id: ConnectionId) -> Option<(&Shard<T>, &AtomicU64)> {
+    pub(crate) fn locate(&self, id: ConnectionId) -> Option<(&Shard<T>, &AtomicU64)> {
         let shard = self.shards.get(id.shard())?;
         if id.slot() >= SLOTS_PER_SHARD {
             return None;
@@ -414,11 +498,16 @@ impl<'a, T> Ref<'a, T> {
     ///
     /// The caller's `slot::acquire` of `state` with `id`'s generation
     /// succeeded; the `Ref` now owns that reference.
-    unsafe fn acquired(shard: &'a Shard<T>, state: &'a AtomicU64, id: ConnectionId) -> Self {
+    unsafe fn acquired(
+        registry: &'a Registry<T>,
+        shard: &'a Shard<T>,
+        state: &'a AtomicU64,
+        id: ConnectionId,
+    ) -> Self {
         // SAFETY: a referenced slot is reserved, so its values are allocated.
         let value = unsafe { shard.value(id.slot()) }.get();
         held::hold(key(shard, state));
-        Ref { shard, state, id, value: ManuallyDrop::new(value) }
+        Ref { registry, shard, state, id, value: ManuallyDrop::new(value) }
     }
 
     /// The entry's id.
@@ -452,7 +541,7 @@ impl<T> Drop for Ref<'_, T> {
         held::let_go(key(self.shard, self.state));
         if slot::release(self.state) {
             // SAFETY: we dropped the last reference of a discarded entry.
-            drop(unsafe { Registry::finish_take(self.shard, self.id.slot(), self.state) });
+            unsafe { self.registry.end_removal(self.id) };
         }
     }
 }

@@ -53,6 +53,9 @@
 //!   if this drop finishes it, it sees the other holders' reads as done. The
 //!   remover's CAS and its wait for the count to reach 0 are `Acquire` for
 //!   the same reason.
+//! - Marking a value removed is `SeqCst`, for the pinned read path: see
+//!   `pinned.rs`. A pinned lookup (which writes nothing) loads the word
+//!   `Acquire` and reads the value only if it is live.
 
 use crate::primitive::{AtomicU64, Ordering};
 
@@ -181,9 +184,10 @@ pub(crate) fn mark_removed(state: &AtomicU64, generation: u32, take: bool) -> Op
             return None;
         }
         // Acquire: if nobody references the value we finish it, after every
-        // holder's Release drop.
-        match state.compare_exchange_weak(word, word | flags, Ordering::Acquire, Ordering::Relaxed)
-        {
+        // holder's Release drop. SeqCst: the removal then loads the
+        // registry's mode, and a pinned lookup must see this mark or the
+        // removal must see the mode (`pinned.rs`).
+        match state.compare_exchange_weak(word, word | flags, Ordering::SeqCst, Ordering::Relaxed) {
             Ok(_) if refs(word) == 0 => return Some(Marked::Unreferenced),
             Ok(_) => return Some(Marked::Referenced),
             Err(actual) => word = actual,

@@ -303,3 +303,124 @@ fn vacant_entry_id_looked_up_before_and_after_insert() {
         drop(registry.remove(id));
     });
 }
+
+// The pinned read path (`Registry::pin`). Under loom the epoch is the
+// crate's shim (`src/epoch.rs`): a deferred end runs when the last pinned
+// thread unpins. Each model pins once before its threads start, so the
+// registry is already deferring (loom cannot check the `SeqCst` mode
+// switch, see `src/pinned.rs`). A pinned read is tracked by loom until its
+// pin drops, so an end (drop or move) of the value that is not ordered
+// after it fails the model.
+
+/// A deferring registry holding 7.
+fn pinned_registry() -> (Arc<Registry<Value>>, Value, ConnectionId) {
+    let registry = registry(1);
+    drop(registry.pin());
+    let value = Arc::new(7);
+    let id = registry.insert(Arc::clone(&value)).unwrap();
+    (registry, value, id)
+}
+
+/// A thread that looks `id` up once under a pin of its own.
+fn pinned_reader(
+    registry: &Arc<Registry<Value>>,
+    id: ConnectionId,
+) -> thread::JoinHandle<Option<u64>> {
+    let registry = Arc::clone(registry);
+    thread::spawn(move || registry.pin().get(id).map(|v| **v))
+}
+
+/// A pinned lookup racing `discard`: it reads the whole value or nothing,
+/// and the value is dropped exactly once, after the reader unpins.
+#[test]
+fn pinned_get_racing_discard() {
+    model(|| {
+        let (registry, value, id) = pinned_registry();
+        let reader = pinned_reader(&registry, id);
+        assert!(registry.discard(id));
+        assert!(matches!(reader.join().unwrap(), None | Some(7)));
+        assert_eq!(Arc::strong_count(&value), 1, "dropped once nobody was pinned");
+        assert!(registry.is_empty());
+    });
+}
+
+/// A pinned lookup racing `remove` on an unpinned thread: `remove` waits
+/// for the reader's pin and returns the value; the reader sees it whole
+/// or not at all.
+#[test]
+fn pinned_get_racing_remove() {
+    model(|| {
+        let (registry, value, id) = pinned_registry();
+        let reader = pinned_reader(&registry, id);
+        let removed = registry.remove(id).expect("not pinned: remove waits and returns it");
+        assert_eq!(*removed, 7);
+        drop(removed);
+        assert!(matches!(reader.join().unwrap(), None | Some(7)));
+        assert_eq!(Arc::strong_count(&value), 1);
+    });
+}
+
+/// A stale id looked up under a pin while its entry is discarded and a
+/// new connection is inserted (into the same slot, once the end ran): the
+/// reader finds the old value or nothing, never the new one.
+#[test]
+fn pinned_get_racing_discard_and_reuse() {
+    model(|| {
+        let (registry, _value, id) = pinned_registry();
+        let reader = {
+            let registry = Arc::clone(&registry);
+            thread::spawn(move || {
+                let pinned = registry.pin();
+                let first = pinned.get(id).map(|v| **v);
+                let second = pinned.get(id).map(|v| **v);
+                (first, second)
+            })
+        };
+        assert!(registry.discard(id));
+        let fresh = registry.insert(Arc::new(8)).unwrap();
+        let (first, second) = reader.join().unwrap();
+        assert!(matches!(first, None | Some(7)) && matches!(second, None | Some(7)));
+        assert!(!(first.is_none() && second.is_some()), "found again after it was gone");
+        assert_eq!(**registry.get(fresh).unwrap(), 8);
+    });
+}
+
+/// The last counted `Ref` of a discarded entry drops on one thread while a
+/// pinned lookup reads on another: the `Ref`'s end is deferred behind the
+/// pin, and the value is dropped once.
+#[test]
+fn pinned_get_racing_the_last_ref_of_a_discard() {
+    model(|| {
+        let (registry, value, id) = pinned_registry();
+        let held = registry.get(id).unwrap();
+        let reader = pinned_reader(&registry, id);
+        let discarder = {
+            let registry = Arc::clone(&registry);
+            thread::spawn(move || assert!(registry.discard(id)))
+        };
+        assert_eq!(**held, 7);
+        drop(held);
+        discarder.join().unwrap();
+        assert!(matches!(reader.join().unwrap(), None | Some(7)));
+        assert_eq!(Arc::strong_count(&value), 1);
+    });
+}
+
+/// `remove` by a thread that is itself pinned, racing a pinned reader on
+/// another thread: it cannot wait for its own pin, so it discards
+/// (`None`) and the value is dropped once, after both unpin.
+#[test]
+fn remove_by_a_pinned_thread_racing_a_pinned_reader() {
+    model(|| {
+        let (registry, value, id) = pinned_registry();
+        let reader = pinned_reader(&registry, id);
+        {
+            let pinned = registry.pin();
+            let mine = pinned.get(id).map(|v| **v);
+            assert!(registry.remove(id).is_none(), "pinned: removed as discard");
+            assert_eq!(mine, Some(7));
+        }
+        assert!(matches!(reader.join().unwrap(), None | Some(7)));
+        assert_eq!(Arc::strong_count(&value), 1);
+    });
+}

@@ -97,3 +97,25 @@ fn lookups_from_two_threads_allocate_nothing() {
     });
     assert_eq!(stop_counting(), 0, "lookups allocated on a second thread");
 }
+
+#[test]
+fn pinned_lookups_allocate_nothing() {
+    let _serial = serial();
+    let registry = registry();
+    let ids: Vec<_> = (0..10_000u64).map(|i| registry.insert([i; 4]).unwrap()).collect();
+    // The thread's crossbeam-epoch handle is made by its first pin.
+    drop(registry.pin());
+    let mut sum = 0;
+    let allocations = count_allocations(|| {
+        for _round in 0..20 {
+            for batch in ids.chunks(64) {
+                let pinned = registry.pin();
+                for id in batch {
+                    sum += pinned.get(*id).unwrap()[0];
+                }
+            }
+        }
+    });
+    assert_eq!(allocations, 0, "pinned lookups allocated");
+    assert_eq!(sum, 20 * (0..10_000u64).sum::<u64>());
+}
