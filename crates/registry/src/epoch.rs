@@ -22,7 +22,11 @@
 //! nobody is pinned), so it admits fewer schedules; the models check the
 //! registry's side of the protocol (mark, then defer; read only what a
 //! guard covers), not crossbeam's epoch advance, which crossbeam's own
-//! loom models check.
+//! loom models check. The shim runs closures after unpinning, never while
+//! the collecting thread is pinned or before other threads unpin, so what
+//! a deferred drop does inside crossbeam's collection (block, panic, run
+//! inside another thread's `remove`) is left to the real-thread tests of
+//! `tests/pinned.rs`.
 
 #[cfg(not(falconet_registry_loom))]
 pub(crate) use crossbeam_epoch::{Guard, is_pinned, pin};

@@ -26,6 +26,28 @@
 //!   cannot wait for: then it removes as `discard` does and returns
 //!   `None`, as it does for an entry its thread holds a `Ref` to).
 //!
+//! What deferring means for a value, in detail:
+//!
+//! - **When it drops.** Its end is queued in the removing thread's
+//!   crossbeam bag (up to 64 ends), then in crossbeam's global queue, and
+//!   runs when some thread collects (every 128th pin, or a flush) after
+//!   every thread pinned at the removal has unpinned. So a value can wait
+//!   for the next collection, not only for readers; [`Pinned::flush`]
+//!   hurries it along.
+//! - **Where it drops.** On the collecting thread, inside that thread's
+//!   pin (crossbeam collects while pinned): a `Drop` that blocks holds
+//!   back the epoch, and with it every `remove` and every deferred drop in
+//!   the process. A `Drop` that panics there is contained: the slot is
+//!   vacated, the panic hook reports it, and nothing else is lost (an
+//!   escaping panic would skip the rest of crossbeam's batch).
+//! - **The registry's own drop** drops the live values at once; the
+//!   removed ones whose ends are still queued keep the shards (an `Arc`)
+//!   until their ends have run.
+//! - **Allocation.** Queuing ends costs crossbeam's allocations (a queue
+//!   node per flushed bag, and `remove`'s wait flushes one per call), so
+//!   churn allocates once a registry is pinned; lookups, pinned or
+//!   counted, never do.
+//!
 //! A pinned lookup reads the entry's state word and returns the value only
 //! if the word is live with the id's generation. So it reads a value only
 //! while the entry is live or its end is deferred behind the lookup's own
@@ -183,13 +205,17 @@ pub(crate) fn wait_for_readers() -> bool {
     if epoch::is_pinned() {
         return false;
     }
-    let passed = AtomicBool::new(false);
+    // Shared with the closure, not borrowed by it: the wait below collects,
+    // which runs other values' drops, and if one of those unwinds out of
+    // here the closure must still have its flag.
+    let passed = std::sync::Arc::new(AtomicBool::new(false));
     {
         let guard = epoch::pin();
+        let flag = std::sync::Arc::clone(&passed);
         // Release: pairs with the Acquire load below; every reader the
         // epoch waited for is done before we move the value out.
-        // SAFETY: we wait below until it has run, so `passed` outlives it.
-        unsafe { guard.defer_unchecked(|| passed.store(true, Ordering::Release)) };
+        // SAFETY: the closure owns what it touches.
+        unsafe { guard.defer_unchecked(move || flag.store(true, Ordering::Release)) };
         guard.flush();
     }
     let mut round = 0;

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use crossbeam_utils::CachePadded;
 
+use crate::epoch;
 use crate::held;
 use crate::id::{ConnectionId, PAGES, SLOTS_PER_SHARD, slot_of};
 use crate::pinned::{self, Pinned};
@@ -31,6 +32,9 @@ use crate::{Full, Options, OptionsError};
 /// - No user code runs under a lock: the shard lock (taken by `insert` and
 ///   at the end of a removal) covers a free-list push or pop; values are
 ///   moved in, dropped and handed to `sweep`'s closure with no lock held.
+///   Once the registry has been [pinned](Self::pin), removed values are
+///   dropped by the epoch's collector, on whichever thread collects, while
+///   it is pinned: a value's `Drop` must not block (see [`Pinned`]).
 pub struct Registry<T> {
     /// Shared with the removals deferred by the pinned read path
     /// (`pinned.rs`), which may end after the registry drops.
@@ -199,8 +203,15 @@ impl<T> Registry<T> {
     /// stop finding it now; the value is dropped when the last `Ref` lets
     /// go) and `remove` returns `None`.
     ///
+    /// Once the registry has been [pinned](Self::pin), `remove` also waits
+    /// until every thread pinned at the removal has unpinned (no pinned
+    /// lookup can still read the value). A thread that is pinned itself
+    /// (by [`pin`](Self::pin), or by any other crossbeam-epoch guard)
+    /// cannot wait for its own pin: the entry is removed as `discard`
+    /// removes it, and `remove` returns `None`.
+    ///
     /// `None` if `id` is not live, if another removal of it won, or if this
-    /// thread holds a `Ref` to it (removed as above).
+    /// thread holds a `Ref` to it or is pinned (removed as above).
     pub fn remove(&self, id: ConnectionId) -> Option<T> {
         let (shard, state) = self.locate(id)?;
         if held::holds(key(shard, state)) {
@@ -209,11 +220,22 @@ impl<T> Registry<T> {
         }
         let marked = slot::mark_removed(state, id.generation(), true)?;
         self.len.fetch_sub(1, Ordering::Relaxed);
+        if self.deferring() && epoch::is_pinned() {
+            // This thread is pinned and cannot wait for its own pin: removed
+            // as `discard` removes it, before waiting for anyone's `Ref`
+            // (whose holder may be waiting for this very pin).
+            if slot::give_up_taking(state) {
+                // SAFETY: we won the removal and no reference remains.
+                unsafe { self.end_removal(id) };
+            }
+            return None;
+        }
         if marked == Marked::Referenced {
             slot::wait_unreferenced(state);
         }
         if self.deferring() && !pinned::wait_for_readers() {
-            // This thread is pinned, and cannot wait for its own pin.
+            // The first pin came meanwhile, and this thread is pinned (by
+            // another crossbeam-epoch user): it cannot wait for itself.
             // SAFETY: we won the removal and no reference remains.
             unsafe { self.end_removal(id) };
             return None;
@@ -300,7 +322,13 @@ impl<T> Registry<T> {
             let state = shard.state(id.slot()).expect("a removed entry's page exists");
             // SAFETY: the caller's contract, and every lookup that could
             // see the entry live has unpinned.
-            drop(unsafe { Self::finish_take(shard, id.slot(), state) });
+            let value = unsafe { Self::finish_take(shard, id.slot(), state) };
+            // The drop runs on whichever thread collects, inside crossbeam's
+            // batch of deferred closures: a panic escaping here would skip
+            // the rest of the batch (their values never dropped, their slots
+            // never vacated) and surface in an unrelated caller. It stays
+            // here; the panic hook has already reported it.
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(value)));
         };
         // SAFETY: `end` owns what it touches (`T: 'static`: a registry
         // that defers was pinned, which needs it).
@@ -399,8 +427,9 @@ impl<T> Registry<T> {
 
     /// Removes every entry, shard by shard, handing out each id and value.
     /// Each entry is removed as [`remove`](Self::remove) does (it waits for
-    /// other threads' `Ref`s to that entry; one this thread holds is
-    /// discarded, not handed out). Meant for shutdown, after inserts stop:
+    /// other threads' `Ref`s to that entry, and for pinned threads once the
+    /// registry has been pinned; one this thread holds is discarded, not
+    /// handed out, and on a pinned thread every entry is discarded). Meant for shutdown, after inserts stop:
     /// entries inserted meanwhile may be missed.
     pub fn drain(&self) -> Drain<'_, T> {
         Drain { registry: self, shard: 0, slot: 0 }
@@ -472,6 +501,20 @@ impl<T> Drop for VacantEntry<'_, T> {
 impl<T> fmt::Debug for VacantEntry<'_, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("VacantEntry").field("id", &self.id).finish_non_exhaustive()
+    }
+}
+
+impl<T> Drop for Registry<T> {
+    fn drop(&mut self) {
+        // Deferred ends of removals (`pinned.rs`) may still share the
+        // shards, keeping them after the registry: its live values must not
+        // wait for those, so they are dropped here, as they would be with
+        // the shards.
+        if Arc::get_mut(&mut self.shards).is_none() {
+            for shard in self.shards.iter() {
+                shard.drop_live_values();
+            }
+        }
     }
 }
 

@@ -269,6 +269,30 @@ impl<T> Shard<T> {
         count
     }
 
+    /// Drops every live value (not the removed ones, whose ends are
+    /// deferred and drop them) and vacates its slot: for a registry that
+    /// drops while deferred ends still share its shards (`pinned.rs`).
+    pub(crate) fn drop_live_values(&self) {
+        for page in 0..PAGES {
+            let Some(states) = self.states(page) else { break };
+            for (offset, state) in states.iter().enumerate() {
+                // Acquire: the insert's Release store of OCCUPIED.
+                let word = state.load(Ordering::Acquire);
+                if !slot::is_live(word, slot::generation(word)) {
+                    continue;
+                }
+                let slot = slot_of(page, offset);
+                // SAFETY: the registry is being dropped (no lookup, `Ref`
+                // or removal of it remains) and the slot is live, so its
+                // value is initialised and nobody else will touch it: the
+                // pending deferred ends touch only removed slots.
+                let value = unsafe { self.value(slot).take() };
+                self.vacate(slot, state);
+                drop(value);
+            }
+        }
+    }
+
     /// Slots whose values are allocated (for `capacity`).
     pub(crate) fn allocated_slots(&self) -> usize {
         let book = self.book.lock();

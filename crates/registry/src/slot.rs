@@ -57,7 +57,7 @@
 //!   `pinned.rs`. A pinned lookup (which writes nothing) loads the word
 //!   `Acquire` and reads the value only if it is live.
 
-use crate::primitive::{AtomicU64, Ordering};
+use crate::primitive::{AtomicU64, Ordering, fence};
 
 /// The slot holds a value.
 const OCCUPIED: u64 = 1 << 0;
@@ -158,8 +158,12 @@ pub(crate) fn acquire(state: &AtomicU64, generation: u32) -> bool {
 /// (it dropped the last reference of a value removed by `discard`).
 #[inline]
 pub(crate) fn release(state: &AtomicU64) -> bool {
-    // AcqRel: see the module docs.
-    let before = state.fetch_sub(REF_ONE, Ordering::AcqRel);
+    // AcqRel: see the module docs. SeqCst: if this drop ends a discard, it
+    // then loads the registry's mode, and the discard's mark must precede
+    // that load in the SeqCst order (`pinned.rs`); a SeqCst read of the
+    // mark's SeqCst write gives that, an AcqRel one does not. The same
+    // instruction on x86.
+    let before = state.fetch_sub(REF_ONE, Ordering::SeqCst);
     debug_assert!(refs(before) > 0);
     before & (REMOVING | TAKING) == REMOVING && refs(before) == 1
 }
@@ -190,6 +194,26 @@ pub(crate) fn mark_removed(state: &AtomicU64, generation: u32, take: bool) -> Op
         match state.compare_exchange_weak(word, word | flags, Ordering::SeqCst, Ordering::Relaxed) {
             Ok(_) if refs(word) == 0 => return Some(Marked::Unreferenced),
             Ok(_) => return Some(Marked::Referenced),
+            Err(actual) => word = actual,
+        }
+    }
+}
+
+/// Turns a removal marked for taking into a discard, for a remover that
+/// cannot wait: clears `TAKING`, so the last `Ref` ends the removal.
+/// Returns `true` if no reference is left, and the caller must end it.
+pub(crate) fn give_up_taking(state: &AtomicU64) -> bool {
+    let mut word = state.load(Ordering::Relaxed);
+    loop {
+        if refs(word) == 0 {
+            // Acquire: the holders' Release drops happen before our end.
+            fence(Ordering::Acquire);
+            return true;
+        }
+        // Release: nothing of ours to publish; AcqRel pairs as `mark_removed`.
+        match state.compare_exchange_weak(word, word & !TAKING, Ordering::AcqRel, Ordering::Relaxed)
+        {
+            Ok(_) => return false,
             Err(actual) => word = actual,
         }
     }

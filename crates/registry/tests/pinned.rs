@@ -196,6 +196,153 @@ mod epoch_pinned {
         panic!("deferred drops lost with the registry: {} of 50", count(&drops));
     }
 
+    /// A value whose drop panics, carrying a tracked value that drops
+    /// anyway (fields drop while the panic unwinds).
+    struct Panicky {
+        _tracked: Tracked,
+        panics: bool,
+    }
+
+    impl Drop for Panicky {
+        fn drop(&mut self) {
+            if self.panics && !thread::panicking() {
+                panic!("a value's Drop panics (on purpose, in a test)");
+            }
+        }
+    }
+
+    #[test]
+    fn a_drop_that_panics_in_the_epoch_loses_nothing_and_surfaces_nowhere() {
+        let drops = drops();
+        let registry = registry(1, 64);
+        drop(registry.pin());
+        let ids: Vec<_> = (0..4)
+            .map(|i| {
+                registry
+                    .insert(Panicky { _tracked: Tracked::new(i, &drops), panics: i == 0 })
+                    .unwrap()
+            })
+            .collect();
+        for &id in &ids {
+            assert!(registry.discard(id));
+        }
+        let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            settle(&registry, || count(&drops) == 4);
+        }));
+        assert!(unwound.is_ok(), "a deferred drop's panic reached an unrelated caller");
+        // Every slot came back: the registry fills to its bound again.
+        let again: Vec<_> = (0..64)
+            .map(|i| {
+                registry
+                    .insert(Panicky { _tracked: Tracked::new(i, &drops), panics: false })
+                    .unwrap()
+            })
+            .collect();
+        assert_eq!(again.len(), 64);
+    }
+
+    #[test]
+    fn remove_returns_its_value_when_its_wait_collects_a_drop_that_panics() {
+        let drops = drops();
+        let registry = std::sync::Arc::new(registry(1, 64));
+        drop(registry.pin());
+        let a =
+            registry.insert(Panicky { _tracked: Tracked::new(1, &drops), panics: true }).unwrap();
+        let b =
+            registry.insert(Panicky { _tracked: Tracked::new(2, &drops), panics: false }).unwrap();
+        // A's end reaches the global queue (its thread exits), where the
+        // wait inside remove(b) collects it.
+        let other = std::sync::Arc::clone(&registry);
+        thread::spawn(move || assert!(other.discard(a))).join().unwrap();
+        let got = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| registry.remove(b)));
+        let value =
+            got.expect("remove unwound with another value's panic").expect("not pinned: the value");
+        assert_eq!(value._tracked.tag, 2);
+        drop(value);
+        settle(&registry, || count(&drops) == 2);
+    }
+
+    /// A thread holding a `Ref` removes another entry (and waits for the
+    /// pinned thread), while the pinned thread removes the entry that
+    /// `Ref` holds: the pinned thread must not wait for the `Ref`.
+    #[test]
+    fn a_ref_holder_and_a_pinned_thread_removing_each_others_entries_both_return() {
+        let registry = std::sync::Arc::new(registry::<u32>(1, 64));
+        drop(registry.pin());
+        let (x, y) = (registry.insert(1).unwrap(), registry.insert(2).unwrap());
+        let (held_tx, held_rx) = std::sync::mpsc::channel();
+        let (done_tx, done_rx) = std::sync::mpsc::channel();
+        let holder = {
+            let (registry, done_tx) = (std::sync::Arc::clone(&registry), done_tx.clone());
+            thread::spawn(move || {
+                let held = registry.get(x).unwrap();
+                held_tx.send(()).unwrap();
+                thread::sleep(Duration::from_millis(50)); // the other is pinned, in remove(x)
+                let got = registry.remove(y);
+                assert_eq!(*held, 1);
+                drop(held);
+                done_tx.send(got).unwrap();
+            })
+        };
+        let pinned_remover = {
+            let registry = std::sync::Arc::clone(&registry);
+            thread::spawn(move || {
+                held_rx.recv().unwrap();
+                let pinned = registry.pin();
+                assert!(registry.remove(x).is_none(), "pinned: removed as discard");
+                thread::sleep(Duration::from_millis(100)); // stay pinned a while
+                drop(pinned);
+                done_tx.send(None).unwrap();
+            })
+        };
+        for _ in 0..2 {
+            done_rx.recv_timeout(Duration::from_secs(30)).expect("the two removals deadlocked");
+        }
+        holder.join().unwrap();
+        pinned_remover.join().unwrap();
+        assert!(registry.is_empty());
+    }
+
+    #[test]
+    fn drain_on_a_pinned_thread_discards_what_it_cannot_hand_out() {
+        let drops = drops();
+        let registry = registry(2, 64);
+        for tag in 0..5 {
+            registry.insert(Tracked::new(tag, &drops)).unwrap();
+        }
+        let pinned = registry.pin();
+        assert_eq!(registry.drain().count(), 0, "a pinned thread cannot wait: all discarded");
+        drop(pinned);
+        assert!(registry.is_empty());
+        settle(&registry, || count(&drops) == 5);
+    }
+
+    #[test]
+    fn dropping_the_registry_drops_its_live_values_at_once() {
+        let drops = drops();
+        let registry = registry(2, 64);
+        drop(registry.pin());
+        for tag in 0..3 {
+            registry.insert(Tracked::new(tag, &drops)).unwrap();
+        }
+        let removed = registry.insert(Tracked::new(9, &drops)).unwrap();
+        let pinned = registry.pin();
+        assert!(registry.discard(removed));
+        drop(pinned);
+        // The removed value's end may still be pending: it keeps the
+        // shards, but not the live values.
+        drop(registry);
+        assert!(count(&drops) >= 3, "live values outlived their registry");
+        for _ in 0..1_000_000 {
+            if count(&drops) == 4 {
+                return;
+            }
+            crossbeam_epoch::pin().flush();
+            thread::yield_now();
+        }
+        panic!("the removed value was never dropped");
+    }
+
     /// Values whose drop poisons them first: a reader that saw one after its
     /// end would see the poison (and Miri or a sanitizer the use after free).
     struct Canary(Box<[u64; 4]>);
