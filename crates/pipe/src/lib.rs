@@ -55,6 +55,13 @@
 //!   the read protocol. A side goes to sleep with a compare-and-swap against
 //!   the word it judged from, after registering its waker, so a commit that
 //!   lands in between is never missed (Kestrel's lost wakeup, PR 801/1083).
+//! - A flush below the pause threshold does not look at that word: the
+//!   writer keeps the word its last commit's read-modify-write returned
+//!   (only the reader can have lowered the count since), and the reader
+//!   reports what could raise it (credit given back, its own drop) on a
+//!   line of its own that rarely changes (`Shared::reader_news`). So a
+//!   commit + flush costs the writer one access to the shared line, not
+//!   two.
 //! - One read at a time, checked at run time where the type system cannot:
 //!   see [`Reader`] for the exact rule and [`ReadError::ConcurrentRead`].
 //!

@@ -8,7 +8,7 @@ use crate::error::ReadError;
 use crate::park;
 use crate::primitive::{Arc, Ordering, UnsafeCell};
 use crate::segment::Node;
-use crate::shared::Shared;
+use crate::shared::{NEWS_READER_GONE, Shared};
 use crate::state::{
     CONFLICT, HOLDING, PENDING, READER_CLOSED, READER_WAITING, UNEXAMINED, WRITER_CLOSED,
     WRITER_WAITING, has, unexamined,
@@ -244,7 +244,10 @@ impl Reader {
                 Ordering::AcqRel,
                 Ordering::Relaxed,
             ) {
-                Ok(_) => return has(current, CONFLICT),
+                Ok(_) => {
+                    shared.credit_returned(credit);
+                    return has(current, CONFLICT);
+                }
                 Err(actual) => current = actual,
             }
         }
@@ -284,6 +287,7 @@ impl Reader {
                 let new = ((state & !(PENDING | READER_WAITING)) | HOLDING) + at.credit;
                 match shared.transition(state, new) {
                     Ok(_) => {
+                        shared.credit_returned(at.credit);
                         // SAFETY: this read owns the state (now HOLDING),
                         // hence `local`.
                         self.local.with_mut(|local| unsafe { (*local).credit = 0 });
@@ -484,6 +488,8 @@ impl Drop for Reader {
         // AcqRel: Release orders our last reads before the writer's reuse of
         // anything; Acquire orders its registration before our wake.
         let old = self.shared.state.fetch_or(READER_CLOSED, Ordering::AcqRel);
+        // Release: a flush that sees this sees READER_CLOSED.
+        self.shared.reader_news.fetch_or(NEWS_READER_GONE, Ordering::Release);
         if has(old, WRITER_WAITING) {
             self.shared.wake(WRITER_WAITING, &self.shared.writer_waker);
         }

@@ -11,11 +11,22 @@ use crate::segment::Node;
 use crate::state::{WRITER_WAITING, has};
 use crate::waker::WakerSlot;
 
+/// `reader_news`: the reader was dropped (after `READER_CLOSED`).
+pub(crate) const NEWS_READER_GONE: u64 = 1;
+/// `reader_news`, added per event: a read gave back the credit it had lent
+/// (the unexamined count went up without a commit).
+pub(crate) const NEWS_CREDIT_RETURNED: u64 = 2;
+
 pub(crate) struct Shared {
     /// The readiness word (`crate::state`); written by both ends.
     pub(crate) state: CachePadded<AtomicU64>,
     /// The reader's published head: nodes before it are the writer's to reuse.
     pub(crate) head: CachePadded<AtomicPtr<Node>>,
+    /// What the reader did that can raise the writer's back-pressure, on a
+    /// line of its own that changes rarely (`NEWS_*`): the writer's flush
+    /// reads it instead of the state word, whose line the reader keeps
+    /// writing. Set after the state word changes, with Release.
+    pub(crate) reader_news: CachePadded<AtomicU64>,
     pub(crate) reader_waker: CachePadded<WakerSlot>,
     pub(crate) writer_waker: CachePadded<WakerSlot>,
     /// The writer's close error: written once before `WRITER_CLOSED` is set,
@@ -40,6 +51,7 @@ impl Shared {
         Self {
             state: CachePadded::new(AtomicU64::new(0)),
             head: CachePadded::new(AtomicPtr::new(sentinel)),
+            reader_news: CachePadded::new(AtomicU64::new(0)),
             reader_waker: CachePadded::new(WakerSlot::new()),
             writer_waker: CachePadded::new(WakerSlot::new()),
             error: UnsafeCell::new(None),
@@ -72,6 +84,16 @@ impl Shared {
         // AcqRel: Acquire orders the sleeper's registration before our wake.
         self.state.fetch_and(!bit, Ordering::AcqRel);
         slot.wake();
+    }
+
+    /// Tells the writer's flush that the unexamined count rose (credit
+    /// came back), after the state word's update.
+    #[inline]
+    pub(crate) fn credit_returned(&self, credit: u64) {
+        if credit > 0 {
+            // Release: the count's rise happens before a flush that sees this.
+            self.reader_news.fetch_add(NEWS_CREDIT_RETURNED, Ordering::Release);
+        }
     }
 
     /// Wakes the writer if `old` (the word before a reader's update that

@@ -67,6 +67,13 @@ pub struct Writer {
     /// `put_slice` that is about to publish them): the stream position of
     /// the next byte, and so of the next node's first byte.
     written: u64,
+    /// The state word just after this writer's last publish, and the
+    /// reader's news read just after it (`Shared::reader_news`). While the
+    /// news is unchanged, only the reader's advances have changed the
+    /// count since, downwards: a flush below the pause threshold then
+    /// needs no fresh look at the state word, whose line the reader keeps.
+    seen: u64,
+    news_seen: u64,
     closed: bool,
     /// The poll-based adapters' flush hysteresis (`io.rs`).
     pub(crate) io_paused: bool,
@@ -91,6 +98,8 @@ impl Writer {
             tail_len: 0,
             tail_cap: 0,
             written: 0,
+            seen: 0,
+            news_seen: 0,
             closed: false,
             io_paused: false,
         }
@@ -313,7 +322,9 @@ impl Writer {
     /// Waits while the reader is over the pause threshold: returns at once
     /// when fewer than `pause_at` bytes are unexamined, otherwise once fewer
     /// than `resume_at` are. Nothing else needs flushing: committed bytes
-    /// are already visible.
+    /// are already visible. When the count the last commit saw is below
+    /// the threshold and the reader has only lowered it since, that is
+    /// enough to return; otherwise it looks at the state word afresh.
     ///
     /// # Errors
     /// [`WriteError::ReaderClosed`] when the reader is gone (also while
@@ -365,6 +376,9 @@ impl Writer {
         // registered its waker.
         let old = self.shared.state.fetch_add(n as u64, Ordering::AcqRel);
         debug_assert!(unexamined(old) + n as u64 <= crate::state::UNEXAMINED);
+        self.seen = old + n as u64;
+        // Acquire: pairs with the reader's Release of its news.
+        self.news_seen = self.shared.reader_news.load(Ordering::Acquire);
         if has(old, READER_WAITING | READER_CLOSED) {
             return self.publish_slow(old);
         }
@@ -450,6 +464,16 @@ impl Writer {
         paused: &mut bool,
     ) -> Poll<Result<(), WriteError>> {
         let config = self.shared.config;
+        // Acquire: pairs with the reader's Release of its news.
+        if !*paused
+            && unexamined(self.seen) < config.pause_at
+            && self.shared.reader_news.load(Ordering::Acquire) == self.news_seen
+        {
+            // Below the threshold at our last publish, and since then the
+            // reader has only lowered the count (no credit came back) and
+            // is still there: nothing to wait for.
+            return Poll::Ready(Ok(()));
+        }
         // Acquire: the reader's advances (and its drop) happen before what
         // we decide from them.
         let mut state = self.shared.state.load(Ordering::Acquire);
