@@ -239,7 +239,12 @@ impl RequestBody {
                 self.link.push_updates(flow.stream, updates);
             } else {
                 // Malformed or cut short: the parser cannot resume after it.
-                self.link.hand_back(Returned { framing: None, received });
+                let status = match kind {
+                    io::ErrorKind::InvalidData => Some(crate::Status::BAD_REQUEST),
+                    io::ErrorKind::FileTooLarge => Some(crate::Status::CONTENT_TOO_LARGE),
+                    _ => None,
+                };
+                self.link.hand_back(Returned { framing: None, received, status });
             }
             return Err(io::Error::new(kind, "the request body failed"));
         }
@@ -277,7 +282,11 @@ impl RequestBody {
                 self.link.push_updates(flow.stream, updates);
                 return;
             }
-            self.link.hand_back(Returned { framing: Some(framing), received: state.received });
+            self.link.hand_back(Returned {
+                framing: Some(framing),
+                received: state.received,
+                status: None,
+            });
         }
     }
 

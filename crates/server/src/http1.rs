@@ -81,6 +81,12 @@ pub(crate) struct Http1<S> {
     scanned: usize,
     /// A deferred response is in flight.
     awaiting: bool,
+    /// The lent body failed while a deferred response was in flight: the
+    /// connection closes once that response has ended.
+    closing: bool,
+    /// The client's error that failed the lent body (400, 413), the answer
+    /// if the deferred response fails before its head.
+    failure: Option<Status>,
     /// The last request asked for h2c (`Upgrade`), for the session.
     upgrade: Option<crate::h2::upgrade::Upgrade>,
 }
@@ -158,7 +164,14 @@ enum Step<S> {
 
 impl<S> Http1<S> {
     pub(crate) fn new() -> Self {
-        Self { phase: Phase::Head, scanned: 0, awaiting: false, upgrade: None }
+        Self {
+            phase: Phase::Head,
+            scanned: 0,
+            awaiting: false,
+            closing: false,
+            failure: None,
+            upgrade: None,
+        }
     }
 
     /// Whether no request is under way (between requests, nothing parsed of
@@ -188,9 +201,15 @@ impl<S> Http1<S> {
     /// connection after it.
     pub(crate) fn response_done(&mut self, keep_alive: bool) {
         self.awaiting = false;
-        if !keep_alive {
+        if !keep_alive || self.closing {
             self.phase = Phase::Closed;
         }
+    }
+
+    /// What to answer when the deferred response fails before its head:
+    /// the client's error that failed its body, or 500.
+    pub(crate) fn failure_status(&self) -> Status {
+        self.failure.unwrap_or(Status::INTERNAL_SERVER_ERROR)
     }
 
     /// The lent body came back: resume after it, drain its rest, or close
@@ -200,6 +219,13 @@ impl<S> Http1<S> {
             return;
         }
         self.phase = match returned.framing {
+            // The response in flight (which may be the answer to this very
+            // failure) goes out first; then the connection closes.
+            None if self.awaiting => {
+                self.failure = returned.status;
+                self.closing = true;
+                return;
+            }
             None => Phase::Closed,
             Some(framing) if framing.is_done() => Phase::Head,
             Some(framing) => Phase::Body(Exchange {
@@ -315,6 +341,10 @@ impl<S> Http1<S> {
             };
             let examined = match step {
                 Step::Pause | Step::Lend(_) => pos,
+                // An h2c upgrade: what follows the request (the client's
+                // preface and first frames, often in the same segment) is
+                // the HTTP/2 side's to read, unexamined.
+                Step::Close if self.upgrade.is_some() => pos,
                 Step::Wait | Step::Close => len,
             };
             // Cannot fail: both positions are within the read.

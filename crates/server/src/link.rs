@@ -89,6 +89,11 @@ pub(crate) struct Returned {
     pub(crate) framing: Option<Framing>,
     /// Body bytes received so far (against `max_body`).
     pub(crate) received: u64,
+    /// Why a failed body failed, when the client is to blame: 400 for a
+    /// malformed chunked body, 413 past `max_body`. The answer the
+    /// connection gives if the application's response fails before its
+    /// head (instead of 500). `None` for a body cut short.
+    pub(crate) status: Option<crate::Status>,
 }
 
 /// A connection's link to the application threads.

@@ -13,7 +13,7 @@ use falconet_pool::Pool;
 use crate::date::DateCache;
 use crate::h2::frame::PREFACE;
 use crate::h2::serve::Http2;
-use crate::handler::{Handler, Status};
+use crate::handler::Handler;
 use crate::http1::{Http1, MAX_HEADERS_LIMIT, Progress};
 use crate::link::Notify;
 use crate::options::{Options, OptionsError};
@@ -434,7 +434,7 @@ impl<H: Handler> Session<H> {
             self.pending = None;
             if failed {
                 if sent == 0 {
-                    crate::http1::refuse(&mut self.out, cx, Status::INTERNAL_SERVER_ERROR);
+                    crate::http1::refuse(&mut self.out, cx, self.http.failure_status());
                 }
                 self.http.close();
             } else {
@@ -484,8 +484,9 @@ impl<H: Handler> Session<H> {
                 self.http.close();
                 return true;
             }
-            // Nothing written: 500, as a synchronous answer would.
-            let _ = encoder.status(Status::INTERNAL_SERVER_ERROR);
+            // Nothing written: 500, as a synchronous answer would (or the
+            // client's error that failed the request's body).
+            let _ = encoder.status(self.http.failure_status());
         }
         let keep_alive = encoder.finish(&mut self.out, cx.date.fields());
         self.http.response_done(keep_alive);

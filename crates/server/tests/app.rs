@@ -358,3 +358,44 @@ fn a_panicking_application_task_gets_its_request_a_500_and_nothing_else() {
     assert_eq!(client.get("/panic").status, 500);
     assert_eq!(Client::connect(server.addr).get("/ok").text(), "fine");
 }
+
+/// Sends `request` on a fresh connection and reads until the server
+/// closes: the whole answer (empty if the server said nothing).
+fn answer_then_close(addr: std::net::SocketAddr, request: &[u8]) -> String {
+    let mut tcp = TcpStream::connect(addr).unwrap();
+    tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    tcp.write_all(request).unwrap();
+    let mut answer = Vec::new();
+    let _ = tcp.read_to_end(&mut answer);
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
+/// A body read on an application thread that the client framed wrongly
+/// is the client's error, as it is for a body read on the loop: 400 for a
+/// malformed chunk, 413 past `max_body`, then the connection closes. (The
+/// echo's responder used to drop with a 500, or the connection closed
+/// before it, saying nothing.)
+#[test]
+fn a_lent_body_the_client_framed_wrongly_gets_400_or_413_then_a_close() {
+    let runtime = runtime();
+    let server = serve(Options::new().workers(1).max_body(10), Demo::new(runtime.handle().clone()));
+    let head = "POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n";
+    let cases: [(&str, &str); 5] = [
+        (" 5\r\nhello\r\n0\r\n\r\n", "400"),
+        ("10000000000000005\r\nhello\r\n0\r\n\r\n", "400"),
+        ("5\nhello\r\n0\r\n\r\n", "400"),
+        ("5\r\nhelloXX\r\n0\r\n\r\n", "400"),
+        ("b\r\nhello world\r\n0\r\n\r\n", "413"),
+    ];
+    for (body, status) in cases {
+        for _ in 0..10 {
+            let answer = answer_then_close(server.addr, format!("{head}{body}").as_bytes());
+            assert!(answer.starts_with(&format!("HTTP/1.1 {status} ")), "{body:?}: {answer:?}");
+        }
+    }
+    // A well-framed body still echoes, on a connection that stays open.
+    let mut client = Client::connect(server.addr);
+    client.send(format!("{head}5\r\nhello\r\n0\r\n\r\n").as_bytes());
+    let reply = client.reply().unwrap();
+    assert_eq!((reply.status, reply.text().as_str()), (200, "hello"));
+}

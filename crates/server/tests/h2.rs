@@ -988,3 +988,20 @@ fn field_counts_around_the_small_array() {
         assert_eq!(response.await.unwrap().status(), StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE);
     });
 }
+
+/// A lent body past `max_body` (no content-length to refuse it early) is
+/// the client's error: the echo's read fails, and its response, failing
+/// before its head, is a 413 (it was a 500).
+#[cfg(feature = "tokio")]
+#[test]
+fn a_lent_body_past_max_body_gets_413() {
+    let (_app, server) = demo(Options::new().workers(1).max_body(10));
+    runtime().block_on(async {
+        let send = connect(server.addr, 65_535).await;
+        let answer = request(&send, Method::POST, "/echo", b"hello world").await;
+        assert_eq!(answer.status, StatusCode::PAYLOAD_TOO_LARGE);
+        // The connection goes on.
+        let answer = request(&send, Method::POST, "/echo", b"hello").await;
+        assert_eq!((answer.status, &answer.body[..]), (StatusCode::OK, &b"hello"[..]));
+    });
+}

@@ -866,3 +866,100 @@ fn request_trailers() {
     let (status, _, body) = raw.response(3);
     assert_eq!((status, String::from_utf8_lossy(&body).into_owned()), (0, "RST(1)".into()));
 }
+
+// ------------------------------------------ a black-box probe's findings
+
+/// Waits for a frame of `kind` (skipping others) until the connection ends
+/// or `timeout` passes with nothing new.
+fn await_frame(raw: &mut Raw, kind: u8, timeout: Duration) -> Option<Frame> {
+    while let Some(frame) = raw.next_frame(timeout) {
+        if frame.kind == kind {
+            return Some(frame);
+        }
+    }
+    None
+}
+
+/// Reads up to the end of the `101` head.
+fn read_switch(raw: &mut Raw) {
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    raw.tcp.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    while !head.ends_with(b"\r\n\r\n") {
+        assert_eq!(raw.tcp.read(&mut byte).unwrap(), 1, "{}", String::from_utf8_lossy(&head));
+        head.push(byte[0]);
+    }
+    assert!(head.starts_with(b"HTTP/1.1 101"), "{}", String::from_utf8_lossy(&head));
+}
+
+/// An upgrade request (`UPGRADE`'s fields) for `/up`.
+fn upgrade_request() -> Vec<u8> {
+    format!("GET /up HTTP/1.1\r\nHost: h\r\n{UPGRADE}\r\n").into_bytes()
+}
+
+/// RFC 9113 3.2: frames the client sends right behind the upgrade request,
+/// in the same segment, are read at once (they were left "examined" by
+/// the HTTP/1 side, and sat unread until more input came).
+#[test]
+fn frames_in_the_upgrade_requests_segment_are_answered_without_more_input() {
+    let server = serve(Options::new().workers(1), Probe);
+    let mut raw = Raw::connect(server.addr);
+    let mut out = upgrade_request();
+    out.extend_from_slice(PREFACE);
+    frame::encode_settings(&mut out, &[]);
+    frame::encode_ping(&mut out, *b"pingpong", false);
+    raw.send(&out);
+    read_switch(&mut raw);
+    let ack = await_frame(&mut raw, kind::PING, Duration::from_secs(5)).expect("no PING ack");
+    assert_eq!((ack.flags, &ack.payload[..]), (1, &b"pingpong"[..]));
+}
+
+/// RFC 9113 3.4: a bad preface in the upgrade request's segment is a
+/// connection error, at once.
+#[test]
+fn a_bad_preface_in_the_upgrade_requests_segment_is_refused_at_once() {
+    let server = serve(Options::new().workers(1), Probe);
+    let mut raw = Raw::connect(server.addr);
+    let mut out = upgrade_request();
+    out.extend_from_slice(b"GARBAGE GARBAGE GARBAGE GARBAGE\r\n\r\n");
+    raw.send(&out);
+    read_switch(&mut raw);
+    let goaway = await_frame(&mut raw, kind::GOAWAY, Duration::from_secs(5)).expect("no GOAWAY");
+    assert_eq!(goaway.code(), u32::from(ErrorCode::PROTOCOL_ERROR));
+}
+
+/// RFC 9113 5.1 (closed): HEADERS on a stream the client reset is
+/// STREAM_CLOSED, not an unused id's PROTOCOL_ERROR.
+#[test]
+fn headers_on_a_stream_the_client_reset_is_stream_closed() {
+    let server = serve(Options::new().workers(1), Probe);
+    let mut raw = Raw::handshake(server.addr, &[]);
+    let fields = req("GET", "/slow");
+    raw.headers(1, &fields, false);
+    let mut out = Vec::new();
+    frame::encode_rst_stream(&mut out, 1, ErrorCode::CANCEL);
+    raw.send(&out);
+    raw.headers(1, &fields, true);
+    let goaway = await_frame(&mut raw, kind::GOAWAY, Duration::from_secs(5)).expect("no GOAWAY");
+    assert_eq!(goaway.code(), u32::from(ErrorCode::STREAM_CLOSED));
+}
+
+/// RFC 9113 5.1 (idle) and 6.4: a WINDOW_UPDATE of 0 on an idle stream is
+/// the idle stream's connection error, not a RST_STREAM (which must not
+/// be sent for an idle stream).
+#[test]
+fn a_zero_window_update_on_an_idle_stream_is_a_connection_error() {
+    let server = serve(Options::new().workers(1), Probe);
+    let mut raw = Raw::handshake(server.addr, &[]);
+    raw.window_update(1, 0);
+    let mut seen = Vec::new();
+    while let Some(frame) = raw.next_frame(Duration::from_secs(5)) {
+        seen.push(frame.kind);
+        if frame.kind == kind::GOAWAY {
+            assert_eq!(frame.code(), u32::from(ErrorCode::PROTOCOL_ERROR));
+            assert!(!seen.contains(&kind::RST_STREAM), "{seen:?}");
+            return;
+        }
+    }
+    panic!("no GOAWAY: {seen:?}");
+}

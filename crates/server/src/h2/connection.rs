@@ -127,7 +127,7 @@ const fn update_threshold(size: u32) -> u32 {
 
 use super::frame::{
     self, ErrorCode, ErrorScope, Frame, FrameError, FrameHeader, HEADER_LEN, PREFACE, Settings,
-    setting,
+    Violation, setting,
 };
 use super::head::Head;
 use super::hpack::{self, Decoder, Encoder, Field};
@@ -789,6 +789,9 @@ impl Connection {
             }
             return;
         };
+        // Closed by the client's reset: HEADERS on it now is STREAM_CLOSED
+        // (5.1), not an unused id.
+        self.remember_closed(id);
         let update = stream.input.abort().ok().flatten();
         self.connection_update(update);
         streams.reset(id);
@@ -821,6 +824,15 @@ impl Connection {
     fn frame_error(&mut self, error: FrameError, streams: &mut impl Streams) {
         match error.scope() {
             ErrorScope::Connection => self.fail(error.code(), "malformed frame"),
+            // On an idle stream only HEADERS and PRIORITY may come (5.1),
+            // and no RST_STREAM may go (6.4): a zero WINDOW_UPDATE there is
+            // the idle-stream connection error. PRIORITY's own stream error
+            // (5.3.1) stays one.
+            ErrorScope::Stream(id)
+                if id > self.last_stream && error.violation() != Violation::SelfDependency =>
+            {
+                self.fail(ErrorCode::PROTOCOL_ERROR, "a frame on an idle stream")
+            }
             ErrorScope::Stream(id) => {
                 if self.streams.contains_key(&id) {
                     self.stream_error(id, error.code(), streams);
@@ -924,10 +936,15 @@ impl Connection {
             if let Some(stream) = self.streams.remove(&id) {
                 self.retire(stream);
             }
-            self.recently_closed[self.next_closed_slot] = id;
-            self.next_closed_slot = (self.next_closed_slot + 1) % RESET_MEMORY;
+            self.remember_closed(id);
             self.budget = (self.budget + 1).min(self.config.reset_budget);
         }
+    }
+
+    /// Stream `id` lived and closed: a later HEADERS on it is STREAM_CLOSED.
+    fn remember_closed(&mut self, id: u32) {
+        self.recently_closed[self.next_closed_slot] = id;
+        self.next_closed_slot = (self.next_closed_slot + 1) % RESET_MEMORY;
     }
 
     /// A connection error: GOAWAY with `code`, and nothing more is read.

@@ -71,6 +71,10 @@ struct Exchange<S> {
     received: u64,
     /// Refused before the handler saw it (a body over `max_body`).
     refused: Option<Status>,
+    /// A lent body the client sent past `max_body`: its pipe failed, and
+    /// this is the answer if the application's response fails before its
+    /// head (instead of 500).
+    failure: Option<Status>,
     /// The response in staging form; `sent` bytes of it are framed.
     staged: Vec<u8>,
     sent: usize,
@@ -534,7 +538,8 @@ impl<S: Send + 'static> Http2<S> {
                     recycle(&mut self.spare, exchange.staged);
                 }
             } else {
-                refuse(exchange, cx, Status::INTERNAL_SERVER_ERROR);
+                let status = exchange.failure.unwrap_or(Status::INTERNAL_SERVER_ERROR);
+                refuse(exchange, cx, status);
             }
             moved = true;
         }
@@ -887,6 +892,7 @@ impl<H: Handler> Dispatch<'_, H> {
                 head_only: method == "HEAD",
                 received: 0,
                 refused,
+                failure: None,
                 staged,
                 sent: 0,
                 shared: Pieces::default(),
@@ -911,6 +917,19 @@ impl<H: Handler> Dispatch<'_, H> {
             return true;
         }
         if let Some(writer) = &mut exchange.body {
+            exchange.received += data.len() as u64;
+            if exchange.received > self.cx.limits.max_body {
+                // The application's read fails with FileTooLarge (as for
+                // HTTP/1); a response that fails before its head is a 413.
+                exchange.failure = Some(Status::CONTENT_TOO_LARGE);
+                if let Some(writer) = exchange.body.take() {
+                    writer.close_with(std::io::Error::new(
+                        std::io::ErrorKind::FileTooLarge,
+                        "the request body is over max_body",
+                    ));
+                }
+                return true;
+            }
             // Lent: into the body's pipe; the reader releases the credit.
             if !data.is_empty()
                 && let Err(error) = writer.put_slice(data)
