@@ -81,8 +81,8 @@ pub(crate) struct Http1<S> {
     scanned: usize,
     /// A deferred response is in flight.
     awaiting: bool,
-    /// The lent body failed while a deferred response was in flight: the
-    /// connection closes once that response has ended.
+    /// The connection closes once the deferred response in flight has
+    /// ended: the lent body failed, or the client's input ended behind it.
     closing: bool,
     /// The client's error that failed the lent body (400, 413), the answer
     /// if the deferred response fails before its head.
@@ -293,6 +293,13 @@ impl<S> Http1<S> {
                 }
                 match &mut self.phase {
                     Phase::Closed => break Step::Close,
+                    Phase::Head if pos == len && completed && self.awaiting => {
+                        // The client's input ended (its FIN came with the
+                        // request) behind a deferred response: the response
+                        // goes out first, then the connection closes.
+                        self.closing = true;
+                        break Step::Pause;
+                    }
                     Phase::Head if pos == len => {
                         break if completed { Step::Close } else { Step::Wait };
                     }

@@ -399,3 +399,31 @@ fn a_lent_body_the_client_framed_wrongly_gets_400_or_413_then_a_close() {
     let reply = client.reply().unwrap();
     assert_eq!((reply.status, reply.text().as_str()), (200, "hello"));
 }
+
+/// A client that half-closes right behind its requests (`nc`, HTTP/1.0
+/// clients): a request answered later must still be answered, before the
+/// connection closes (its response was dropped when the FIN came in the
+/// same read as the request).
+#[test]
+fn deferred_answers_survive_a_fin_that_arrives_with_the_requests() {
+    let runtime = runtime();
+    let server = serve(Options::new().workers(1), Demo::new(runtime.handle().clone()));
+    let delay = "GET /delay?ms=100 HTTP/1.1\r\nHost: t\r\n\r\n";
+    let cases: [(String, usize); 5] = [
+        (delay.to_string(), 1),
+        ("GET /delay?ms=100 HTTP/1.0\r\n\r\n".to_string(), 1),
+        ("HEAD /delay?ms=100 HTTP/1.1\r\nHost: t\r\n\r\n".to_string(), 1),
+        (delay.repeat(3), 3),
+        (format!("{delay}GET /plaintext HTTP/1.1\r\nHost: t\r\n\r\n"), 2),
+    ];
+    for (requests, expected) in cases {
+        let mut tcp = TcpStream::connect(server.addr).unwrap();
+        tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        tcp.write_all(requests.as_bytes()).unwrap();
+        tcp.shutdown(std::net::Shutdown::Write).unwrap();
+        let mut answer = Vec::new();
+        let _ = tcp.read_to_end(&mut answer);
+        let answer = String::from_utf8_lossy(&answer);
+        assert_eq!(answer.matches(" 200 OK\r\n").count(), expected, "{requests:?}: {answer:?}");
+    }
+}
