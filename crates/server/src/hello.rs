@@ -138,8 +138,13 @@ pub enum DemoRoute {
     BadDelay,
     /// `POST /echo`.
     Echo,
-    /// `GET /bytes` with a valid `n`.
+    /// `GET /bytes` with a valid `n` over HTTP/2 (sent in place, as the
+    /// stream's window allows), or `HEAD`.
     Bytes(u64),
+    /// `GET /bytes` with a valid `n` over HTTP/1: written a piece at a time
+    /// as the socket takes it, so a client that does not read holds one
+    /// piece of server memory, not the whole answer.
+    BytesStreamed(u64),
     /// `/bytes` with a missing or invalid `n`.
     BadBytes,
     /// `POST /upload`: the body bytes so far.
@@ -206,6 +211,9 @@ impl Handler for Demo {
                 DemoRoute::Echo
             }
             ("/echo", _) => DemoRoute::PostOnly,
+            ("/bytes", "GET") if request.version() != crate::Version::Http2 => {
+                Self::bytes(request.target()).map_or(DemoRoute::BadBytes, DemoRoute::BytesStreamed)
+            }
             ("/bytes", "GET" | "HEAD") => {
                 Self::bytes(request.target()).map_or(DemoRoute::BadBytes, DemoRoute::Bytes)
             }
@@ -255,6 +263,9 @@ impl Handler for Demo {
                     left -= take as u64;
                 }
             }
+            DemoRoute::BytesStreamed(n) => {
+                let _ = response.poll_later(Box::new(BytesBody { left: n, head: false }));
+            }
             DemoRoute::PostOnly => {
                 let _ =
                     response.status(Status::METHOD_NOT_ALLOWED).and_then(|r| r.field(ALLOW_POST));
@@ -270,6 +281,40 @@ impl Handler for Demo {
                 self.runtime.spawn(echo(body, responder));
             }
         }
+    }
+}
+
+/// `GET /bytes` over HTTP/1, polled by the worker: each poll hands over one
+/// static piece, sent without a copy; the next poll comes once it is sent.
+#[cfg(feature = "tokio")]
+#[derive(Debug)]
+struct BytesBody {
+    /// Bytes still to hand over.
+    left: u64,
+    /// The head's fields are written.
+    head: bool,
+}
+
+#[cfg(feature = "tokio")]
+impl crate::response::Polled for BytesBody {
+    fn poll_write(
+        &mut self,
+        _cx: &mut std::task::Context<'_>,
+        response: &mut Response<'_>,
+    ) -> std::task::Poll<crate::response::Step> {
+        use crate::response::Step;
+        if !self.head {
+            self.head = true;
+            if response.field(APPLICATION_OCTET_STREAM).is_err() {
+                return std::task::Poll::Ready(Step::Failed);
+            }
+        }
+        if self.left == 0 {
+            return std::task::Poll::Ready(Step::Done);
+        }
+        let take = self.left.min(BYTES_PIECE.len() as u64) as usize;
+        self.left -= take as u64;
+        std::task::Poll::Ready(Step::Frame(bytes::Bytes::from_static(&BYTES_PIECE[..take])))
     }
 }
 

@@ -319,7 +319,6 @@ impl<'a> Response<'a> {
     /// Hands the response to the worker, which polls `polled` to write it
     /// whenever the connection is woken (see [`Polled`]). Nothing may have
     /// been written.
-    #[cfg(feature = "tower")]
     pub(crate) fn poll_later(&mut self, polled: Box<dyn Polled>) -> Result<(), ResponseError> {
         if !self.encoder.is_untouched() {
             return Err(ResponseError::HeadSent);
