@@ -103,7 +103,7 @@ pub struct Pinned<'a, T> {
     #[cfg(falconet_registry_loom)]
     reads: std::cell::RefCell<Vec<crate::primitive::ConstPtr<std::mem::MaybeUninit<T>>>>,
     registry: &'a Registry<T>,
-    _guard: Guard,
+    guard: Guard,
 }
 
 impl<'a, T> Pinned<'a, T> {
@@ -125,7 +125,7 @@ impl<'a, T> Pinned<'a, T> {
             #[cfg(falconet_registry_loom)]
             reads: std::cell::RefCell::new(Vec::new()),
             registry,
-            _guard: guard,
+            guard,
         }
     }
 
@@ -143,10 +143,10 @@ impl<'a, T> Pinned<'a, T> {
         if !slot::is_live(state.load(Ordering::Acquire), id.generation()) {
             return None;
         }
-        // SAFETY: live, so reserved, so its values are allocated; and its
-        // end (drop or move, then vacate) is deferred until our guard drops
-        // (module docs), so it stays initialised and in place while `self`
-        // lives.
+        // Live, so reserved, so its values are allocated; and its end (drop
+        // or move, then vacate) is deferred until our guard drops (module
+        // docs), so it stays initialised and in place while `self` lives.
+        // SAFETY: as just said, the slot is reserved while `self` lives.
         let cell = unsafe { shard.value(id.slot()) }.get();
         Some(self.keep(cell))
     }
@@ -176,7 +176,7 @@ impl<'a, T> Pinned<'a, T> {
     /// per thread). Call it after a batch that closed connections whose
     /// values own resources (a socket, a buffer) that should go back soon.
     pub fn flush(&self) {
-        self._guard.flush();
+        self.guard.flush();
     }
 }
 

@@ -308,21 +308,17 @@ impl<T> Registry<T> {
     /// discarded entry) and no reference to the slot remains.
     unsafe fn end_removal(&self, id: ConnectionId) {
         if !self.deferring() {
-            let shard = &self.shards[id.shard()];
-            let state = shard.state(id.slot()).expect("a removed entry's page exists");
             // SAFETY: the caller's contract.
-            drop(unsafe { Self::finish_take(shard, id.slot(), state) });
+            drop(unsafe { Self::take_removed(&self.shards, id) });
             return;
         }
         // The closure shares the shards: it may run after the registry
         // drops. Two words and an id: crossbeam stores it inline.
         let shards = Arc::clone(&self.shards);
         let end = move || {
-            let shard = &shards[id.shard()];
-            let state = shard.state(id.slot()).expect("a removed entry's page exists");
             // SAFETY: the caller's contract, and every lookup that could
             // see the entry live has unpinned.
-            let value = unsafe { Self::finish_take(shard, id.slot(), state) };
+            let value = unsafe { Self::take_removed(&shards, id) };
             // The drop runs on whichever thread collects, inside crossbeam's
             // batch of deferred closures: a panic escaping here would skip
             // the rest of the batch (their values never dropped, their slots
@@ -333,6 +329,18 @@ impl<T> Registry<T> {
         // SAFETY: `end` owns what it touches (`T: 'static`: a registry
         // that defers was pinned, which needs it).
         unsafe { pinned::defer(end) };
+    }
+
+    /// [`finish_take`](Self::finish_take) of a removed entry, found by id.
+    ///
+    /// # Safety
+    ///
+    /// As `finish_take`.
+    unsafe fn take_removed(shards: &[CachePadded<Shard<T>>], id: ConnectionId) -> T {
+        let shard = &shards[id.shard()];
+        let state = shard.state(id.slot()).expect("a removed entry's page exists");
+        // SAFETY: the caller's contract.
+        unsafe { Self::finish_take(shard, id.slot(), state) }
     }
 
     /// The number of live entries.
@@ -429,8 +437,9 @@ impl<T> Registry<T> {
     /// Each entry is removed as [`remove`](Self::remove) does (it waits for
     /// other threads' `Ref`s to that entry, and for pinned threads once the
     /// registry has been pinned; one this thread holds is discarded, not
-    /// handed out, and on a pinned thread every entry is discarded). Meant for shutdown, after inserts stop:
-    /// entries inserted meanwhile may be missed.
+    /// handed out, and on a pinned thread every entry is discarded). Meant
+    /// for shutdown, after inserts stop: entries inserted meanwhile may be
+    /// missed.
     pub fn drain(&self) -> Drain<'_, T> {
         Drain { registry: self, shard: 0, slot: 0 }
     }

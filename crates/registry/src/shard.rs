@@ -282,10 +282,10 @@ impl<T> Shard<T> {
                     continue;
                 }
                 let slot = slot_of(page, offset);
-                // SAFETY: the registry is being dropped (no lookup, `Ref`
-                // or removal of it remains) and the slot is live, so its
-                // value is initialised and nobody else will touch it: the
-                // pending deferred ends touch only removed slots.
+                // The registry is being dropped (no lookup, `Ref` or
+                // removal of it remains) and the slot is live; the pending
+                // deferred ends touch only removed slots.
+                // SAFETY: so the value is initialised and ours alone.
                 let value = unsafe { self.value(slot).take() };
                 self.vacate(slot, state);
                 drop(value);

@@ -486,6 +486,9 @@ mod epoch_pinned {
                         live.insert(id, next_tag);
                         issued.push(id);
                     } else {
+                        // Only at the bound, though removed values wait for
+                        // the epoch to give their slots back.
+                        assert_eq!(live.len(), max, "Full below the bound");
                         inserted += 1; // `Full` handed it back, dropped here
                     }
                 }
@@ -505,11 +508,9 @@ mod epoch_pinned {
                             let got = pinned.get(id);
                             assert_eq!(got.map(|v| v.tag), live.get(&id).copied());
                             if let Some(value) = got {
-                                // SAFETY: `reads` is cleared before the pin
-                                // drops (`Unpin`, the end), so no reference
-                                // outlives the pin it was read under.
-                                let value: &'static Tracked =
-                                    unsafe { &*std::ptr::from_ref(value) };
+                                let value = std::ptr::from_ref(value);
+                                // SAFETY: `reads` is cleared before the pin drops.
+                                let value: &'static Tracked = unsafe { &*value };
                                 reads.push((value, value.tag));
                             }
                         }

@@ -427,3 +427,61 @@ fn deferred_answers_survive_a_fin_that_arrives_with_the_requests() {
         assert_eq!(answer.matches(" 200 OK\r\n").count(), expected, "{requests:?}: {answer:?}");
     }
 }
+
+/// Sends `request` (with `Connection: close` where it is HTTP/1.1) and
+/// returns the answer's head and body as sent (chunked framing included).
+fn head_and_body(addr: std::net::SocketAddr, request: &str) -> (String, Vec<u8>) {
+    let mut tcp = TcpStream::connect(addr).unwrap();
+    tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    tcp.write_all(request.as_bytes()).unwrap();
+    let mut answer = Vec::new();
+    tcp.read_to_end(&mut answer).unwrap();
+    let at = answer.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+    (String::from_utf8_lossy(&answer[..at]).into_owned(), answer[at..].to_vec())
+}
+
+/// De-chunks `body`, checking its framing.
+fn dechunk(mut body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    loop {
+        let line = body.windows(2).position(|w| w == b"\r\n").unwrap();
+        let size = usize::from_str_radix(std::str::from_utf8(&body[..line]).unwrap(), 16).unwrap();
+        body = &body[line + 2..];
+        if size == 0 {
+            assert_eq!(body, b"\r\n", "the last chunk, then the end");
+            return out;
+        }
+        out.extend_from_slice(&body[..size]);
+        assert_eq!(&body[size..size + 2], b"\r\n");
+        body = &body[size + 2..];
+    }
+}
+
+/// The streamed `/bytes` at the edges of `n` (0, 1, a piece, a piece and
+/// one, the largest), over HTTP/1.1 (chunked), HTTP/1.0 (to the close),
+/// and HEAD (no body).
+#[test]
+fn streamed_bytes_at_the_edges_of_n() {
+    let runtime = runtime();
+    let server = serve(Options::new().workers(1), Demo::new(runtime.handle().clone()));
+    for n in [0usize, 1, 16 * 1024, 16 * 1024 + 1, 64 << 20] {
+        let (head, body) = head_and_body(
+            server.addr,
+            &format!("GET /bytes?n={n} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"),
+        );
+        assert!(head.starts_with("HTTP/1.1 200 "), "{head}");
+        let body = if head.contains("Transfer-Encoding: chunked") { dechunk(&body) } else { body };
+        assert!(body.len() == n && body.iter().all(|&b| b == b'x'), "n={n}: {} bytes", body.len());
+        let (head, body) =
+            head_and_body(server.addr, &format!("GET /bytes?n={n} HTTP/1.0\r\n\r\n"));
+        assert!(head.starts_with("HTTP/1.1 200 "), "{head}");
+        assert_eq!(body.len(), n, "HTTP/1.0, n={n}");
+        let (head, body) = head_and_body(
+            server.addr,
+            &format!("HEAD /bytes?n={n} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"),
+        );
+        assert!(head.starts_with("HTTP/1.1 200 ") && body.is_empty(), "HEAD n={n}: {head}");
+    }
+    let (head, _) = head_and_body(server.addr, "GET /bytes?n=67108865 HTTP/1.0\r\n\r\n");
+    assert!(head.starts_with("HTTP/1.1 400 "), "{head}");
+}
