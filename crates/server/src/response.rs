@@ -318,7 +318,8 @@ impl<'a> Response<'a> {
 
     /// Hands the response to the worker, which polls `polled` to write it
     /// whenever the connection is woken (see [`Polled`]). Nothing may have
-    /// been written.
+    /// been written. (Only the tokio demo and the tower path poll.)
+    #[cfg(any(feature = "tokio", feature = "tower"))]
     pub(crate) fn poll_later(&mut self, polled: Box<dyn Polled>) -> Result<(), ResponseError> {
         if !self.encoder.is_untouched() {
             return Err(ResponseError::HeadSent);
