@@ -51,7 +51,7 @@ use crate::handler::{BodyLength, Handler, Request, Status, Version};
 use crate::link::Returned;
 use crate::response::{Answered, AppSlots, BodyOffer, Response};
 use crate::session::Context;
-use crate::target::{self, TargetError};
+use crate::target::{self, KnownHost, TargetError};
 use crate::wire::Encoder;
 
 /// Header fields a head may have at most, whatever the options say (the
@@ -89,6 +89,8 @@ pub(crate) struct Http1<S> {
     failure: Option<Status>,
     /// The last request asked for h2c (`Upgrade`), for the session.
     upgrade: Option<crate::h2::upgrade::Upgrade>,
+    /// The last valid Host value, to check the next one against.
+    known_host: KnownHost,
 }
 
 #[derive(Debug)]
@@ -171,6 +173,7 @@ impl<S> Http1<S> {
             closing: false,
             failure: None,
             upgrade: None,
+            known_host: KnownHost::new(),
         }
     }
 
@@ -454,7 +457,7 @@ impl<S> Http1<S> {
             Err(TargetError::Invalid) => return refused(out, cx, Status::BAD_REQUEST),
             Err(TargetError::Connect) => return refused(out, cx, Status::NOT_IMPLEMENTED),
         };
-        let fields = match Fields::read(parsed.headers, version) {
+        let fields = match Fields::read(parsed.headers, version, &mut self.known_host) {
             Ok(fields) => fields,
             Err(status) => return refused(out, cx, status),
         };
@@ -738,7 +741,11 @@ impl<'a> Fields<'a> {
     /// Reads the fields that matter to the server, refusing a request whose
     /// framing is ambiguous (RFC 9112 §6), whose Host is missing, repeated
     /// or invalid (§3.2), or that it cannot serve.
-    fn read(headers: &[httparse::Header<'a>], version: Version) -> Result<Self, Status> {
+    fn read(
+        headers: &[httparse::Header<'a>],
+        version: Version,
+        known_host: &mut KnownHost,
+    ) -> Result<Self, Status> {
         let mut length: Option<u64> = None;
         let mut transfer_encoding = false;
         let mut chunked = false;
@@ -760,7 +767,7 @@ impl<'a> Fields<'a> {
                 17 => Field::TransferEncoding,
                 _ => continue,
             };
-            if !name.eq_ignore_ascii_case(field.name()) {
+            if !is_named(name.as_bytes(), field.name().as_bytes()) {
                 continue;
             }
             let value = header.value;
@@ -793,7 +800,7 @@ impl<'a> Fields<'a> {
                 Field::Host => {
                     // More than one Host line, or an invalid value: 400
                     // for any version (RFC 9112 §3.2).
-                    if host.is_some() || !target::is_valid_host(value) {
+                    if host.is_some() || !known_host.is_valid(value) {
                         return Err(Status::BAD_REQUEST);
                     }
                     // A valid value is ASCII; `Request::authority` reads it
@@ -853,6 +860,15 @@ impl<'a> Fields<'a> {
     }
 }
 
+/// Whether the field name `name` is `lower` (lowercase letters and `-`)
+/// in any case. Setting bit 5 of a byte lowercases a letter, and in a
+/// token no byte other than a letter's two cases lands on a letter or on
+/// `-` (only CR, 0x0D, would, and a token has none): a cheaper compare than
+/// `eq_ignore_ascii_case`, on every field of every request.
+fn is_named(name: &[u8], lower: &[u8]) -> bool {
+    name.len() == lower.len() && name.iter().zip(lower).all(|(&a, &b)| a | 0x20 == b)
+}
+
 /// The fields the server reads.
 #[derive(Clone, Copy)]
 enum Field {
@@ -893,7 +909,37 @@ mod tests {
     fn fields(version: Version, lines: &[(&'static str, &'static [u8])]) -> Result<(), Status> {
         let headers: Vec<httparse::Header<'static>> =
             lines.iter().map(|&(name, value)| httparse::Header { name, value }).collect();
-        Fields::read(&headers, version).map(drop)
+        Fields::read(&headers, version, &mut KnownHost::new()).map(drop)
+    }
+
+    #[test]
+    fn field_names_match_in_any_case_and_only_themselves() {
+        for field in [
+            Field::Host,
+            Field::Upgrade,
+            Field::Expect,
+            Field::Connection,
+            Field::ContentLength,
+            Field::TransferEncoding,
+        ] {
+            let lower = field.name().as_bytes();
+            assert!(is_named(lower, lower));
+            assert!(is_named(&lower.to_ascii_uppercase(), lower));
+            // Every token byte in every place: a match only where the
+            // byte is the same letter in either case.
+            for place in 0..lower.len() {
+                for byte in (0..=255u8).filter(|&b| crate::syntax::TOKEN[usize::from(b)]) {
+                    let mut name = lower.to_vec();
+                    name[place] = byte;
+                    assert_eq!(
+                        is_named(&name, lower),
+                        name.eq_ignore_ascii_case(lower),
+                        "{:?}",
+                        String::from_utf8_lossy(&name)
+                    );
+                }
+            }
+        }
     }
 
     #[test]
