@@ -14,6 +14,12 @@ use crate::writer::Writer;
 /// and with the `tokio` feature `AsyncRead` and `AsyncBufRead`. Made by
 /// [`Reader::into_io`].
 ///
+/// The `std::io` traits block the thread (see [`Reader::read_blocking`]:
+/// not on an async runtime's thread); with both `std::io::Read` and
+/// tokio's `AsyncReadExt` in scope, name the one you mean
+/// (`AsyncReadExt::read(&mut io, buf)`): the blocking one is what a
+/// compiler's suggestion may pick.
+///
 /// Bytes are consumed as they are read. After the last byte, the writer's
 /// [`close_with`](crate::Writer::close_with) error (if any) is returned,
 /// with its kind and message; a clean close is end of stream (`Ok(0)`).
@@ -149,6 +155,10 @@ impl io::BufRead for IoReader {
 /// write returns the error (`OutOfMemory` for an exhausted pool,
 /// `BrokenPipe` once the reader is gone): `Err` always means nothing was
 /// written, as `std::io::Write` requires.
+///
+/// Blocking, so not for an async runtime's thread (see
+/// [`Writer::flush_blocking`]); there, use `AsyncWrite` (with the `tokio`
+/// feature) or [`Writer::put_slice`] and [`Writer::flush`].
 impl io::Write for Writer {
     fn write(&mut self, data: &[u8]) -> io::Result<usize> {
         if data.is_empty() {

@@ -335,6 +335,16 @@ impl Writer {
 
     /// [`flush`](Self::flush), blocking the thread.
     ///
+    /// # Not on an async runtime's thread
+    /// This parks the thread until the other side acts. Called from a task
+    /// on an async runtime (tokio, ...), it blocks that runtime's worker, and
+    /// on a current-thread runtime it waits for good when the other side is
+    /// a task of the same runtime, which can then never run. Use the async
+    /// method there, or call this from a thread that may block (in tokio,
+    /// `spawn_blocking` or `block_in_place`). The pipe cannot tell the two
+    /// apart (a runtime's blocking threads are in its context too), so it
+    /// does not refuse the call.
+    ///
     /// # Errors
     /// As [`flush`](Self::flush).
     pub fn flush_blocking(&mut self) -> Result<(), WriteError> {

@@ -78,6 +78,13 @@ use crate::syntax::TOKEN;
 ///     }
 /// }
 /// ```
+///
+/// Every method runs on a worker's thread, inside its event loop and
+/// outside any async runtime: `tokio::spawn` there panics ("no reactor
+/// running"), and the panic closes the connection. Keep a
+/// `tokio::runtime::Handle` in the handler and spawn with it
+/// (`handle.spawn(...)`, as `hello::Demo` does), and never block: a
+/// blocked method stalls every connection of its worker.
 pub trait Handler: Send + Sync + 'static {
     /// What a request carries from its head to its response.
     type State: Send + 'static;

@@ -1,4 +1,4 @@
-//! A thin HTTP/1.1 server built from falconet's primitives: each
+//! A thin HTTP/1.1 and HTTP/2 (h2c) server built from falconet's primitives: each
 //! connection lives in a [`falconet_registry::Registry`] (its id is the
 //! poll token), its socket reads land in [`falconet_pool`] blocks through a
 //! [`falconet_pipe`] writer, and the request parser reads through the

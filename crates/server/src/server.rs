@@ -245,10 +245,31 @@ fn listen(addr: SocketAddr, reuse_port: bool) -> io::Result<std::net::TcpListene
 }
 
 /// A running server's worker threads.
+///
+/// Dropping it shuts the server down as [`Handle::shutdown`] does and waits
+/// for the workers (a graceful shutdown: at most about the shutdown
+/// timeout), so a server cannot outlive its `Running` by accident, say
+/// through an early `?`. [`join`](Self::join) waits without asking for a
+/// shutdown, and reports a worker's panic, which the drop cannot.
 #[derive(Debug)]
+#[must_use = "dropping `Running` shuts the server down; keep it, and `join` it"]
 pub struct Running<H: Handler> {
     handle: Handle<H>,
+    /// Emptied by `join`.
     threads: Vec<JoinHandle<()>>,
+}
+
+impl<H: Handler> Drop for Running<H> {
+    fn drop(&mut self) {
+        if self.threads.is_empty() {
+            return;
+        }
+        self.handle.shutdown();
+        for thread in self.threads.drain(..) {
+            // A worker's panic has nowhere to go from a drop.
+            let _ = thread.join();
+        }
+    }
 }
 
 impl<H: Handler> Running<H> {
@@ -261,9 +282,9 @@ impl<H: Handler> Running<H> {
     ///
     /// # Errors
     /// [`ServerError::WorkerPanicked`].
-    pub fn join(self) -> Result<(), ServerError> {
+    pub fn join(mut self) -> Result<(), ServerError> {
         let mut result = Ok(());
-        for thread in self.threads {
+        for thread in std::mem::take(&mut self.threads) {
             if thread.join().is_err() {
                 result = Err(ServerError::WorkerPanicked);
             }

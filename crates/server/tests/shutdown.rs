@@ -102,3 +102,36 @@ fn shutdown_with_no_connections_is_immediate() {
     server.stop();
     assert!(began.elapsed() < Duration::from_secs(2));
 }
+
+/// Dropping `Running` without `shutdown` and `join` (an early `?` in a
+/// user's `main`) stops the server: the request in flight is answered,
+/// the workers are joined, and the port serves no more.
+#[test]
+fn dropping_running_shuts_the_server_down() {
+    use falconet_server::Server;
+    let options = options().shutdown_timeout(Duration::from_secs(10));
+    let server = Server::bind("127.0.0.1:0", options, Echo).expect("bind");
+    let addr = server.local_addr();
+    let handle = server.handle();
+    let running = server.start().expect("start");
+    let mut client = Client::connect(addr);
+    assert_eq!(client.get("/before").status, 200);
+    // Half a body in flight: the graceful shutdown waits for the rest.
+    client.send(b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 4\r\n\r\nab");
+    let finisher = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        client.send(b"cd");
+        client.reply().map(|reply| reply.text())
+    });
+    // Let the worker read the half request (an unread one is idle, and
+    // closed at once by the shutdown).
+    std::thread::sleep(Duration::from_millis(100));
+    let started = Instant::now();
+    drop(running);
+    assert!(handle.is_shutting_down());
+    let echoed = finisher.join().unwrap().unwrap();
+    assert_eq!(echoed, format!("len=4 fnv={:x}", fnv(FNV_START, b"abcd")));
+    assert!(started.elapsed() >= Duration::from_millis(150), "the drop waited for the workers");
+    let refused = TcpStream::connect_timeout(&addr, Duration::from_secs(1));
+    assert!(refused.is_err(), "nothing listens after the drop");
+}
