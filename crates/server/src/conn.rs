@@ -28,7 +28,7 @@ use parking_lot::Mutex;
 
 use crate::handler::{Handler, Status};
 use crate::http1::Progress;
-use crate::session::{Context, OUTPUT_SLICES, Session};
+use crate::session::{Context, FINAL_GOAWAY_AFTER_MS, OUTPUT_SLICES, Session};
 
 /// What the registry holds for each connection. Only the worker that
 /// accepted it drives it (its socket is in that worker's poll); the timer
@@ -42,6 +42,9 @@ pub(crate) struct Connection<H: Handler> {
 pub(crate) enum Verdict {
     Open,
     Close,
+    /// Open, and the timer drained its output: drive it, so what waits
+    /// for room (a polled body) goes on.
+    Drive,
 }
 
 /// What the poll reported for a connection.
@@ -274,6 +277,16 @@ impl<H: Handler> Conn<H> {
         }
     }
 
+    /// The server's shutdown deadline passed with this connection still
+    /// open: HTTP/2 gets its final GOAWAY (best effort: one write) before
+    /// the socket closes.
+    pub(crate) fn last_words(&mut self, now: u64) {
+        if self.session.say_goodbye() {
+            self.writable = true;
+            let _ = self.write(now);
+        }
+    }
+
     /// The timer's judgement at `now`. A request that timed out gets `408`
     /// and the connection goes on to close as after any final response.
     pub(crate) fn check(&mut self, now: u64, timeouts: &Timeouts, cx: &mut Context) -> Verdict {
@@ -282,11 +295,33 @@ impl<H: Handler> Conn<H> {
             return if waited >= timeouts.linger { Verdict::Close } else { Verdict::Open };
         }
         if !self.session.output().is_empty() {
-            // The client does not read its responses.
-            return if waited >= timeouts.io { Verdict::Close } else { Verdict::Open };
+            if waited < timeouts.io {
+                return Verdict::Open;
+            }
+            // No write for the I/O timeout. The last one came back short,
+            // and edge-triggered readiness returns only once a third of
+            // the socket's send buffer (up to megabytes) has drained: a
+            // slow but steady reader takes longer than the timeout to get
+            // there. Whether it moved is whether the socket takes bytes
+            // now; a client that reads nothing gets closed.
+            let before = self.session.output_len();
+            self.writable = true;
+            if self.write(now).is_err() || self.session.output_len() == before {
+                return Verdict::Close;
+            }
+            return if self.session.output().is_empty() { Verdict::Drive } else { Verdict::Open };
         }
         if cx.draining && !self.session.is_idle() && self.session.start_drain() {
             // HTTP/2 learns of the shutdown now, not at its next event.
+            self.writable = true;
+            let _ = self.write(now);
+        }
+        if cx.draining
+            && now.saturating_sub(cx.drain_began) >= FINAL_GOAWAY_AFTER_MS
+            && self.session.finish_drain()
+        {
+            // The client never answered the shutdown's PING: it still
+            // learns which of its streams may have been processed.
             self.writable = true;
             let _ = self.write(now);
         }

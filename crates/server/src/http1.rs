@@ -58,6 +58,10 @@ use crate::wire::Encoder;
 /// parser's array lives on the stack).
 pub const MAX_HEADERS_LIMIT: usize = 256;
 
+/// Bytes of empty lines (CR and LF) after a request that leave the
+/// connection idle: two CRLFs.
+const MAX_IGNORED_EMPTY: usize = 4;
+
 /// What the connection should do after [`Session::process`](crate::Session::process).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Progress {
@@ -581,12 +585,24 @@ impl<S> Http1<S> {
     /// The head is incomplete: wait, or refuse it if it is already too long.
     fn partial(&mut self, bytes: &[u8], out: &mut Vec<u8>, cx: &Context) -> Head<S> {
         let limits = cx.limits;
-        let line_seen = bytes[..bytes.len().min(limits.max_request_line)].contains(&b'\n');
-        if !line_seen && bytes.len() >= limits.max_request_line {
+        // The longest line is `max_request_line` bytes and its CRLF: only
+        // past that, with no line end, is it certainly too long (as the
+        // whole head is judged, wherever the line was split).
+        let longest = limits.max_request_line + 2;
+        let line_seen = bytes[..bytes.len().min(longest)].contains(&b'\n');
+        if !line_seen && bytes.len() >= longest {
             return refused(out, cx, Status::URI_TOO_LONG);
         }
         if bytes.len() > limits.max_head {
             return refused(out, cx, Status::HEADER_FIELDS_TOO_LARGE);
+        }
+        if bytes.len() <= MAX_IGNORED_EMPTY && bytes.iter().all(|&b| b == b'\r' || b == b'\n') {
+            // An empty line or two after a request (RFC 9112 §2.2: a
+            // server SHOULD ignore at least one before a request line)
+            // leaves the connection between requests: the keep-alive
+            // rule, not the head's timeout and its 408, applies.
+            self.scanned = 0;
+            return Head::Partial;
         }
         self.scanned = bytes.len().max(1);
         Head::Partial

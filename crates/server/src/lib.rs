@@ -67,7 +67,8 @@
 //! | `Expect` other than `100-continue` | `417` |
 //! | a version other than 1.0 or 1.1 | `505` |
 //! | head not complete within [`Options::header_timeout`], body stalled for [`Options::io_timeout`] | `408` |
-//! | idle for [`Options::keep_alive_timeout`] | close |
+//! | a response the client takes none of for [`Options::io_timeout`] (a slow reader that takes some is not cut off: the timer offers it bytes) | close |
+//! | idle for [`Options::keep_alive_timeout`] (an empty line or two after a request, RFC 9112 §2.2, leave it idle) | close |
 //! | past [`Options::max_connections`] | `503` and close |
 //!
 //! An absolute-form target (`GET http://host/path HTTP/1.1`) is accepted:

@@ -176,6 +176,7 @@ impl<H: Handler> Server<H> {
                 cx,
                 notify,
                 woken: Vec::new(),
+                drive: Vec::new(),
             });
         }
         Ok(Self { shared, workers, notifies: notifies.into(), local_addr })

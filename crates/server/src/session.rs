@@ -61,8 +61,15 @@ pub struct Context {
     /// `Session::read_from`), [`SPILL`] bytes once used.
     pub(crate) spill: Vec<u8>,
     pub(crate) draining: bool,
+    /// When the draining began (the worker's clock, milliseconds).
+    pub(crate) drain_began: u64,
     pub(crate) requests: u64,
 }
+
+/// How long an HTTP/2 graceful shutdown waits for the client to answer its
+/// PING before it sends the final GOAWAY anyway: Go's one second. (Checked
+/// on the worker's timer, so up to a tick later.)
+pub(crate) const FINAL_GOAWAY_AFTER_MS: u64 = 1_000;
 
 impl Context {
     /// A context enforcing `options`' limits.
@@ -86,6 +93,7 @@ impl Context {
             scratch: Vec::new(),
             spill: Vec::new(),
             draining: false,
+            drain_began: 0,
             requests: 0,
         })
     }
@@ -613,6 +621,13 @@ impl<H: Handler> Session<H> {
             }
             None => false,
         }
+    }
+
+    /// The server's shutdown has run for [`FINAL_GOAWAY_AFTER_MS`]:
+    /// HTTP/2 sends its final GOAWAY if the client has not answered the
+    /// shutdown's PING. Returns whether it queued one.
+    pub(crate) fn finish_drain(&mut self) -> bool {
+        self.h2.as_mut().is_some_and(|h2| h2.finish_shutdown())
     }
 
     /// An idle connection is about to close (keep-alive timeout, or the

@@ -53,6 +53,8 @@ pub(crate) struct Worker<H: Handler> {
     pub(crate) notify: Arc<Notify>,
     /// Scratch for the woken ids.
     pub(crate) woken: Vec<u64>,
+    /// Scratch for the connections the timer drained and must drive.
+    pub(crate) drive: Vec<ConnectionId>,
 }
 
 impl<H: Handler> Worker<H> {
@@ -125,7 +127,10 @@ impl<H: Handler> Worker<H> {
                 }
                 if instant >= deadline {
                     if self.index == 0 {
-                        let closed = self.shared.registry.sweep(|_, _| false);
+                        let closed = self.shared.registry.sweep(|_, connection| {
+                            connection.inner.lock().last_words(now);
+                            false
+                        });
                         tracing::warn!(
                             closed,
                             "shutdown deadline passed; closed the remaining connections"
@@ -249,9 +254,26 @@ impl<H: Handler> Worker<H> {
     fn sweep(&mut self, now: u64) {
         let timeouts = self.shared.timeouts;
         let cx = &mut self.cx;
-        self.shared.registry.sweep(|_, connection| {
-            connection.inner.lock().check(now, &timeouts, cx) == Verdict::Open
+        let mut drive = std::mem::take(&mut self.drive);
+        self.shared.registry.sweep(|id, connection| {
+            match connection.inner.lock().check(now, &timeouts, cx) {
+                Verdict::Open => true,
+                Verdict::Close => false,
+                Verdict::Drive => {
+                    drive.push(id);
+                    true
+                }
+            }
         });
+        // (Any worker's connection: the lock makes that safe, as for the
+        // timer's own writes.)
+        for id in drive.drain(..) {
+            let readiness = Readiness { readable: false, writable: true, read_closed: false };
+            if let Ok(token) = usize::try_from(id.as_u64()) {
+                self.ready(Token(token), readiness, now);
+            }
+        }
+        self.drive = drive;
     }
 
     /// Stops accepting and starts closing connections as they go idle.
@@ -260,6 +282,7 @@ impl<H: Handler> Worker<H> {
             let _ = self.poll.registry().deregister(&mut listener);
         }
         self.cx.draining = true;
+        self.cx.drain_began = now;
         if self.index == 0 {
             tracing::info!(open = self.shared.registry.len(), "shutting down");
             self.sweep(now);

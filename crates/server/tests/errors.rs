@@ -2,6 +2,9 @@
 
 mod common;
 
+use std::io::Write;
+use std::time::{Duration, Instant};
+
 use common::{Client, Echo, options, refused, serve};
 
 #[test]
@@ -156,4 +159,59 @@ fn refusals_linger_until_the_client_finishes() {
     client.stream().shutdown(std::net::Shutdown::Write).unwrap();
     client.expect_closed();
     server.stop();
+}
+
+/// A request line of exactly `max_request_line` bytes is served whether its
+/// CRLF comes with it or in a later segment (a probe's find: split before
+/// the CRLF, or between CR and LF, it got 414), and one byte longer is 414
+/// either way.
+#[test]
+fn the_request_line_limit_does_not_depend_on_the_split() {
+    let server = serve(options().max_request_line(1024), Echo);
+    let line = |len: usize| format!("GET /{} HTTP/1.1", "a".repeat(len - "GET / HTTP/1.1".len()));
+    let exact = line(1024);
+    assert_eq!(exact.len(), 1024);
+    for split in [exact.len(), exact.len() + 1] {
+        let request = format!("{exact}\r\nHost: t\r\n\r\n");
+        let mut client = Client::connect(server.addr);
+        client.send(&request.as_bytes()[..split]);
+        std::thread::sleep(Duration::from_millis(100));
+        client.send(&request.as_bytes()[split..]);
+        assert_eq!(client.reply().unwrap().status, 200, "split at {split}");
+    }
+    let over = line(1025);
+    for split in [over.len(), over.len() + 1, over.len() + 2] {
+        let request = format!("{over}\r\nHost: t\r\n\r\n");
+        let mut client = Client::connect(server.addr);
+        client.send(&request.as_bytes()[..split]);
+        std::thread::sleep(Duration::from_millis(100));
+        let _ = client.stream().write_all(&request.as_bytes()[split..]);
+        assert_eq!(client.reply().unwrap().status, 414, "split at {split}");
+    }
+}
+
+/// An empty line after a request (RFC 9112 §2.2: ignored before a request
+/// line) leaves the connection idle: the keep-alive timeout closes it
+/// quietly, where it used to count as a head begun and get a 408.
+#[test]
+fn a_trailing_empty_line_keeps_the_connection_idle() {
+    let server = serve(
+        options()
+            .keep_alive_timeout(Duration::from_millis(300))
+            .header_timeout(Duration::from_secs(20)),
+        Echo,
+    );
+    for tail in [&b"\r\n"[..], b"\r\n\r\n", b"\n"] {
+        let mut client = Client::connect(server.addr);
+        let mut request = b"GET /x HTTP/1.1\r\nHost: t\r\n\r\n".to_vec();
+        request.extend_from_slice(tail);
+        client.send(&request);
+        assert_eq!(client.reply().unwrap().status, 200);
+        let began = Instant::now();
+        client.expect_closed();
+        assert!(
+            began.elapsed() < Duration::from_secs(10),
+            "closed by keep-alive, not the head's timeout"
+        );
+    }
 }

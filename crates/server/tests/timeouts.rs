@@ -170,3 +170,56 @@ fn a_client_that_never_reads_is_closed() {
     drop(client);
     server.stop();
 }
+
+/// Answers with `BIG` bytes, written at once.
+struct Big;
+
+const BIG: usize = 24 << 20;
+
+impl falconet_server::Handler for Big {
+    type State = ();
+
+    fn head(&self, _: &falconet_server::Request<'_>) {}
+
+    fn respond(&self, (): (), response: &mut falconet_server::Response<'_>) {
+        let _ = response.body(&vec![b'x'; BIG]);
+    }
+}
+
+/// A client that reads slowly but steadily is not cut off (a black-box
+/// probe's find): after a short write, edge-triggered readiness returns
+/// only once a third of the socket's send buffer (megabytes) has drained,
+/// which at this pace takes longer than `io_timeout`, so the server took
+/// the silence for a client that reads nothing and closed mid-body (over
+/// HTTP/1.0, a truncation the client cannot detect).
+#[test]
+fn a_slow_steady_reader_is_not_cut_off() {
+    let server = serve(options().workers(1).io_timeout(SHORT), Big);
+    let mut client = Client::connect(server.addr);
+    client.send(b"GET /big HTTP/1.1\r\nHost: t\r\n\r\n");
+    let mut stream = client.stream().try_clone().unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut got = 0;
+    let mut buf = vec![0; 4096];
+    // 4 KiB every 5 ms (800 KB/s) for 10 io_timeouts, then at full speed.
+    let slow_until = Instant::now() + SHORT * 10;
+    while Instant::now() < slow_until {
+        match stream.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => got += n,
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let mut buf = vec![0; 1 << 20];
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => got += n,
+        }
+        if got >= BIG {
+            break;
+        }
+    }
+    // The head, then every byte of the body.
+    assert!(got > BIG, "{got} bytes of a {BIG}-byte body and its head arrived");
+}

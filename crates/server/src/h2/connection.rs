@@ -62,6 +62,8 @@
 //!   budget of [`Config::reset_budget`] resets, spent by each stream the
 //!   client resets before its response ended and by each stream error we
 //!   send, and refilled by one for each stream that completes normally.
+//!   (A first flight past MAX_CONCURRENT_STREAMS, sent before the client
+//!   acknowledged our SETTINGS, has one limit's worth of free refusals.)
 //! - **CONTINUATION flood (CVE-2024-27316 class):** a field block may take
 //!   at most `max(5, 1.25 * list / frame)` CONTINUATION frames and at most
 //!   [`Config::max_header_list_size`] compressed bytes.
@@ -69,8 +71,10 @@
 //!   [`Config::max_queued_control`] acknowledgements wait in the output;
 //!   past that the client is not reading what it asks for.
 //! - **Empty frames (CVE-2019-9518):** at most [`Config::max_empty_frames`]
-//!   DATA frames without data or END_STREAM, or CONTINUATION frames without
-//!   a fragment, in a row.
+//!   frames that do no work (DATA without data or END_STREAM, CONTINUATION
+//!   without a fragment, PRIORITY, unknown types) more than frames that
+//!   do: a request or DATA with data pays one back. (Not "in a row": 99
+//!   empty frames and one byte of DATA, repeated, would pass that.)
 //! - **HPACK bombs:** the decoder's header-list limit (+32 bytes per
 //!   field) and field-count limit.
 //! - **Stream-id exhaustion:** ids only grow; past 2^31-1 the client must
@@ -127,7 +131,7 @@ const fn update_threshold(size: u32) -> u32 {
 
 use super::frame::{
     self, ErrorCode, ErrorScope, Frame, FrameError, FrameHeader, HEADER_LEN, PREFACE, Settings,
-    Violation, setting,
+    setting,
 };
 use super::head::Head;
 use super::hpack::{self, Decoder, Encoder, Field};
@@ -159,7 +163,9 @@ pub struct Config {
     /// (default 1,000; at least 1 is used, or the client's first SETTINGS
     /// would end the connection).
     pub max_queued_control: usize,
-    /// Empty DATA or CONTINUATION frames in a row (default 100, as h2).
+    /// Frames that do no work (empty DATA or CONTINUATION, PRIORITY,
+    /// unknown types) beyond those that do, each of which pays one back
+    /// (default 100, as h2's empty-frame limit).
     pub max_empty_frames: u32,
 }
 
@@ -291,6 +297,12 @@ pub struct Connection {
     shared: Pieces,
     scratch: Vec<u8>,
     budget: u32,
+    /// Streams past MAX_CONCURRENT_STREAMS that may still be refused
+    /// without spending the reset budget, while the client has not
+    /// acknowledged our SETTINGS (its first flight may exceed a limit it
+    /// has not seen yet: 6.5.2, 5.1.2). One limit's worth: a client that
+    /// never acknowledges gets no free resets past it.
+    free_refusals: u32,
     queued_control: usize,
     empty_frames: u32,
     error: Option<ConnectionError>,
@@ -364,6 +376,7 @@ impl Connection {
             shared: Pieces::default(),
             scratch: Vec::new(),
             budget: config.reset_budget,
+            free_refusals: config.max_concurrent_streams,
             queued_control: 0,
             empty_frames: 0,
             error: None,
@@ -478,9 +491,14 @@ impl Connection {
             Frame::Continuation { stream, end_headers, fragment } => {
                 self.continuation(stream, end_headers, fragment, streams)
             }
-            Frame::Priority { .. } | Frame::Unknown { .. } => {}
+            // Ignored (PRIORITY is deprecated, 5.3.2; unknown types, 5.5),
+            // and so counted as idle frames.
+            Frame::Priority { .. } | Frame::Unknown { .. } => {
+                self.empty_frame();
+            }
             Frame::RstStream { stream, .. } => self.rst_stream(stream, streams),
-            Frame::Settings { ack: true, .. } => {}
+            // From now on the client knows our limits.
+            Frame::Settings { ack: true, .. } => self.free_refusals = 0,
             Frame::Settings { ack: false, params } => {
                 for (id, value) in params {
                     if let Err(error) = self.setting(id, value) {
@@ -544,8 +562,8 @@ impl Connection {
                 return;
             }
         } else {
-            // Empty frames are a flood only in a row.
-            self.empty_frames = 0;
+            // Work done pays back one idle frame.
+            self.empty_frames = self.empty_frames.saturating_sub(1);
         }
         let Some(stream) = self.streams.get_mut(&id) else {
             if id > self.last_stream {
@@ -688,7 +706,7 @@ impl Connection {
     /// stream, deliver trailers, or refuse.
     fn end_block(&mut self, streams: &mut impl Streams) {
         let Some(Block { stream: id, end_stream, .. }) = self.block.take() else { return };
-        self.empty_frames = 0;
+        self.empty_frames = self.empty_frames.saturating_sub(1);
         self.head.clear();
         let head = &mut self.head;
         let decoded = self.decoder.decode(&self.block_bytes, |field| head.add(field));
@@ -724,6 +742,10 @@ impl Connection {
             return; // 6.8: after our GOAWAY, new streams are ignored.
         }
         if self.streams.len() >= self.config.max_concurrent_streams as usize {
+            if self.free_refusals > 0 {
+                self.free_refusals -= 1;
+                self.budget += 1; // what `refuse` spends
+            }
             return self.refuse(id, ErrorCode::REFUSED_STREAM);
         }
         if self.head.finish().is_err()
@@ -824,14 +846,13 @@ impl Connection {
     fn frame_error(&mut self, error: FrameError, streams: &mut impl Streams) {
         match error.scope() {
             ErrorScope::Connection => self.fail(error.code(), "malformed frame"),
-            // On an idle stream only HEADERS and PRIORITY may come (5.1),
-            // and no RST_STREAM may go (6.4): a zero WINDOW_UPDATE there is
-            // the idle-stream connection error. PRIORITY's own stream error
-            // (5.3.1) stays one.
-            ErrorScope::Stream(id)
-                if id > self.last_stream && error.violation() != Violation::SelfDependency =>
-            {
-                self.fail(ErrorCode::PROTOCOL_ERROR, "a frame on an idle stream")
+            // No RST_STREAM may go on an idle stream (6.4), and an
+            // endpoint that gets one must treat it as a connection error
+            // (5.1): a stream error there (a PRIORITY that depends on its
+            // own stream, 5.3.1, or is not 5 bytes long, 6.3; a zero
+            // WINDOW_UPDATE, 6.9) becomes a connection error with its code.
+            ErrorScope::Stream(id) if id > self.last_stream => {
+                self.fail(error.code(), "a malformed frame on an idle stream")
             }
             ErrorScope::Stream(id) => {
                 if self.streams.contains_key(&id) {
@@ -878,8 +899,8 @@ impl Connection {
         self.budget -= 1;
     }
 
-    /// Counts an empty frame; true (and the connection failed) past the
-    /// limit.
+    /// Counts a frame that does no work; true (and the connection
+    /// failed) past the limit.
     fn empty_frame(&mut self) -> bool {
         self.empty_frames += 1;
         if self.empty_frames > self.config.max_empty_frames {
@@ -1157,6 +1178,18 @@ impl Connection {
     pub fn goodbye(&mut self) {
         self.draining = true;
         self.final_goaway();
+    }
+
+    /// A graceful shutdown whose PING has not come back in time (a client
+    /// that does not answer PINGs, or a long round trip): the final GOAWAY
+    /// now, naming the last stream seen, so the client learns which
+    /// streams may have been processed. Returns whether it queued one.
+    pub fn finish_shutdown(&mut self) -> bool {
+        if !self.draining || self.goaway.is_some() || self.phase == Phase::Closed {
+            return false;
+        }
+        self.final_goaway();
+        true
     }
 
     /// The shutdown PING came back: the final GOAWAY.

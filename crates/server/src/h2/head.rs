@@ -12,8 +12,9 @@
 //! - pseudo-fields: only `:method`, `:scheme`, `:authority`, `:path`, each
 //!   at most once, all before the first regular field (8.3); `:method`,
 //!   `:scheme` and `:path` present, except that CONNECT has only
-//!   `:method` and `:authority` (8.5); `:path` not empty, `/...` or `*`
-//!   for OPTIONS (8.3.1);
+//!   `:method` and `:authority` (8.5); `:scheme` a URI scheme (RFC 3986
+//!   3.1); `:path` not empty, `/...` or `*` for OPTIONS, without a
+//!   fragment (8.3.1);
 //! - `content-length`: digits only, and every copy the same (8.1.1);
 //! - `:authority` and `host`: each a valid `uri-host [ ":" port ]` (as
 //!   HTTP/1 checks Host), at most one `host`, and a `host` naming the same
@@ -41,15 +42,25 @@ pub enum Malformed {
     /// An unknown, repeated or misplaced pseudo-field, or a response one
     /// (8.3).
     PseudoField,
-    /// `:method`, `:scheme` or `:path` missing, or `:path` not a valid
-    /// request target (8.3.1, 8.5).
+    /// `:method`, `:scheme` or `:path` missing, a `:scheme` that is not a
+    /// URI scheme (RFC 3986 3.1), or a `:path` that is not a valid request
+    /// target (8.3.1, 8.5; no fragment, as HTTP/1's target has none).
     MissingPseudoField,
     /// A `content-length` that is not a number, or copies that differ
     /// (8.1.1).
     ContentLength,
-    /// An invalid `:authority` or `host`, more than one `host`, or a `host`
-    /// that differs from `:authority` (8.3.1).
+    /// An invalid or empty `:authority` (RFC 9110 4.2.1: an `http` URI
+    /// with an empty host is invalid; a client with no authority sends no
+    /// `:authority`, 8.3.1), an invalid `host`, more than one `host`, or a
+    /// `host` that differs from `:authority` (8.3.1).
     Authority,
+}
+
+/// `scheme = ALPHA *( ALPHA / DIGIT / "+" / "-" / "." )` (RFC 3986 3.1).
+fn is_scheme(scheme: &str) -> bool {
+    let mut bytes = scheme.bytes();
+    bytes.next().is_some_and(|b| b.is_ascii_alphabetic())
+        && bytes.all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'))
 }
 
 /// One field's place in [`Head`]'s buffer.
@@ -209,7 +220,7 @@ impl Head {
         self.join_cookies();
         if let Some(authority) = &self.authority {
             let authority = &self.bytes[authority.clone()];
-            if !crate::target::is_valid_host(authority) {
+            if authority.is_empty() || !crate::target::is_valid_host(authority) {
                 return Err(Malformed::Authority);
             }
             if let Some(host) = &self.host
@@ -225,14 +236,15 @@ impl Head {
             }
             return Ok(());
         }
-        let (Some(method), Some(_), Some(path)) = (self.method(), self.scheme(), self.path())
+        let (Some(method), Some(scheme), Some(path)) = (self.method(), self.scheme(), self.path())
         else {
             return Err(Malformed::MissingPseudoField);
         };
         let valid_method =
             !method.is_empty() && method.bytes().all(|b| crate::syntax::TOKEN[usize::from(b)]);
         let valid_path = path.starts_with('/') || (path == "*" && method == "OPTIONS");
-        if !valid_method || !valid_path || path.bytes().any(|b| b <= 0x20 || b == 0x7f) {
+        let invalid_byte = |b: u8| b <= 0x20 || b == 0x7f || b == b'#';
+        if !valid_method || !is_scheme(scheme) || !valid_path || path.bytes().any(invalid_byte) {
             return Err(Malformed::MissingPseudoField);
         }
         Ok(())
@@ -377,6 +389,26 @@ mod tests {
         assert!(head(&connect).is_ok());
         let connect_path = [(":method", "CONNECT"), (":authority", "a:1"), (":path", "/")];
         assert_eq!(head(&connect_path).err(), Some(Malformed::MissingPseudoField));
+    }
+
+    /// RFC 9113 8.3.1 with RFC 3986 3.1: `:scheme` is a URI scheme; the
+    /// path carries no fragment; RFC 9110 4.2.1: no empty authority.
+    #[test]
+    fn scheme_path_and_authority_shapes() {
+        let with = |scheme: &'static str, path: &'static str, authority: Option<&'static str>| {
+            let mut fields = vec![(":method", "GET"), (":scheme", scheme), (":path", path)];
+            fields.extend(authority.map(|a| (":authority", a)));
+            head(&fields).err()
+        };
+        for scheme in ["http", "https", "h2c", "coap+tcp", "a.b-c", "Z9"] {
+            assert_eq!(with(scheme, "/", None), None, "{scheme}");
+        }
+        for scheme in ["", "ht tp", "1http", "-x", "a_b", "é"] {
+            assert_eq!(with(scheme, "/", None), Some(Malformed::MissingPseudoField), "{scheme:?}");
+        }
+        assert_eq!(with("http", "/a#b", None), Some(Malformed::MissingPseudoField));
+        assert_eq!(with("http", "/a", Some("")), Some(Malformed::Authority));
+        assert_eq!(with("http", "/a", Some("a")), None);
     }
 
     /// RFC 9113 8.2.1, 8.2.2: names, values, connection-specific fields.

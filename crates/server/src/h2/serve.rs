@@ -59,6 +59,12 @@ const MAX_FIELDS: usize = crate::http1::MAX_HEADERS_LIMIT;
 const CONNECTION_FIELDS: [&[u8]; 5] =
     [b"connection", b"keep-alive", b"proxy-connection", b"transfer-encoding", b"upgrade"];
 
+/// How many times `max_pending_output` a connection may hold in responses
+/// that wait for their streams' windows before it answers no new stream:
+/// 16 (1 MiB by default). Below it, a stream short of credit does not
+/// hold up the others.
+const HELD_BACK_FACTOR: usize = 16;
+
 /// One stream's exchange with the application.
 struct Exchange<S> {
     /// The handler's state until `respond` takes it.
@@ -298,10 +304,34 @@ impl<S: Send + 'static> Http2<S> {
         }
     }
 
-    /// Answers the streams whose requests ended, while the responses
-    /// staged and not yet sent stay under `max_pending_output` (a client
-    /// that does not read cannot make the connection hold more: the others
-    /// wait, as HTTP/1 stops parsing). Returns whether it answered any.
+    /// Response bytes staged and not yet sent, as (sendable, held back):
+    /// sendable is what the windows would let go now, what a client that
+    /// does not read its socket makes the connection hold (a head not yet
+    /// sent counts whole: HEADERS need no credit); held back is the body
+    /// bytes past a stream's credit, waiting for that stream's reader.
+    fn pending(&self) -> (usize, usize) {
+        self.exchanges.iter().fold((0, 0), |(sendable, held), (&id, exchange)| {
+            let unsent = exchange.unsent();
+            if exchange.head_sent && unsent > 0 {
+                let now = unsent.min(self.conn.send_credit(id));
+                (sendable + now, held + (unsent - now))
+            } else {
+                (sendable + unsent, held)
+            }
+        })
+    }
+
+    /// Answers the streams whose requests ended, while the responses staged
+    /// and sendable stay under `max_pending_output` and those held back by
+    /// their streams' windows under [`HELD_BACK_FACTOR`] times that (see
+    /// [`pending`](Self::pending)). A client that does not read, or grants
+    /// no credit, cannot make the connection hold more: the others wait,
+    /// as HTTP/1 stops parsing. A response held back by its own window
+    /// does not stop the others below that (RFC 9113 §5.2: streams must
+    /// not block each other), and a synchronous answer is as large as its
+    /// handler made it, so the second bound is what keeps a zero-window
+    /// client from having every handler's answer staged. Returns whether
+    /// it answered any.
     fn respond<H>(&mut self, handler: &H, cx: &mut Context, app: &mut AppSlots) -> bool
     where
         H: Handler<State = S>,
@@ -310,13 +340,17 @@ impl<S: Send + 'static> Http2<S> {
             return false;
         }
         self.hints.ready = false;
-        let mut staged: usize = self.exchanges.values().map(Exchange::unsent).sum();
+        let (mut staged, held) = self.pending();
+        let full = |staged: usize| {
+            staged >= cx.limits.max_pending_output
+                || held >= cx.limits.max_pending_output.saturating_mul(HELD_BACK_FACTOR)
+        };
         let mut answered = false;
         for (&id, exchange) in &mut self.exchanges {
             if !exchange.ready {
                 continue;
             }
-            if staged >= cx.limits.max_pending_output {
+            if full(staged) {
                 // The rest wait for room.
                 self.hints.ready = true;
                 break;
@@ -419,8 +453,7 @@ impl<S: Send + 'static> Http2<S> {
         let mut moved = false;
         let waker = app.link().waker();
         let mut poll_cx = std::task::Context::from_waker(&waker);
-        let staged: usize = self.exchanges.values().map(Exchange::unsent).sum();
-        let mut budget = cx.limits.max_pending_output.saturating_sub(staged);
+        let mut budget = cx.limits.max_pending_output.saturating_sub(self.pending().0);
         let mut failed = Vec::new();
         let mut sources = false;
         for (&id, exchange) in &mut self.exchanges {
@@ -648,6 +681,12 @@ impl<S: Send + 'static> Http2<S> {
     /// Graceful shutdown: GOAWAY, then the open streams finish.
     pub(crate) fn shutdown(&mut self) {
         self.conn.shutdown();
+    }
+
+    /// The shutdown's PING went unanswered too long: the final GOAWAY.
+    /// Returns whether it queued one.
+    pub(crate) fn finish_shutdown(&mut self) -> bool {
+        self.conn.finish_shutdown()
     }
 
     /// The connection closes while idle: the final GOAWAY, at once.

@@ -255,6 +255,19 @@ fn idle_stream_frames() {
     let mut c = Client::new();
     c.feed(&raw(kind::PRIORITY, 0, 1, &[0, 0, 0, 0, 16]));
     assert_eq!(c.sent(), []);
+    // A malformed one there is a stream error (5.3.1, 6.3), but no
+    // RST_STREAM may go on an idle stream (6.4): the connection's, with
+    // the frame's own code, and no RST at all.
+    for (payload, code) in [
+        (&[0, 0, 0, 1, 16][..], ErrorCode::PROTOCOL_ERROR),
+        (&[0, 0, 0, 3], ErrorCode::FRAME_SIZE_ERROR),
+    ] {
+        let mut c = Client::new();
+        c.feed(&raw(kind::PRIORITY, 0, 1, payload));
+        let sent = c.sent();
+        assert!(sent.contains(&Sent::GoAway { code }), "{payload:?}: {sent:?}");
+        assert!(!sent.iter().any(|s| matches!(s, Sent::Rst { .. })), "{payload:?}: {sent:?}");
+    }
 }
 
 /// 5.1: half-closed (remote) takes no more DATA or HEADERS.
@@ -411,6 +424,37 @@ fn empty_frame_flood() {
     assert_eq!(c.goaway(), Some(ErrorCode::ENHANCE_YOUR_CALM));
 }
 
+/// The same flood broken up by a byte of DATA every few frames (a
+/// black-box probe's bypass of an "in a row" count), and by PRIORITY and
+/// unknown frames: idle frames are counted against the work done, so it
+/// ends the same way; a byte of work per idle frame goes on for ever.
+#[test]
+fn idle_frames_are_counted_against_work() {
+    let mut c = Client::with(Config { max_empty_frames: 10, ..Config::default() });
+    let headers = c.request(1, "/", false);
+    c.feed(&headers);
+    for round in 0..20 {
+        c.feed(&raw(kind::DATA, 0, 1, &[]));
+        c.feed(&raw(kind::PRIORITY, 0, 1, &[0, 0, 0, 0, 16]));
+        c.feed(&raw(0x7f, 0, 1, b"unknown"));
+        c.feed(&raw(kind::DATA, 0, 1, b"x"));
+        if c.conn.error().is_some() {
+            assert!(round >= 4, "not before the budget is spent ({round})");
+            break;
+        }
+    }
+    assert_eq!(c.goaway(), Some(ErrorCode::ENHANCE_YOUR_CALM));
+    // One idle frame per frame of work is no flood.
+    let mut c = Client::with(Config { max_empty_frames: 10, ..Config::default() });
+    let headers = c.request(1, "/", false);
+    c.feed(&headers);
+    for _ in 0..1_000 {
+        c.feed(&raw(kind::DATA, 0, 1, &[]));
+        c.feed(&raw(kind::DATA, 0, 1, b"x"));
+    }
+    assert_eq!(c.conn.error(), None);
+}
+
 /// 5.1.2: streams past MAX_CONCURRENT_STREAMS are refused.
 #[test]
 fn concurrency_limit() {
@@ -422,6 +466,36 @@ fn concurrency_limit() {
     assert!(c.sent().contains(&Sent::Rst { stream: 5, code: ErrorCode::REFUSED_STREAM }));
     assert_eq!(c.conn.open_streams(), 2);
     assert_eq!(c.events().len(), 2);
+}
+
+/// A client's first flight may pass a MAX_CONCURRENT_STREAMS it has not
+/// seen (6.5.2): one limit's worth of refusals before it acknowledges our
+/// SETTINGS costs no reset budget; after that, and after the ack, each
+/// refusal does.
+#[test]
+fn first_flight_refusals_are_free_once() {
+    let config = Config { max_concurrent_streams: 2, reset_budget: 1, ..Config::default() };
+    let mut c = Client::with(config);
+    for stream in [1, 3, 5, 7, 9] {
+        let headers = c.request(stream, "/", false);
+        c.feed(&headers);
+    }
+    assert_eq!(c.conn.error(), None, "two free refusals, then the budget's one");
+    let headers = c.request(11, "/", false);
+    c.feed(&headers);
+    assert_eq!(c.conn.error().map(|e| e.code), Some(ErrorCode::ENHANCE_YOUR_CALM));
+
+    let mut c = Client::with(config);
+    for stream in [1, 3] {
+        let headers = c.request(stream, "/", false);
+        c.feed(&headers);
+    }
+    c.feed(&raw(kind::SETTINGS, flag::ACK, 0, &[]));
+    for stream in [5, 7] {
+        let headers = c.request(stream, "/", false);
+        c.feed(&headers);
+    }
+    assert_eq!(c.conn.error().map(|e| e.code), Some(ErrorCode::ENHANCE_YOUR_CALM));
 }
 
 /// 8.1.1: malformed requests are stream errors, and the table stays in
