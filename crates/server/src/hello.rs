@@ -10,7 +10,8 @@ use crate::response::Response;
 
 /// Serves `GET /plaintext` (`Hello, World!`) and `GET /json`
 /// (`{"message":"Hello, World!"}`, serialized per request as the
-/// benchmark's rules ask); `404` elsewhere, `405` for other methods.
+/// benchmark's rules ask); `404` elsewhere, `405` for other methods it
+/// knows, `501` for a method it does not (RFC 9110 §9.1).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Hello;
 
@@ -25,6 +26,19 @@ pub enum Route {
     NotFound,
     /// A known path with a method other than GET or HEAD.
     MethodNotAllowed,
+    /// A method the server does not know (not one of RFC 9110's nor
+    /// PATCH): `501`, whatever the path (RFC 9110 §9.1).
+    NotImplemented,
+}
+
+/// Whether `method` is one the server knows: RFC 9110's eight and PATCH
+/// (RFC 5789). Another is answered `501`, not `405` (which says the
+/// method is known but not allowed here, RFC 9110 §15.5.6).
+pub fn is_known_method(method: &str) -> bool {
+    matches!(
+        method,
+        "GET" | "HEAD" | "POST" | "PUT" | "DELETE" | "CONNECT" | "OPTIONS" | "TRACE" | "PATCH"
+    )
 }
 
 const TEXT_PLAIN: Field = Field::new("Content-Type: text/plain");
@@ -38,6 +52,9 @@ impl Hello {
     /// The route of a request's path and method (a wrapping handler that
     /// already split the path passes it on).
     fn route(path: &str, method: &str) -> Route {
+        if !is_known_method(method) {
+            return Route::NotImplemented;
+        }
         let route = match path {
             "/plaintext" => Route::Plaintext,
             "/json" => Route::Json,
@@ -67,6 +84,7 @@ impl Handler for Hello {
                 response.field(APPLICATION_JSON).and_then(|r| r.body(json.as_bytes()))
             }
             Route::NotFound => response.status(Status::NOT_FOUND).map(drop),
+            Route::NotImplemented => response.status(Status::NOT_IMPLEMENTED).map(drop),
             Route::MethodNotAllowed => {
                 response.status(Status::METHOD_NOT_ALLOWED).and_then(|r| r.field(ALLOW)).map(drop)
             }
@@ -201,6 +219,9 @@ impl Handler for Demo {
 
     fn head(&self, request: &Request<'_>) -> DemoRoute {
         let (path, method) = (request.path(), request.method());
+        if !is_known_method(method) {
+            return DemoRoute::Hello(Route::NotImplemented);
+        }
         match (path, method) {
             ("/delay", "GET" | "HEAD") => {
                 Self::delay(request.target()).map_or(DemoRoute::BadDelay, DemoRoute::Delay)

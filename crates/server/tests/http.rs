@@ -29,6 +29,14 @@ fn plaintext_and_json() {
     assert_eq!((head.status, head.header("content-length")), (200, Some("13")));
     client.send(b"DELETE /json HTTP/1.1\r\nHost: t\r\n\r\n");
     assert_eq!(client.reply().unwrap().status, 405);
+    // A method the server does not know: 501 (RFC 9110 §9.1), on any path.
+    for request in [
+        &b"BREW /plaintext HTTP/1.1\r\nHost: t\r\n\r\n"[..],
+        b"get /json HTTP/1.1\r\nHost: t\r\n\r\n",
+    ] {
+        client.send(request);
+        assert_eq!(client.reply().unwrap().status, 501, "{}", String::from_utf8_lossy(request));
+    }
     // Still the same connection after all of that.
     assert_eq!(client.get("/plaintext").status, 200);
     server.stop();
