@@ -13,6 +13,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::{Parser, ValueEnum};
+use falconet_server::h2::connection::Config as H2Config;
 use falconet_server::{Accept, Handle, Options, Server, ServerError, hello::Demo};
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
@@ -54,6 +55,31 @@ struct Args {
     /// Threads of the tokio runtime that answers /delay and /echo.
     #[arg(long, default_value_t = 1)]
     app_threads: usize,
+    /// HTTP/2: streams a connection may have open at once (at least 1;
+    /// past it, REFUSED_STREAM).
+    #[arg(long, default_value_t = H2Config::default().max_concurrent_streams)]
+    h2_max_concurrent_streams: u32,
+    /// HTTP/2: each stream's receive window, bytes (1 to 2147483647).
+    #[arg(long, default_value_t = H2Config::default().initial_window_size)]
+    h2_initial_window_size: u32,
+    /// HTTP/2: each connection's receive window, bytes (65535 to
+    /// 2147483647).
+    #[arg(long, default_value_t = H2Config::default().connection_window_size)]
+    h2_connection_window_size: u32,
+    /// HTTP/2: resets a client may cause (rapid reset, MadeYouReset)
+    /// before its connection is closed; each stream answered in full earns
+    /// one back.
+    #[arg(long, default_value_t = H2Config::default().reset_budget)]
+    h2_reset_budget: u32,
+    /// HTTP/2: frames that do no work (empty DATA or CONTINUATION,
+    /// PRIORITY, unknown types) beyond those that do, before the
+    /// connection is closed.
+    #[arg(long, default_value_t = H2Config::default().max_empty_frames)]
+    h2_max_empty_frames: u32,
+    /// HTTP/2: acknowledgements (PING, SETTINGS) and resets waiting
+    /// unread before the connection is closed (at least 1; floods).
+    #[arg(long, default_value_t = H2Config::default().max_queued_control)]
+    h2_max_queued_control: usize,
 }
 
 /// What `--help` adds after the options.
@@ -208,7 +234,16 @@ fn main() -> ExitCode {
         .max_connections(args.max_connections)
         .keep_alive_timeout(keep_alive_timeout)
         .shutdown_timeout(shutdown_timeout)
-        .max_body(args.max_body);
+        .max_body(args.max_body)
+        .http2(H2Config {
+            max_concurrent_streams: args.h2_max_concurrent_streams,
+            initial_window_size: args.h2_initial_window_size,
+            connection_window_size: args.h2_connection_window_size,
+            reset_budget: args.h2_reset_budget,
+            max_empty_frames: args.h2_max_empty_frames,
+            max_queued_control: args.h2_max_queued_control,
+            ..H2Config::default()
+        });
     if let Some(workers) = args.workers {
         options = options.workers(workers);
     }

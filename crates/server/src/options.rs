@@ -3,6 +3,10 @@
 use std::fmt;
 use std::time::Duration;
 
+use crate::h2::connection::Config as Http2Config;
+use crate::h2::frame::{
+    DEFAULT_INITIAL_WINDOW_SIZE, DEFAULT_MAX_FRAME_SIZE, MAX_FRAME_LEN, MAX_WINDOW_SIZE,
+};
 use crate::http1::MAX_HEADERS_LIMIT;
 
 /// The default bound on open connections.
@@ -78,6 +82,7 @@ pub struct Options {
     pub(crate) shutdown_timeout: Duration,
     pub(crate) max_pending_output: usize,
     pub(crate) max_pool_bytes: usize,
+    pub(crate) http2: Http2Config,
 }
 
 impl Default for Options {
@@ -105,6 +110,7 @@ impl Options {
             shutdown_timeout: DEFAULT_SHUTDOWN_TIMEOUT,
             max_pending_output: DEFAULT_MAX_PENDING_OUTPUT,
             max_pool_bytes: DEFAULT_MAX_POOL_BYTES,
+            http2: Http2Config::default(),
         }
     }
 
@@ -205,6 +211,31 @@ impl Options {
         self
     }
 
+    /// HTTP/2's limits, among them those against the known attacks (rapid
+    /// reset and MadeYouReset: `reset_budget`; PING and SETTINGS floods:
+    /// `max_queued_control`; empty-frame floods: `max_empty_frames`), each
+    /// with its default on [`Config`](crate::h2::connection::Config).
+    /// Ranges: `max_concurrent_streams` at least 1; `initial_window_size` 1
+    /// to 2^31-1; `connection_window_size` 65,535 to 2^31-1;
+    /// `max_frame_size` 16,384 to 16,777,215; `max_queued_control` at
+    /// least 1. Two fields follow the HTTP/1 limits instead, so that one
+    /// limit holds for both protocols: `max_header_list_size` is
+    /// [`max_head`](Self::max_head) and `max_fields` is
+    /// [`max_headers`](Self::max_headers) and the four pseudo-fields.
+    ///
+    /// ```
+    /// use falconet_server::Options;
+    /// use falconet_server::h2::connection::Config;
+    ///
+    /// let options = Options::new()
+    ///     .http2(Config { max_concurrent_streams: 32, reset_budget: 50, ..Config::default() });
+    /// assert!(options.validate().is_ok());
+    /// ```
+    pub fn http2(mut self, config: Http2Config) -> Self {
+        self.http2 = config;
+        self
+    }
+
     /// The shortest timeout: the workers' timer ticks at a quarter of it.
     pub(crate) fn shortest_timeout(&self) -> Duration {
         [self.header_timeout, self.io_timeout, self.keep_alive_timeout, self.linger_timeout]
@@ -253,6 +284,29 @@ impl Options {
         }
         if !(MIN_POOL_BYTES..=MAX_POOL_BYTES).contains(&self.max_pool_bytes) {
             return Err(OptionsError::PoolBytes(self.max_pool_bytes));
+        }
+        let h2 = &self.http2;
+        let ranges: [(&'static str, u64, u64, u64); 5] = [
+            ("max_concurrent_streams", h2.max_concurrent_streams.into(), 1, u32::MAX.into()),
+            ("initial_window_size", h2.initial_window_size.into(), 1, MAX_WINDOW_SIZE.into()),
+            (
+                "connection_window_size",
+                h2.connection_window_size.into(),
+                DEFAULT_INITIAL_WINDOW_SIZE.into(),
+                MAX_WINDOW_SIZE.into(),
+            ),
+            (
+                "max_frame_size",
+                h2.max_frame_size.into(),
+                DEFAULT_MAX_FRAME_SIZE.into(),
+                MAX_FRAME_LEN.into(),
+            ),
+            ("max_queued_control", h2.max_queued_control as u64, 1, u64::MAX),
+        ];
+        if let Some(&(setting, value, min, max)) =
+            ranges.iter().find(|(_, value, min, max)| !(min..=max).contains(&value))
+        {
+            return Err(OptionsError::Http2 { setting, value, min, max });
         }
         Ok(())
     }
@@ -305,6 +359,17 @@ pub enum OptionsError {
     PendingOutput(usize),
     /// `max_pool_bytes` outside [`MIN_POOL_BYTES`]`..=`[`MAX_POOL_BYTES`].
     PoolBytes(usize),
+    /// An [`Options::http2`] limit outside its range (`min..=max`).
+    Http2 {
+        /// The [`Config`](crate::h2::connection::Config) field.
+        setting: &'static str,
+        /// Its value.
+        value: u64,
+        /// The smallest value it may have.
+        min: u64,
+        /// The largest.
+        max: u64,
+    },
 }
 
 impl fmt::Display for OptionsError {
@@ -326,6 +391,9 @@ impl fmt::Display for OptionsError {
             }
             Self::PendingOutput(n) => {
                 write!(f, "max_pending_output must be at least 1, not {n}")
+            }
+            Self::Http2 { setting, value, min, max } => {
+                write!(f, "http2 {setting} must be {min} to {max}, not {value}")
             }
             Self::PoolBytes(n) => {
                 write!(f, "max_pool_bytes must be {MIN_POOL_BYTES} to {MAX_POOL_BYTES}, not {n}")

@@ -47,6 +47,7 @@ pub(crate) struct Limits {
     pub(crate) max_headers: usize,
     pub(crate) max_body: u64,
     pub(crate) max_pending_output: usize,
+    pub(crate) http2: crate::h2::connection::Config,
 }
 
 /// What one event-loop thread shares among its connections: limits, the
@@ -88,6 +89,7 @@ impl Context {
                 max_headers: options.max_headers,
                 max_body: options.max_body,
                 max_pending_output: options.max_pending_output,
+                http2: options.http2,
             },
             date: DateCache::new(),
             scratch: Vec::new(),

@@ -87,6 +87,14 @@ fn invalid_options_exit_non_zero_with_the_reason() {
     refuses(&["--workers", "0"], "workers must be 1 to 256, not 0");
     refuses(&["--workers", "1", "--max-connections", "0"], "max_connections must be");
     refuses(&["--workers", "1", "--shutdown-timeout", "18446744073709551615"], "is too long");
+    refuses(
+        &["--workers", "1", "--h2-max-concurrent-streams", "0"],
+        "http2 max_concurrent_streams must be 1 to 4294967295, not 0",
+    );
+    refuses(
+        &["--workers", "1", "--h2-connection-window-size", "1000"],
+        "http2 connection_window_size must be 65535 to 2147483647, not 1000",
+    );
 }
 
 #[test]
@@ -163,7 +171,20 @@ fn version_and_help_say_what_a_user_needs() {
     assert!(version.starts_with("falconet "), "{version}");
     let output = Command::new(env!("CARGO_BIN_EXE_falconet")).arg("--help").output().unwrap();
     let help = String::from_utf8(output.stdout).unwrap();
-    for needed in ["RUST_LOG", "NO_COLOR", "second Ctrl-C", "stderr", "500ms", "host:port"] {
+    for needed in [
+        "RUST_LOG",
+        "NO_COLOR",
+        "second Ctrl-C",
+        "stderr",
+        "500ms",
+        "host:port",
+        "--h2-max-concurrent-streams",
+        "--h2-reset-budget",
+        "--h2-max-empty-frames",
+        "--h2-max-queued-control",
+        "--h2-initial-window-size",
+        "--h2-connection-window-size",
+    ] {
         assert!(help.contains(needed), "--help lacks {needed:?}:\n{help}");
     }
 }

@@ -162,3 +162,37 @@ fn the_shutdown_deadline_closes_with_a_goaway() {
     let goaways = goaways_of_a_shutdown(Duration::from_millis(300));
     assert_eq!(goaways.last().map(|g| g.0), Some(1), "{goaways:?}");
 }
+
+/// The attack limits are options (`Options::http2`), not constants: a
+/// server told to allow 2 concurrent streams advertises 2 in its SETTINGS,
+/// and one with a reset budget of 3 closes the connection at the 4th
+/// client reset (GOAWAY ENHANCE_YOUR_CALM), as the defaults do at theirs.
+#[test]
+fn the_http2_limits_are_options() {
+    use falconet_server::h2::connection::Config;
+    use falconet_server::h2::frame::{ErrorCode, setting};
+    let config = Config { max_concurrent_streams: 2, reset_budget: 3, ..Config::default() };
+    let server = serve(Options::new().workers(1).http2(config), Held::default());
+    let mut raw = Raw::connect(server.addr);
+    let mut out = falconet_server::h2::frame::PREFACE.to_vec();
+    falconet_server::h2::frame::encode_settings(&mut out, &[]);
+    raw.send(&out);
+    let settings = frames_until(&mut raw, Duration::from_secs(3), |f| {
+        f.kind == kind::SETTINGS && f.flags & 1 == 0
+    });
+    let ours = settings.last().expect("the server's SETTINGS");
+    let advertised: Vec<(u16, u32)> = ours
+        .payload
+        .chunks_exact(6)
+        .map(|p| (u16::from_be_bytes([p[0], p[1]]), u32::from_be_bytes([p[2], p[3], p[4], p[5]])))
+        .collect();
+    assert!(advertised.contains(&(setting::MAX_CONCURRENT_STREAMS, 2)), "{advertised:?}");
+    raw.frame(kind::SETTINGS, 1, 0, &[]);
+    for stream in (1..).step_by(2).take(4) {
+        raw.headers(stream, &req("GET", "/held"), true);
+        raw.frame(kind::RST_STREAM, 0, stream, &8u32.to_be_bytes());
+    }
+    let frames = frames_until(&mut raw, Duration::from_secs(3), |f| f.kind == kind::GOAWAY);
+    let goaway = frames.iter().find(|f| f.kind == kind::GOAWAY).expect("a GOAWAY");
+    assert_eq!(goaway.code(), u32::from(ErrorCode::ENHANCE_YOUR_CALM), "{frames:?}");
+}

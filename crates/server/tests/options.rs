@@ -148,3 +148,58 @@ fn the_defaults_are_valid_and_errors_name_the_setting() {
     let error = refused(one().max_pool_bytes(0));
     assert!(error.to_string().starts_with("max_pool_bytes must be"), "{error}");
 }
+
+/// HTTP/2's limits (`Options::http2`): each at the edges of its range.
+#[test]
+fn http2_limits_are_checked_at_their_edges() {
+    use falconet_server::h2::connection::Config;
+    let with = |config: Config| one().http2(config);
+    let base = Config::default();
+    let out = |setting: &'static str, value: u64, min: u64, max: u64| OptionsError::Http2 {
+        setting,
+        value,
+        min,
+        max,
+    };
+    let window_max = (1u64 << 31) - 1;
+    for (config, error) in [
+        (
+            Config { max_concurrent_streams: 0, ..base },
+            out("max_concurrent_streams", 0, 1, 4_294_967_295),
+        ),
+        (Config { initial_window_size: 0, ..base }, out("initial_window_size", 0, 1, window_max)),
+        (
+            Config { initial_window_size: 1 << 31, ..base },
+            out("initial_window_size", 1 << 31, 1, window_max),
+        ),
+        (
+            Config { connection_window_size: 65_534, ..base },
+            out("connection_window_size", 65_534, 65_535, window_max),
+        ),
+        (
+            Config { max_frame_size: 16_383, ..base },
+            out("max_frame_size", 16_383, 16_384, 16_777_215),
+        ),
+        (
+            Config { max_frame_size: 1 << 24, ..base },
+            out("max_frame_size", 1 << 24, 16_384, 16_777_215),
+        ),
+        (Config { max_queued_control: 0, ..base }, out("max_queued_control", 0, 1, u64::MAX)),
+    ] {
+        assert_eq!(refused(with(config)), error);
+    }
+    for config in [
+        base,
+        Config { max_concurrent_streams: 1, initial_window_size: 1, ..base },
+        Config {
+            initial_window_size: (1 << 31) - 1,
+            connection_window_size: (1 << 31) - 1,
+            max_frame_size: (1 << 24) - 1,
+            ..base
+        },
+        Config { connection_window_size: 65_535, max_frame_size: 16_384, ..base },
+        Config { reset_budget: 0, max_empty_frames: 0, max_queued_control: 1, ..base },
+    ] {
+        accepted(with(config));
+    }
+}

@@ -137,8 +137,10 @@ use super::head::Head;
 use super::hpack::{self, Decoder, Encoder, Field};
 use crate::pieces::Pieces;
 
-/// The limits one connection applies; each has a documented default.
-#[derive(Clone, Copy, Debug)]
+/// The limits one connection applies; each has a documented default. A
+/// server takes them from [`Options::http2`](crate::Options::http2), which
+/// checks each against its range.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Config {
     /// SETTINGS_MAX_CONCURRENT_STREAMS we advertise (default 100); a stream
     /// past it is refused (REFUSED_STREAM).

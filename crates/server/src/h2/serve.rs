@@ -176,10 +176,10 @@ impl<S: Send + 'static> Http2<S> {
             // `max_headers` counts fields as HTTP/1 does; HTTP/2 adds the
             // four request pseudo-fields to the block.
             max_fields: cx.limits.max_headers.min(MAX_FIELDS) + PSEUDO_FIELDS,
-            ..Config::default()
+            ..cx.limits.http2
         };
-        // The defaults are within range: construction cannot fail.
-        let conn = Connection::new(config).unwrap_or_else(|_| unreachable!("default windows"));
+        // `Options::validate` checked the windows: construction cannot fail.
+        let conn = Connection::new(config).unwrap_or_else(|_| unreachable!("validated windows"));
         Self {
             conn,
             exchanges: HashMap::new(),
