@@ -340,7 +340,11 @@ impl<S: Send + 'static> Http2<S> {
             return false;
         }
         self.hints.ready = false;
-        let (mut staged, held) = self.pending();
+        // Under the limit in all, under it in each part: the split (a
+        // window lookup per stream) only when it can matter.
+        let unsent: usize = self.exchanges.values().map(Exchange::unsent).sum();
+        let (mut staged, held) =
+            if unsent < cx.limits.max_pending_output { (unsent, 0) } else { self.pending() };
         let full = |staged: usize| {
             staged >= cx.limits.max_pending_output
                 || held >= cx.limits.max_pending_output.saturating_mul(HELD_BACK_FACTOR)
