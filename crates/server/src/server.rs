@@ -250,8 +250,10 @@ fn listen(addr: SocketAddr, reuse_port: bool) -> io::Result<std::net::TcpListene
 /// Dropping it shuts the server down as [`Handle::shutdown`] does and waits
 /// for the workers (a graceful shutdown: at most about the shutdown
 /// timeout), so a server cannot outlive its `Running` by accident, say
-/// through an early `?`. [`join`](Self::join) waits without asking for a
-/// shutdown, and reports a worker's panic, which the drop cannot.
+/// through an early `?`; dropped on one of its own workers (by a handler),
+/// it starts the shutdown without waiting. [`join`](Self::join) waits
+/// without asking for a shutdown, and reports a worker's panic, which the
+/// drop cannot.
 #[derive(Debug)]
 #[must_use = "dropping `Running` shuts the server down; keep it, and `join` it"]
 pub struct Running<H: Handler> {
@@ -266,6 +268,14 @@ impl<H: Handler> Drop for Running<H> {
             return;
         }
         self.handle.shutdown();
+        // Dropped by a handler on a worker (an admin endpoint that stops
+        // the server): that worker cannot wait for itself, nor for the
+        // others, which may wait for the connection it holds. The
+        // shutdown goes on without the wait.
+        let me = std::thread::current().id();
+        if self.threads.iter().any(|thread| thread.thread().id() == me) {
+            return;
+        }
         for thread in self.threads.drain(..) {
             // A worker's panic has nowhere to go from a drop.
             let _ = thread.join();

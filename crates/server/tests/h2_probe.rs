@@ -3,6 +3,8 @@
 
 mod common;
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use common::h2raw::{Frame, Raw, req};
@@ -195,4 +197,213 @@ fn the_http2_limits_are_options() {
     let frames = frames_until(&mut raw, Duration::from_secs(3), |f| f.kind == kind::GOAWAY);
     let goaway = frames.iter().find(|f| f.kind == kind::GOAWAY).expect("a GOAWAY");
     assert_eq!(goaway.code(), u32::from(ErrorCode::ENHANCE_YOUR_CALM), "{frames:?}");
+}
+
+// ------------------------------------- from an adversarial review of the fixes
+
+/// Answers `small`.
+struct Small;
+impl Handler for Small {
+    type State = ();
+    fn head(&self, _: &Request<'_>) {}
+    fn respond(&self, (): (), response: &mut Response<'_>) {
+        let _ = response.body(b"small");
+    }
+}
+
+fn priority(stream: u32, weight: u8) -> Vec<u8> {
+    let mut p = 0u32.to_be_bytes().to_vec();
+    p.push(weight);
+    let _ = stream;
+    p
+}
+
+/// A browser-like client (RFC 7540 priorities) that reprioritizes each
+/// request twice over 150 requests: valid PRIORITY frames, 300 of them.
+#[test]
+fn a_reprioritizing_client_is_not_cut_off() {
+    let server = serve(Options::new().workers(1), Small);
+    let mut raw = Raw::handshake(server.addr, &[]);
+    raw.frame(kind::SETTINGS, 1, 0, &[]);
+    let mut answered = 0;
+    for i in 0..150u32 {
+        let stream = 2 * i + 1;
+        raw.headers(stream, &req("GET", "/small"), true);
+        raw.frame(kind::PRIORITY, 0, stream, &priority(stream, 100));
+        raw.frame(kind::PRIORITY, 0, stream, &priority(stream, 200));
+        let frames = frames_until(&mut raw, Duration::from_secs(3), |f| {
+            (f.stream == stream && f.end_stream()) || f.kind == kind::GOAWAY
+        });
+        if let Some(g) = frames.iter().find(|f| f.kind == kind::GOAWAY) {
+            panic!(
+                "GOAWAY code {:#x} after {answered} requests ({} PRIORITY frames)",
+                g.code(),
+                2 * (i + 1)
+            );
+        }
+        answered += 1;
+    }
+    assert_eq!(answered, 150);
+}
+
+/// One long-lived stream (an upload in progress) reprioritized 101 times.
+#[test]
+fn one_stream_reprioritized_101_times_is_served() {
+    let server = serve(Options::new().workers(1), Small);
+    let mut raw = Raw::handshake(server.addr, &[]);
+    raw.frame(kind::SETTINGS, 1, 0, &[]);
+    raw.headers(1, &req("POST", "/up"), false);
+    for w in 0..101u32 {
+        raw.frame(kind::PRIORITY, 0, 1, &priority(1, w as u8));
+    }
+    raw.data(1, b"x", true);
+    let frames = frames_until(&mut raw, Duration::from_secs(3), |f| {
+        (f.stream == 1 && f.end_stream()) || f.kind == kind::GOAWAY
+    });
+    let goaway = frames.iter().find(|f| f.kind == kind::GOAWAY).map(|g| g.code());
+    assert_eq!(goaway, None, "{frames:?}");
+}
+
+/// RFC 9113 6.8: "Endpoints MUST NOT increase the value they send in the
+/// last stream identifier". A stream that crossed the final GOAWAY (sent
+/// without the PING's round trip, so a client with a long RTT sends one)
+/// is ignored, but bumps `last_stream`, and a later GOAWAY (the I/O
+/// timeout's abort) names it.
+#[test]
+fn the_goaway_last_stream_never_increases() {
+    let options = Options::new()
+        .workers(1)
+        .io_timeout(Duration::from_secs(2))
+        .shutdown_timeout(Duration::from_secs(8));
+    let held = Held::default();
+    let server = serve(options, held.clone());
+    let mut raw = Raw::handshake(server.addr, &[]);
+    raw.frame(kind::SETTINGS, 1, 0, &[]);
+    raw.headers(1, &req("GET", "/held"), true);
+    std::thread::sleep(Duration::from_millis(200));
+    server.handle().shutdown();
+    let mut frames = frames_until(&mut raw, Duration::from_secs(4), |f| {
+        f.kind == kind::GOAWAY && u32::from_be_bytes(f.payload[..4].try_into().unwrap()) == 1
+    });
+    // A request the client sent before it saw any GOAWAY (long RTT).
+    raw.headers(3, &req("GET", "/held"), true);
+    frames.extend(frames_until(&mut raw, Duration::from_secs(6), |_| false));
+    let goaways: Vec<(u32, u32)> = frames
+        .iter()
+        .filter(|f| f.kind == kind::GOAWAY)
+        .map(|f| (u32::from_be_bytes(f.payload[..4].try_into().unwrap()), f.code()))
+        .collect();
+    eprintln!("goaways: {goaways:?}");
+    assert!(goaways.windows(2).all(|w| w[1].0 <= w[0].0), "last stream id increased: {goaways:?}");
+    drop(held);
+}
+
+#[derive(Clone, Default)]
+struct Mixed {
+    written: Arc<AtomicUsize>,
+}
+
+const CHUNK: usize = 64 * 1024;
+const TOTAL: usize = 64 << 20;
+
+impl Handler for Mixed {
+    type State = bool;
+    fn head(&self, request: &Request<'_>) -> bool {
+        request.path() == "/stream"
+    }
+    fn respond(&self, stream: bool, response: &mut Response<'_>) {
+        if !stream {
+            let _ = response.body(&vec![b'a'; 48 << 20]);
+            return;
+        }
+        let mut responder = response.defer().unwrap();
+        let written = Arc::clone(&self.written);
+        std::thread::spawn(move || {
+            let chunk = vec![b'b'; CHUNK];
+            let mut n = 0;
+            while n < TOTAL {
+                if responder.write_blocking(&chunk).is_err() {
+                    return;
+                }
+                n += CHUNK;
+                written.store(n, Ordering::SeqCst);
+            }
+            let _ = responder.finish();
+        });
+    }
+}
+
+/// A deferred (pipe) response stages no more than its window allows
+/// while another stream keeps the socket busy (the review's find: its
+/// bytes past its credit went uncounted, 14-30 MB staged).
+#[test]
+fn a_deferred_response_past_its_window_stays_bounded() {
+    let mut worst = 0;
+    for attempt in 0..4 {
+        let handler = Mixed::default();
+        let written = Arc::clone(&handler.written);
+        let server = serve(Options::new().workers(1), handler);
+        // Streams get no credit; the connection plenty.
+        let mut raw = Raw::handshake(server.addr, &[(4, 0)]);
+        raw.frame(kind::SETTINGS, 1, 0, &[]);
+        raw.window_update(0, 1 << 30);
+        raw.headers(1, &req("GET", "/stream"), true);
+        std::thread::sleep(Duration::from_millis(200));
+        // One byte of credit: stream 1's head goes out (and one byte).
+        raw.window_update(1, 1);
+        let f = frames_until(&mut raw, Duration::from_secs(3), |f| {
+            f.stream == 1 && f.kind == kind::HEADERS
+        });
+        assert!(f.iter().any(|f| f.stream == 1 && f.kind == kind::HEADERS), "{f:?}");
+        raw.headers(3, &req("GET", "/big"), true);
+        let f = frames_until(&mut raw, Duration::from_secs(3), |f| {
+            f.stream == 3 && f.kind == kind::HEADERS
+        });
+        assert!(f.iter().any(|f| f.stream == 3 && f.kind == kind::HEADERS), "{f:?}");
+        std::thread::sleep(Duration::from_millis(200));
+        // Stream 1 gets 32 KiB once; stream 3 64 KiB at a time as it is read.
+        let mut out = Vec::new();
+        for (stream, n) in [(1u32, 32_768u32), (3, 65_536)] {
+            falconet_server::h2::frame::FrameHeader {
+                length: 4,
+                kind: kind::WINDOW_UPDATE,
+                flags: 0,
+                stream,
+            }
+            .encode(&mut out);
+            out.extend_from_slice(&n.to_be_bytes());
+        }
+        raw.send(&out);
+        let (mut got1, mut got3, mut granted) = (0usize, 0usize, 65_536usize);
+        let until = Instant::now() + Duration::from_secs(4);
+        while Instant::now() < until {
+            let Some(frame) = raw.next_frame(Duration::from_millis(200)) else { continue };
+            if frame.kind == kind::DATA {
+                if frame.stream == 1 {
+                    got1 += frame.payload.len();
+                }
+                if frame.stream == 3 {
+                    got3 += frame.payload.len();
+                }
+            }
+            if got3 + 32_768 >= granted {
+                raw.window_update(3, 65_536);
+                granted += 65_536;
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        }
+        let after = written.load(Ordering::SeqCst);
+        eprintln!(
+            "attempt {attempt}: the application wrote {after} bytes of stream 1; the client got {got1} of them and {got3} of stream 3"
+        );
+        worst = worst.max(after.saturating_sub(got1));
+        drop(raw);
+        drop(server);
+    }
+    // Stream 1 may send 32 KiB; the pipe holds ~256 KiB; the connection
+    // may stage max_pending_output (64 KiB) sendable + 16x that held.
+    assert!(
+        worst < 4 << 20,
+        "{worst} bytes of stream 1 staged by the server past its 32 KiB of credit"
+    );
 }

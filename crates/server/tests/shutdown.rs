@@ -135,3 +135,51 @@ fn dropping_running_shuts_the_server_down() {
     let refused = TcpStream::connect_timeout(&addr, Duration::from_secs(1));
     assert!(refused.is_err(), "nothing listens after the drop");
 }
+
+/// Drops the server's `Running` from inside its own handler (an admin
+/// "/quit"), on whichever worker serves the request.
+#[derive(Clone)]
+struct Quit {
+    slot: std::sync::Arc<std::sync::Mutex<Option<falconet_server::Running<Quit>>>>,
+    dropped: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl falconet_server::Handler for Quit {
+    type State = ();
+
+    fn head(&self, _: &falconet_server::Request<'_>) {}
+
+    fn respond(&self, (): (), response: &mut falconet_server::Response<'_>) {
+        let running = self.slot.lock().unwrap().take();
+        drop(running);
+        self.dropped.store(true, std::sync::atomic::Ordering::SeqCst);
+        let _ = response.body(b"bye");
+    }
+}
+
+/// A handler that drops `Running` on a worker (an adversarial review's
+/// case: the drop joined the workers from one of them and deadlocked, or
+/// panicked joining itself) starts the shutdown and returns.
+#[test]
+fn dropping_running_on_a_worker_returns() {
+    use falconet_server::Server;
+    use std::sync::atomic::Ordering;
+    for _ in 0..4 {
+        let quit = Quit { slot: Default::default(), dropped: Default::default() };
+        let options = options().workers(2).shutdown_timeout(Duration::from_secs(1));
+        let server = Server::bind("127.0.0.1:0", options, quit.clone()).expect("bind");
+        let addr = server.local_addr();
+        let handle = server.handle();
+        *quit.slot.lock().unwrap() = Some(server.start().expect("start"));
+        let mut client = Client::connect(addr);
+        client.send(b"GET /quit HTTP/1.1\r\nHost: t\r\n\r\n");
+        assert_eq!(client.reply().unwrap().text(), "bye");
+        assert!(quit.dropped.load(Ordering::SeqCst));
+        assert!(handle.is_shutting_down());
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
+            assert!(Instant::now() < deadline, "still accepting after the drop");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}

@@ -71,10 +71,12 @@
 //!   [`Config::max_queued_control`] acknowledgements wait in the output;
 //!   past that the client is not reading what it asks for.
 //! - **Empty frames (CVE-2019-9518):** at most [`Config::max_empty_frames`]
-//!   frames that do no work (DATA without data or END_STREAM, CONTINUATION
-//!   without a fragment, PRIORITY, unknown types) more than frames that
-//!   do: a request or DATA with data pays one back. (Not "in a row": 99
-//!   empty frames and one byte of DATA, repeated, would pass that.)
+//!   empty frames (DATA without data or END_STREAM, CONTINUATION without a
+//!   fragment) more than frames that do work: a request or DATA with data
+//!   pays one back. (Not "in a row": 99 empty frames and one byte of DATA,
+//!   repeated, would pass that.) PRIORITY and unknown frame types, which
+//!   the server ignores, have an allowance of 128 per stream opened (as
+//!   nginx's for PRIORITY), at most 2,048 banked.
 //! - **HPACK bombs:** the decoder's header-list limit (+32 bytes per
 //!   field) and field-count limit.
 //! - **Stream-id exhaustion:** ids only grow; past 2^31-1 the client must
@@ -165,9 +167,9 @@ pub struct Config {
     /// (default 1,000; at least 1 is used, or the client's first SETTINGS
     /// would end the connection).
     pub max_queued_control: usize,
-    /// Frames that do no work (empty DATA or CONTINUATION, PRIORITY,
-    /// unknown types) beyond those that do, each of which pays one back
-    /// (default 100, as h2's empty-frame limit).
+    /// Empty DATA or CONTINUATION frames beyond the frames that do work,
+    /// each of which pays one back (default 100, as h2's empty-frame
+    /// limit).
     pub max_empty_frames: u32,
 }
 
@@ -253,6 +255,13 @@ const RESET_MEMORY: usize = 32;
 /// The largest client stream id (section 5.1.1).
 const MAX_STREAM_ID: u32 = (1 << 31) - 1;
 
+/// PRIORITY and unknown frames allowed per stream the client opens (and
+/// once for the connection), as nginx allows PRIORITY frames: enough for
+/// a browser that reprioritizes, none for a flood that opens nothing.
+const IGNORED_PER_STREAM: u32 = 128;
+/// The most such allowance a connection banks.
+const IGNORED_ALLOWANCE_MAX: u32 = 16 * IGNORED_PER_STREAM;
+
 /// The payload of the PING that a graceful shutdown sends after its first
 /// GOAWAY.
 const SHUTDOWN_PING: [u8; 8] = *b"goaway\0\0";
@@ -305,6 +314,10 @@ pub struct Connection {
     /// has not seen yet: 6.5.2, 5.1.2). One limit's worth: a client that
     /// never acknowledges gets no free resets past it.
     free_refusals: u32,
+    /// PRIORITY and unknown frames still allowed: [`IGNORED_PER_STREAM`]
+    /// at first and for each stream opened, at most
+    /// [`IGNORED_ALLOWANCE_MAX`] banked.
+    ignored_allowance: u32,
     queued_control: usize,
     empty_frames: u32,
     error: Option<ConnectionError>,
@@ -379,6 +392,7 @@ impl Connection {
             scratch: Vec::new(),
             budget: config.reset_budget,
             free_refusals: config.max_concurrent_streams,
+            ignored_allowance: IGNORED_PER_STREAM,
             queued_control: 0,
             empty_frames: 0,
             error: None,
@@ -493,10 +507,15 @@ impl Connection {
             Frame::Continuation { stream, end_headers, fragment } => {
                 self.continuation(stream, end_headers, fragment, streams)
             }
-            // Ignored (PRIORITY is deprecated, 5.3.2; unknown types, 5.5),
-            // and so counted as idle frames.
+            // Ignored (PRIORITY is deprecated, 5.3.2; unknown types, 5.5,
+            // PRIORITY_UPDATE among them), within an allowance that each
+            // stream opened raises (as nginx's): a client that
+            // reprioritizes is served, a flood of them is not.
             Frame::Priority { .. } | Frame::Unknown { .. } => {
-                self.empty_frame();
+                if self.ignored_allowance == 0 {
+                    return self.fail(ErrorCode::ENHANCE_YOUR_CALM, "ignored frame flood");
+                }
+                self.ignored_allowance -= 1;
             }
             Frame::RstStream { stream, .. } => self.rst_stream(stream, streams),
             // From now on the client knows our limits.
@@ -575,7 +594,8 @@ impl Connection {
             if !self.discard(flow_len) {
                 return;
             }
-            if !self.recently_reset.contains(&id) {
+            // A stream opened after our GOAWAY is ignored, not reset.
+            if !self.recently_reset.contains(&id) && !self.ignored(id) {
                 self.stream_error(id, ErrorCode::STREAM_CLOSED, streams);
             }
             return;
@@ -659,7 +679,7 @@ impl Connection {
         if id.is_multiple_of(2) {
             return self.fail(ErrorCode::PROTOCOL_ERROR, "HEADERS on an even stream id");
         }
-        if id <= self.last_stream && !self.streams.contains_key(&id) {
+        if id <= self.last_stream && !self.streams.contains_key(&id) && !self.ignored(id) {
             // A stream that lived and closed: STREAM_CLOSED (5.1); an id
             // below the last one that was never used: PROTOCOL_ERROR (5.1.1).
             if self.recently_closed.contains(&id) || self.recently_reset.contains(&id) {
@@ -781,6 +801,8 @@ impl Connection {
         };
         let input = Arc::clone(&stream.input);
         self.streams.insert(id, stream);
+        self.ignored_allowance =
+            (self.ignored_allowance + IGNORED_PER_STREAM).min(IGNORED_ALLOWANCE_MAX);
         streams.headers(id, &self.head, end_stream, &input);
     }
 
@@ -975,7 +997,8 @@ impl Connection {
         if self.phase == Phase::Closed {
             return;
         }
-        frame::encode_goaway(&mut self.out, self.last_stream, code, reason.as_bytes());
+        let last = self.goaway_id();
+        frame::encode_goaway(&mut self.out, last, code, reason.as_bytes());
         self.phase = Phase::Closed;
         self.error = Some(ConnectionError { code, reason });
         self.block = None;
@@ -1192,6 +1215,20 @@ impl Connection {
         }
         self.final_goaway();
         true
+    }
+
+    /// The last stream id a GOAWAY names: the last seen, but never more
+    /// than a final GOAWAY already named (6.8: the id must not increase;
+    /// streams opened after it are ignored, not processed).
+    fn goaway_id(&self) -> u32 {
+        self.goaway.map_or(self.last_stream, |last| last.min(self.last_stream))
+    }
+
+    /// Whether `id` is a stream the client opened after our final GOAWAY:
+    /// its frames are ignored (6.8), DATA still counted against the
+    /// connection's window.
+    fn ignored(&self, id: u32) -> bool {
+        self.goaway.is_some_and(|last| id > last)
     }
 
     /// The shutdown PING came back: the final GOAWAY.

@@ -59,6 +59,11 @@ const MAX_FIELDS: usize = crate::http1::MAX_HEADERS_LIMIT;
 const CONNECTION_FIELDS: [&[u8]; 5] =
     [b"connection", b"keep-alive", b"proxy-connection", b"transfer-encoding", b"upgrade"];
 
+/// What a deferred or polled response may stage before its HEADERS went
+/// out, credit or not: a head (HEADERS are not flow-controlled, RFC 9113
+/// §6.9), so that a stream with no window still gets its answer's head.
+const HEAD_ROOM: usize = 16 * 1024;
+
 /// How many times `max_pending_output` a connection may hold in responses
 /// that wait for their streams' windows before it answers no new stream:
 /// 16 (1 MiB by default). Below it, a stream short of credit does not
@@ -461,10 +466,17 @@ impl<S: Send + 'static> Http2<S> {
         let mut failed = Vec::new();
         let mut sources = false;
         for (&id, exchange) in &mut self.exchanges {
+            let unsent = exchange.unsent();
             let Some(source) = &mut exchange.source else { continue };
-            // Bytes this stream may stage now; 0 still lets a finished
-            // response's end through (END_STREAM needs no credit).
-            let mut room = budget.min(self.conn.send_credit(id));
+            // Bytes this stream may stage now: its credit less what it has
+            // staged and not sent, so that a stream whose frames wait for
+            // the socket does not stage past its window (a head not yet
+            // sent may take HEAD_ROOM without credit: HEADERS need none).
+            // 0 still lets a finished response's end through (END_STREAM
+            // needs no credit).
+            let credit = self.conn.send_credit(id);
+            let credit = if exchange.head_sent { credit } else { credit.max(HEAD_ROOM) };
+            let mut room = budget.min(credit.saturating_sub(unsent));
             match source {
                 Source::Pipe { reader, readable } => loop {
                     let unsent = exchange.staged.len() - exchange.sent;

@@ -425,9 +425,9 @@ fn empty_frame_flood() {
 }
 
 /// The same flood broken up by a byte of DATA every few frames (a
-/// black-box probe's bypass of an "in a row" count), and by PRIORITY and
-/// unknown frames: idle frames are counted against the work done, so it
-/// ends the same way; a byte of work per idle frame goes on for ever.
+/// black-box probe's bypass of an "in a row" count): empty frames are
+/// counted against the work done, so it ends the same way; a byte of work
+/// per empty frame goes on for ever.
 #[test]
 fn idle_frames_are_counted_against_work() {
     let mut c = Client::with(Config { max_empty_frames: 10, ..Config::default() });
@@ -435,8 +435,8 @@ fn idle_frames_are_counted_against_work() {
     c.feed(&headers);
     for round in 0..20 {
         c.feed(&raw(kind::DATA, 0, 1, &[]));
-        c.feed(&raw(kind::PRIORITY, 0, 1, &[0, 0, 0, 0, 16]));
-        c.feed(&raw(0x7f, 0, 1, b"unknown"));
+        c.feed(&raw(kind::DATA, 0, 1, &[]));
+        c.feed(&raw(kind::DATA, 0, 1, &[]));
         c.feed(&raw(kind::DATA, 0, 1, b"x"));
         if c.conn.error().is_some() {
             assert!(round >= 4, "not before the budget is spent ({round})");
@@ -453,6 +453,38 @@ fn idle_frames_are_counted_against_work() {
         c.feed(&raw(kind::DATA, 0, 1, b"x"));
     }
     assert_eq!(c.conn.error(), None);
+}
+
+/// PRIORITY and unknown frames (ignored) have an allowance per stream
+/// opened: a client that reprioritizes each request twice is served (an
+/// adversarial review's case), one that sends them without opening
+/// streams is cut off.
+#[test]
+fn ignored_frames_have_an_allowance_per_stream() {
+    let mut c = Client::new();
+    for stream in (1..).step_by(2).take(150) {
+        let headers = c.request(stream, "/", true);
+        c.feed(&headers);
+        for _ in 0..2 {
+            c.feed(&raw(kind::PRIORITY, 0, stream, &[0, 0, 0, 0, 16]));
+        }
+        c.feed(&raw(0x10, 0, 0, &[0, 0, 0, 1, b'u', b'=', b'1'])); // PRIORITY_UPDATE
+    }
+    assert_eq!(c.conn.error(), None);
+    // One stream reprioritized 101 times: still within its allowance.
+    let mut c = Client::new();
+    let headers = c.request(1, "/", false);
+    c.feed(&headers);
+    for _ in 0..101 {
+        c.feed(&raw(kind::PRIORITY, 0, 1, &[0, 0, 0, 0, 16]));
+    }
+    assert_eq!(c.conn.error(), None);
+    // A flood with no stream opened ends the connection.
+    let mut c = Client::new();
+    for _ in 0..IGNORED_PER_STREAM + 1 {
+        c.feed(&raw(kind::PRIORITY, 0, 1, &[0, 0, 0, 0, 16]));
+    }
+    assert_eq!(c.goaway(), Some(ErrorCode::ENHANCE_YOUR_CALM));
 }
 
 /// 5.1.2: streams past MAX_CONCURRENT_STREAMS are refused.
