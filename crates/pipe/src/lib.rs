@@ -50,18 +50,22 @@
 //! - The bytes live in a linked list of pool blocks (`segment.rs`): the
 //!   writer touches only the tail, the reader only the head; nodes are
 //!   recycled by the writer, so steady state allocates nothing.
-//! - Everything the ends must agree on is one `AtomicU64` (`state.rs`): the
-//!   unexamined-byte count, both sides' "I sleep" bits, both close bits and
-//!   the read protocol. A side goes to sleep with a compare-and-swap against
-//!   the word it judged from, after registering its waker, so a commit that
-//!   lands in between is never missed (Kestrel's lost wakeup, PR 801/1083).
-//! - A flush below the pause threshold does not look at that word: the
-//!   writer keeps the word its last commit's read-modify-write returned
-//!   (only the reader can have lowered the count since), and the reader
-//!   reports what could raise it (credit given back, its own drop) on a
-//!   line of its own that rarely changes (`Shared::reader_news`). So a
-//!   commit + flush costs the writer one access to the shared line, not
-//!   two.
+//! - The ends agree through three words, each on its own cache line
+//!   (`state.rs`): the writer's (committed-byte count, its close bit, the
+//!   reader's sleep bit), the reader's (examined-byte count, the writer's
+//!   sleep bit) and the read protocol's (touched by readers only). Each
+//!   side publishes with one read-modify-write of its own line, which the
+//!   other side only loads, so a commit does not wait for a line the reader
+//!   has just written. A side goes to sleep with a compare-and-swap on the
+//!   *other* side's word, against the value it judged from, after
+//!   registering its waker, so a commit or an advance that lands in between
+//!   is never missed (Kestrel's lost wakeup, PR 801/1083).
+//! - A flush below the pause threshold does not look at the reader's word:
+//!   the writer keeps the examined count it last loaded (the reader can
+//!   only have raised it since), and the reader reports what could lower
+//!   it (credit given back, its own drop) on a line of its own that rarely
+//!   changes (`Shared::reader_news`). So a commit + flush costs the writer
+//!   one read-modify-write of its own line.
 //! - One read at a time, checked at run time where the type system cannot:
 //!   see [`Reader`] for the exact rule and [`ReadError::ConcurrentRead`].
 //!
@@ -121,12 +125,107 @@ use crate::shared::Shared;
 /// [`OptionsError`] when `options` are inconsistent (thresholds, read
 /// space larger than the pool's blocks).
 pub fn pipe(pool: &Pool, options: Options) -> Result<(Writer, Reader), OptionsError> {
+    pipe_at(pool, options, 0)
+}
+
+/// [`pipe`], its stream starting at position `start` (tests start near
+/// the point where the shared counts wrap).
+pub(crate) fn pipe_at(
+    pool: &Pool,
+    options: Options,
+    start: u64,
+) -> Result<(Writer, Reader), OptionsError> {
     let config = options.validate(pool.block_size())?;
-    let shared = Arc::new(Shared::new(config));
-    Ok((Writer::new(shared.clone(), pool.clone()), Reader::new(shared)))
+    let shared = Arc::new(Shared::new(config, start));
+    Ok((Writer::new(shared.clone(), pool.clone(), start), Reader::new(shared, start)))
 }
 
 // The README's tokio example needs the `tokio` feature.
 #[cfg(all(doctest, feature = "tokio"))]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
+
+/// The shared counts are 56 bits wide and wrap; the stream positions do
+/// not. A pipe that starts just short of the wrap must move every byte
+/// across it, pause and resume at its thresholds there, and report end of
+/// stream after it.
+#[cfg(all(test, not(falconet_pipe_loom)))]
+mod wrap_tests {
+    use core::pin::pin;
+    use core::task::{Context, Poll, Waker};
+    use std::future::Future;
+
+    use falconet_pool::Pool;
+
+    use crate::state::COUNT_MAX;
+    use crate::{Options, pipe_at};
+
+    /// Stream positions around the point where the counts wrap (2^56).
+    const NEAR_THE_WRAP: [u64; 3] = [COUNT_MAX - 1000, COUNT_MAX, COUNT_MAX + 1];
+
+    #[test]
+    fn one_thread_pauses_and_resumes_across_the_wrap() {
+        let pool = Pool::new();
+        for start in NEAR_THE_WRAP {
+            let options = Options::new().pause_at(3000).resume_at(1000);
+            let (mut writer, reader) = pipe_at(&pool, options, start).unwrap();
+            let data: Vec<u8> = (0..5000u32).map(|i| i as u8).collect();
+            writer.put_slice(&data).unwrap();
+            let waker = Waker::noop();
+            let mut cx = Context::from_waker(waker);
+            // 5,000 unexamined, pause_at 3,000: the flush waits.
+            let mut flush = pin!(writer.flush());
+            assert!(flush.as_mut().poll(&mut cx).is_pending(), "start {start}");
+            let read = reader.try_read().unwrap().expect("5,000 bytes buffered");
+            assert_eq!(read.to_vec(), data, "start {start}");
+            // 1,000 left unexamined: not below resume_at, still paused.
+            read.advance_to(4000, 4000).unwrap();
+            assert!(flush.as_mut().poll(&mut cx).is_pending(), "start {start}");
+            let read = reader.try_read().unwrap().expect("1,000 bytes unexamined");
+            assert_eq!(read.to_vec(), data[4000..], "start {start}");
+            read.advance_to(1000, 1000).unwrap();
+            assert_eq!(flush.poll(&mut cx), Poll::Ready(Ok(())), "start {start}");
+            assert!(reader.try_read().unwrap().is_none(), "everything examined");
+            writer.close();
+            let end = reader.try_read().unwrap().expect("end of stream");
+            assert!(end.is_completed() && end.is_empty());
+        }
+    }
+
+    #[test]
+    fn two_threads_move_every_byte_across_the_wrap() {
+        let pool = Pool::new();
+        for start in NEAR_THE_WRAP {
+            let options = Options::new().pause_at(4096).resume_at(1024);
+            let (mut writer, reader) = pipe_at(&pool, options, start).unwrap();
+            const TOTAL: usize = if cfg!(miri) { 8 << 10 } else { 1 << 20 };
+            let producer = std::thread::spawn(move || {
+                let mut sent = 0;
+                while sent < TOTAL {
+                    let chunk: Vec<u8> =
+                        (sent..(sent + 333).min(TOTAL)).map(|i| (i % 251) as u8).collect();
+                    writer.put_slice(&chunk).unwrap();
+                    writer.flush_blocking().unwrap();
+                    sent += chunk.len();
+                }
+                writer.close();
+            });
+            let mut received = 0;
+            loop {
+                let read = reader.read_blocking().unwrap();
+                let done = read.is_completed();
+                for (i, byte) in read.to_vec().into_iter().enumerate() {
+                    assert_eq!(byte, ((received + i) % 251) as u8, "start {start}");
+                }
+                received += read.len();
+                let len = read.len();
+                read.consume(len).unwrap();
+                if done {
+                    break;
+                }
+            }
+            producer.join().unwrap();
+            assert_eq!(received, TOTAL, "start {start}");
+        }
+    }
+}

@@ -1,7 +1,7 @@
 //! Pipe options: back-pressure thresholds and the socket-read rule.
 
 use crate::error::OptionsError;
-use crate::state::UNEXAMINED;
+use crate::state::COUNT_MAX;
 
 /// Default `pause_at`: the writer's flush waits once this many bytes are
 /// unexamined (System.IO.Pipelines' default).
@@ -117,11 +117,11 @@ impl Options {
         if min_read_space == 0 || min_read_space > block_size {
             return Err(OptionsError::ReadSpace { requested: min_read_space, block_size });
         }
-        // The unexamined count never exceeds UNEXAMINED, so a larger
+        // The unexamined count never exceeds COUNT_MAX, so a larger
         // threshold means "never".
         Ok(Config {
-            pause_at: pause_at.min(UNEXAMINED + 1),
-            resume_at: resume_at.min(UNEXAMINED + 1),
+            pause_at: pause_at.min(COUNT_MAX + 1),
+            resume_at: resume_at.min(COUNT_MAX + 1),
             min_read_space,
             block_size,
         })

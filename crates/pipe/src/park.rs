@@ -126,7 +126,7 @@ pub(crate) fn block_on<F: Future>(future: F) -> F::Output {
     // Fast path: most blocking calls do not wait, and a no-op waker costs no
     // reference-count traffic. A pipe future that returns Pending has
     // registered it, so poll again below with the real waker before parking:
-    // that poll re-registers and re-checks the state word.
+    // that poll re-registers and re-checks the pipe's words.
     if let Poll::Ready(output) = future.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
         return output;
     }

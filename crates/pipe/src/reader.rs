@@ -10,8 +10,8 @@ use crate::primitive::{Arc, Ordering, UnsafeCell};
 use crate::segment::Node;
 use crate::shared::{NEWS_READER_GONE, Shared};
 use crate::state::{
-    CONFLICT, HOLDING, PENDING, READER_CLOSED, READER_WAITING, UNEXAMINED, WRITER_CLOSED,
-    WRITER_WAITING, has, unexamined,
+    CONFLICT, HOLDING, PENDING, READER_CLOSED, READER_WAITING, WRITER_CLOSED, WRITER_WAITING,
+    bytes, count, distance, has,
 };
 use crate::view::ReadGuard;
 
@@ -36,12 +36,12 @@ use crate::view::ReadGuard;
 pub struct Reader {
     shared: Arc<Shared>,
     /// Where the reader is; touched only by the owner of the current read
-    /// (`PENDING`/`HOLDING` in the state word).
+    /// (`PENDING`/`HOLDING` in the `read` word).
     local: UnsafeCell<Position>,
 }
 
 // SAFETY: `local` and the node pointers in it are handed from read to read
-// by the CAS protocol on the state word (`crate::state`): one owner at a
+// by the CAS protocol on the `read` word (`crate::state`): one owner at a
 // time, with Release when a read ends and Acquire when the next begins.
 unsafe impl Send for Reader {}
 // SAFETY: as above; every `&self` method either owns the read or fails.
@@ -58,26 +58,32 @@ struct Position {
     /// Stream bytes examined so far: the caller's mark, set by
     /// `advance_to`, never moving back.
     examined: u64,
-    /// Bytes past `examined` that a waiting `read_at_least` took out of the
-    /// unexamined count (so the writer is not paused by bytes it waits
-    /// past). Lent, not given: the wait's end returns them (when the read
-    /// becomes ready, in the same CAS, or when it is cancelled), so the
-    /// state word always counts `written - (examined + credit)`, and the
-    /// examined mark is only ever the caller's. Zero unless a
-    /// `read_at_least` is waiting.
+    /// Bytes past `examined` that a waiting `read_at_least` added to the
+    /// published examined count (so the writer is not paused by bytes it
+    /// waits past). Lent, not given: the wait's end takes them back (when
+    /// the read becomes ready, or when it is cancelled), so the `examined`
+    /// word always counts `examined + credit`, and the examined mark is
+    /// only ever the caller's. Zero unless a `read_at_least` is waiting.
     credit: u64,
 }
 
 impl Position {
-    /// The read's view at state word `state`: everything buffered from here.
-    fn snapshot(&self, state: u64) -> Snapshot {
+    /// The read's view at `written` word `word`: everything buffered from
+    /// here.
+    fn snapshot(&self, word: u64) -> Snapshot {
         Snapshot {
             node: self.head,
             off: self.head_off,
             // Buffered bytes sit in pool blocks: they fit in the address space.
-            len: (self.examined + self.credit - self.consumed + unexamined(state)) as usize,
-            completed: has(state, WRITER_CLOSED),
+            len: distance(count(word), self.consumed) as usize,
+            completed: has(word, WRITER_CLOSED),
         }
+    }
+
+    /// Committed bytes at `written` word `word` that no read examined (nor
+    /// lent itself).
+    fn fresh(&self, word: u64) -> u64 {
+        distance(count(word), self.examined + self.credit)
     }
 }
 
@@ -92,15 +98,15 @@ pub(crate) struct Snapshot {
 }
 
 impl Reader {
-    pub(crate) fn new(shared: Arc<Shared>) -> Self {
+    pub(crate) fn new(shared: Arc<Shared>, start: u64) -> Self {
         let head = shared.sentinel();
         Self {
             shared,
             local: UnsafeCell::new(Position {
                 head,
                 head_off: 0,
-                consumed: 0,
-                examined: 0,
+                consumed: start,
+                examined: start,
                 credit: 0,
             }),
         }
@@ -165,8 +171,8 @@ impl Reader {
     /// # Errors
     /// As [`read`](Self::read).
     pub fn try_read(&self) -> Result<Option<ReadGuard<'_>>, ReadError> {
-        if let Some(snapshot) = self.read_now() {
-            return Ok(Some(ReadGuard::new(self, snapshot)));
+        if let Some(result) = self.read_now() {
+            return result.map(|snapshot| Some(ReadGuard::new(self, snapshot)));
         }
         self.begin()?;
         match self.poll_read(None, None) {
@@ -180,7 +186,7 @@ impl Reader {
     /// or dropped). Buffered bytes may remain.
     pub fn is_writer_closed(&self) -> bool {
         // Relaxed: a hint; reads re-check with Acquire.
-        has(self.shared.state.load(Ordering::Relaxed), WRITER_CLOSED)
+        has(self.shared.written.load(Ordering::Relaxed), WRITER_CLOSED)
     }
 
     pub(crate) fn shared(&self) -> &Shared {
@@ -189,41 +195,66 @@ impl Reader {
 
     /// The fast path of `read` and `try_read`: when no read is outstanding
     /// and there are unexamined bytes (or the stream ended), idle ->
-    /// `HOLDING` in one CAS, skipping `PENDING`.
+    /// `HOLDING` in one CAS on the reader's own line, skipping `PENDING`.
+    /// `Some(Err)`: a second read ran into this one while it looked, and
+    /// this one, finding nothing after all, fails as that one did.
     #[inline]
-    pub(crate) fn read_now(&self) -> Option<Snapshot> {
-        // Acquire: commits and the close error happen before.
-        let current = self.shared.state.load(Ordering::Acquire);
-        let ready = unexamined(current) > 0 || has(current, WRITER_CLOSED);
-        if !ready || has(current, PENDING | HOLDING) {
+    pub(crate) fn read_now(&self) -> Option<Result<Snapshot, ReadError>> {
+        let shared = &*self.shared;
+        // Acquire: commits (bytes, links) and the close error happen before.
+        let word = shared.written.load(Ordering::Acquire);
+        // Relaxed: our own count, a hint (a stale one only costs the check
+        // after the CAS). With no read outstanding nothing is lent, so it
+        // is the examined mark.
+        let examined = shared.examined.load(Ordering::Relaxed);
+        if count(word) == count(examined) && !has(word, WRITER_CLOSED) {
             return None;
         }
-        // A failed CAS (a commit landed) takes the general path.
-        self.shared.transition(current, current | HOLDING).ok()?;
+        // Acquire pairs with the Release that ended the previous read: its
+        // updates of `local` happen before ours. A failed CAS (a read is
+        // outstanding) takes the general path, which applies the rule.
+        shared.read.compare_exchange(0, HOLDING, Ordering::Acquire, Ordering::Relaxed).ok()?;
+        // Again, now that the reads before ours happen before: one of them
+        // may have consumed past what the first load saw (a race of
+        // readers). Acquire, as above.
+        let word = shared.written.load(Ordering::Acquire);
         // SAFETY: the CAS made this read the owner of `local`.
         let at = self.local.with(|local| unsafe { *local });
-        Some(at.snapshot(current))
+        if at.fresh(word) == 0 && !has(word, WRITER_CLOSED) {
+            // A racing read examined these bytes since our look: give the
+            // read back untouched (Release hands `local` on). A read that
+            // ran into ours meanwhile failed, expecting ours to hold bytes
+            // or fail: with no bytes, ours fails too.
+            if has(shared.read.swap(0, Ordering::Release), CONFLICT) {
+                return Some(Err(ReadError::ConcurrentRead));
+            }
+            return None;
+        }
+        Some(Ok(at.snapshot(word)))
     }
 
     /// Starts a read: idle -> `PENDING`, or the concurrent-read rule.
     pub(crate) fn begin(&self) -> Result<(), ReadError> {
-        let mut current = self.shared.state.load(Ordering::Relaxed);
+        let read = &self.shared.read;
+        let mut current = read.load(Ordering::Relaxed);
         loop {
             let (new, result) = if !has(current, PENDING | HOLDING) {
                 (current | PENDING, Ok(()))
-            } else if has(current, PENDING) && !has(current, CONFLICT) {
-                // Fail the pending read too: flag it and wake it.
-                ((current | CONFLICT) & !READER_WAITING, Err(ReadError::ConcurrentRead))
+            } else if !has(current, CONFLICT) {
+                // Fail the pending read too: flag it and wake it. A holding
+                // read ignores the flag, unless it is a fast read about to
+                // find no bytes after all (`read_now`), which then fails.
+                (current | CONFLICT, Err(ReadError::ConcurrentRead))
             } else {
                 return Err(ReadError::ConcurrentRead);
             };
             // Acquire pairs with the Release that ended the previous read:
-            // its updates of `local` happen before ours. AcqRel when flagging
-            // a conflict: Acquire orders the pending read's registration
-            // before our wake.
-            match self.shared.transition(current, new) {
+            // its updates of `local` happen before ours. Release when
+            // flagging a conflict: the pending read that registers its
+            // waker after our wake sees the flag.
+            match read.compare_exchange_weak(current, new, Ordering::AcqRel, Ordering::Relaxed) {
                 Ok(_) => {
-                    if has(current, READER_WAITING) && result.is_err() {
+                    if has(current, PENDING) && result.is_err() {
                         self.shared.reader_waker.wake();
                     }
                     return result;
@@ -234,33 +265,34 @@ impl Reader {
     }
 
     /// Gives up a read that returned no bytes (cancelled, failed or empty
-    /// `try_read`): returns the credit a waiting `read_at_least` took to the
-    /// unexamined count, and `PENDING` -> idle, in one CAS. The caller owns
+    /// `try_read`): takes back the credit a waiting `read_at_least` lent
+    /// itself, clears its sleep bit, and `PENDING` -> idle. The caller owns
     /// the read (`PENDING`). Returns whether a second read had flagged it
     /// (`CONFLICT`) first: a read that gives up then fails as that one did.
     pub(crate) fn cancel(&self) -> bool {
         // SAFETY: the caller owns PENDING, hence `local`.
         let credit = self.local.with_mut(|local| unsafe { core::mem::take(&mut (*local).credit) });
         let shared = &*self.shared;
-        let mut current = shared.state.load(Ordering::Relaxed);
-        loop {
-            // The bytes lent while waiting are unexamined again: the next
-            // read returns them at once. Adding can only make the writer
-            // pause later, never miss a wake, so no one needs waking.
-            let new = (current + credit) & !(PENDING | CONFLICT | READER_WAITING);
-            // Release hands `local` to the next read.
-            match shared.state.compare_exchange_weak(
-                current,
-                new,
-                Ordering::AcqRel,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => {
-                    shared.credit_returned(credit);
-                    return has(current, CONFLICT);
-                }
-                Err(actual) => current = actual,
-            }
+        // The bytes lent while waiting are unexamined again: the next read
+        // returns them at once. That can only make the writer pause later,
+        // never miss a wake, so no one needs waking.
+        self.give_back(credit);
+        // Relaxed: only this read sets the bit, and only the writer's wake
+        // clears it otherwise; clearing it here spares the writer a wake.
+        if has(shared.written.load(Ordering::Relaxed), READER_WAITING) {
+            shared.written.fetch_and(!READER_WAITING, Ordering::Relaxed);
+        }
+        // AcqRel: Release hands `local` to the next read.
+        has(shared.read.swap(0, Ordering::AcqRel), CONFLICT)
+    }
+
+    /// Takes back `credit` bytes a wait lent itself, and says so to the
+    /// writer's flush (`Shared::reader_news`).
+    fn give_back(&self, credit: u64) {
+        if credit > 0 {
+            // Relaxed: the news (Release, after) publishes it to the flush.
+            self.shared.examined.fetch_sub(bytes(credit), Ordering::Relaxed);
+            self.shared.credit_returned();
         }
     }
 
@@ -275,72 +307,88 @@ impl Reader {
     ) -> Poll<Result<Snapshot, ReadError>> {
         let shared = &*self.shared;
         // Acquire: commits (bytes, links) and the close error happen before.
-        let mut state = shared.state.load(Ordering::Acquire);
+        let mut word = shared.written.load(Ordering::Acquire);
         let mut cx = cx;
         loop {
-            if has(state, CONFLICT) {
-                self.cancel();
-                return Poll::Ready(Err(ReadError::ConcurrentRead));
-            }
             // SAFETY: this read owns PENDING, hence `local`.
             let at = self.local.with(|local| unsafe { *local });
-            let fresh = unexamined(state);
-            let buffered = at.examined + at.credit - at.consumed + fresh;
-            let ready = has(state, WRITER_CLOSED)
+            let fresh = at.fresh(word);
+            let ready = has(word, WRITER_CLOSED)
                 || match min {
                     None => fresh > 0,
-                    Some(n) => buffered >= n as u64,
+                    Some(n) => distance(count(word), at.consumed) >= n as u64,
                 };
             if ready {
+                // PENDING -> HOLDING, unless a second read flagged this one.
+                // Acquire: the flag's setter woke us after setting it.
+                if shared
+                    .read
+                    .compare_exchange(PENDING, HOLDING, Ordering::Acquire, Ordering::Relaxed)
+                    .is_err()
+                {
+                    self.cancel();
+                    return Poll::Ready(Err(ReadError::ConcurrentRead));
+                }
                 // The loan ends with the wait: its bytes are unexamined again
                 // (the caller's `advance_to` says what it examined), so the
                 // writer's back-pressure sees them while the read is held.
-                let new = ((state & !(PENDING | READER_WAITING)) | HOLDING) + at.credit;
-                match shared.transition(state, new) {
-                    Ok(_) => {
-                        shared.credit_returned(at.credit);
-                        // SAFETY: this read owns the state (now HOLDING),
-                        // hence `local`.
-                        self.local.with_mut(|local| unsafe { (*local).credit = 0 });
-                        return Poll::Ready(Ok(at.snapshot(state)));
-                    }
-                    Err(actual) => {
-                        state = actual;
-                        continue;
-                    }
+                self.give_back(at.credit);
+                if has(word, READER_WAITING) {
+                    // Woken by someone else (or polled early): our sleep
+                    // bit would cost the writer a wake.
+                    shared.written.fetch_and(!READER_WAITING, Ordering::Relaxed);
                 }
+                // SAFETY: this read owns the read (now HOLDING), hence `local`.
+                self.local.with_mut(|local| unsafe { (*local).credit = 0 });
+                return Poll::Ready(Ok(at.snapshot(word)));
             }
             let Some(cx) = cx.as_deref_mut() else {
-                // A second read that flagged this one after our load above
-                // failed at once, expecting this one to fail too: it does,
-                // rather than report "nothing yet" (a caller polling until a
-                // read conflicts would wait forever).
+                // A second read that flagged this one failed at once,
+                // expecting this one to fail too: it does, rather than report
+                // "nothing yet" (a caller polling until a read conflicts
+                // would wait forever).
                 if self.cancel() {
                     return Poll::Ready(Err(ReadError::ConcurrentRead));
                 }
                 return Poll::Pending;
             };
             shared.reader_waker.register(cx.waker());
-            // read_at_least examines everything while it waits, so the
-            // writer is never paused by bytes we are waiting past.
-            let examine_all = min.is_some() && fresh > 0;
-            let mut new = state | READER_WAITING;
-            if examine_all {
-                new &= !(UNEXAMINED | WRITER_WAITING);
-            }
-            // Sleep only if nothing changed since we judged "not ready": a
-            // commit, close or conflict in between fails the CAS. Release
-            // orders the registration before the bit for whoever clears it.
-            match shared.transition(state, new) {
+            // Sleep only if nothing was committed or closed since we judged
+            // "not ready": a commit or close in between fails the CAS.
+            // Release orders the registration before the bit for whoever
+            // clears it.
+            match shared.written.compare_exchange_weak(
+                word,
+                word | READER_WAITING,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
                 Ok(_) => {
-                    if examine_all {
+                    if min.is_some() && fresh > 0 {
+                        // read_at_least examines everything while it waits
+                        // (once asleep: what the writer does next wakes us),
+                        // so the writer is never paused by bytes we are
+                        // waiting past.
                         // SAFETY: this read owns PENDING, hence `local`.
                         self.local.with_mut(|local| unsafe { (*local).credit += fresh });
-                        shared.wake_writer_if(state, new);
+                        // AcqRel: Acquire orders a sleeping writer's
+                        // registration before our wake.
+                        let old = shared.examined.fetch_add(bytes(fresh), Ordering::AcqRel);
+                        if has(old, WRITER_WAITING) {
+                            shared.wake_writer();
+                        }
+                    }
+                    // A second read that flagged this one before our
+                    // registration woke an empty slot: look once more.
+                    // Acquire: if its wake ran before our registration,
+                    // that registration's Acquire ordered the flag before.
+                    if has(shared.read.load(Ordering::Acquire), CONFLICT) {
+                        self.cancel();
+                        return Poll::Ready(Err(ReadError::ConcurrentRead));
                     }
                     return Poll::Pending;
                 }
-                Err(actual) => state = actual,
+                Err(actual) => word = actual,
             }
         }
     }
@@ -353,22 +401,36 @@ impl Reader {
     pub(crate) fn release(&self, snapshot: &Snapshot, consumed: usize, examined: usize) {
         debug_assert!(consumed <= examined && examined <= snapshot.len);
         // SAFETY: this read owns HOLDING, hence `local`.
-        let newly_examined =
-            self.local.with_mut(|local| unsafe { self.consume(&mut *local, consumed, examined) });
+        let (newly_examined, unexamined) = self.local.with_mut(|local| unsafe {
+            let local = &mut *local;
+            // The snapshot's end: at least what is committed now.
+            let end = local.consumed + snapshot.len as u64;
+            let newly_examined = self.consume(local, consumed, examined);
+            (newly_examined, end - local.examined)
+        });
         let shared = &*self.shared;
-        // One unconditional RMW (no load-then-CAS: the writer's commits
-        // keep changing the word, and every extra access moves its line):
-        // subtracting HOLDING clears it, since it is set. Release hands
-        // `local` to the next read; Acquire orders a sleeping writer's
-        // registration before our wake.
-        let old = shared.state.fetch_sub(newly_examined + HOLDING, Ordering::AcqRel);
-        debug_assert!(has(old, HOLDING) && unexamined(old) >= newly_examined);
-        let now = unexamined(old) - newly_examined;
-        if has(old, WRITER_WAITING) && now < shared.config.resume_at {
-            // The writer sleeps (it set the bit with a CAS against a word
-            // at or over resume_at) and may go on now.
-            shared.wake(WRITER_WAITING, &shared.writer_waker);
+        if newly_examined > 0 {
+            // One RMW on the reader's own line (the writer loads it only
+            // near the pause threshold). Release publishes the examined
+            // mark; Acquire orders a sleeping writer's registration before
+            // our wake.
+            let old = shared.examined.fetch_add(bytes(newly_examined), Ordering::AcqRel);
+            // The writer sleeps (it set the bit with a CAS against a count
+            // at least resume_at short of what it had written) and may go on
+            // now: what is unexamined is at least our figure, since more
+            // may have been committed since the snapshot.
+            if has(old, WRITER_WAITING) && unexamined < shared.config.resume_at {
+                shared.wake_writer();
+            }
         }
+        // Release hands `local` to the next read. While HOLDING, others
+        // only add `CONFLICT`, which a holder ignores (a second read that
+        // fails does not fail the one holding bytes) and this clears. A
+        // swap, not a store: the loom model `two_readers_race` found a
+        // store ordered before a second read's flag, leaving the pipe
+        // flagged after both reads ended. On the reader's own line, which
+        // the writer never touches, the RMW is cheap.
+        shared.read.swap(0, Ordering::Release);
     }
 
     /// Moves `local` past `consumed` bytes and `examined` bytes; returns how
@@ -460,12 +522,16 @@ impl Future for Readable {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
         if !this.began {
-            // Acquire: as in `read_now`.
-            let state = this.reader.shared.state.load(Ordering::Acquire);
-            if (unexamined(state) > 0 || has(state, WRITER_CLOSED))
-                && !has(state, PENDING | HOLDING)
-            {
-                return Poll::Ready(Ok(()));
+            let shared = &*this.reader.shared;
+            // Acquire, in this order: the read that ended last published
+            // its examined count before it cleared the read word, and
+            // commits happen before the written word we load.
+            if shared.read.load(Ordering::Acquire) == 0 {
+                let examined = shared.examined.load(Ordering::Acquire);
+                let word = shared.written.load(Ordering::Acquire);
+                if count(word) != count(examined) || has(word, WRITER_CLOSED) {
+                    return Poll::Ready(Ok(()));
+                }
             }
             this.reader.begin()?;
             this.began = true;
@@ -496,13 +562,17 @@ impl core::fmt::Debug for Readable {
 
 impl Drop for Reader {
     fn drop(&mut self) {
+        let shared = &*self.shared;
         // AcqRel: Release orders our last reads before the writer's reuse of
-        // anything; Acquire orders its registration before our wake.
-        let old = self.shared.state.fetch_or(READER_CLOSED, Ordering::AcqRel);
+        // anything. On `written`, so the next commit fails; on `examined`,
+        // to fail a sleeping flush's CAS or wake it (Acquire orders its
+        // registration before our wake).
+        shared.written.fetch_or(READER_CLOSED, Ordering::AcqRel);
+        let old = shared.examined.fetch_or(READER_CLOSED, Ordering::AcqRel);
         // Release: a flush that sees this sees READER_CLOSED.
-        self.shared.reader_news.fetch_or(NEWS_READER_GONE, Ordering::Release);
+        shared.reader_news.fetch_or(NEWS_READER_GONE, Ordering::Release);
         if has(old, WRITER_WAITING) {
-            self.shared.wake(WRITER_WAITING, &self.shared.writer_waker);
+            shared.wake_writer();
         }
     }
 }
@@ -532,9 +602,9 @@ impl<'a> Future for ReadFuture<'a> {
         let this = self.get_mut();
         if !this.began {
             if this.min.is_none()
-                && let Some(snapshot) = this.reader.read_now()
+                && let Some(result) = this.reader.read_now()
             {
-                return Poll::Ready(Ok(ReadGuard::new(this.reader, snapshot)));
+                return Poll::Ready(result.map(|snapshot| ReadGuard::new(this.reader, snapshot)));
             }
             this.reader.begin()?;
             this.began = true;

@@ -23,7 +23,7 @@
 //!
 //! A node's readable bytes end where its successor starts (`next.start`), or
 //! at the written total when it is the tail; the reader bounds every walk
-//! by the byte count it took from the state word, so a node linked after
+//! by the byte count it took from the `written` word, so a node linked after
 //! that snapshot is never read past its committed bytes.
 
 use core::ptr;
@@ -56,12 +56,18 @@ pub(crate) struct Node {
 }
 
 impl Node {
-    /// A new boxed node without a block: the list's first sentinel, or a
-    /// node for the writer to fill when no spare one is left.
+    /// A new boxed node without a block: a node for the writer to fill
+    /// when no spare one is left.
     pub(crate) fn empty() -> *mut Node {
+        Self::sentinel(0)
+    }
+
+    /// The list's first node: no block, and the stream's first byte (at
+    /// position `start`) will be in its successor.
+    pub(crate) fn sentinel(start: u64) -> *mut Node {
         Box::into_raw(Box::new(Node {
             block: UnsafeCell::new(None),
-            base: UnsafeCell::new((ptr::null_mut(), 0)),
+            base: UnsafeCell::new((ptr::null_mut(), start)),
             next: AtomicPtr::new(ptr::null_mut()),
         }))
     }
@@ -89,7 +95,7 @@ impl Node {
     ///
     /// # Safety
     /// The node is linked (or is the sentinel) and the caller synchronised
-    /// with its link (an Acquire load of `next`, or of a later state word).
+    /// with its link (an Acquire load of `next`, or of a later `written` word).
     #[inline]
     pub(crate) unsafe fn base(node: *const Node) -> (*mut u8, u64) {
         // SAFETY: the caller's synchronisation orders the writer's `fill`

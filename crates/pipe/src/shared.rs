@@ -1,5 +1,5 @@
-//! The state both ends share: the readiness word, the two waker slots, the
-//! reader's published head and the writer's close error.
+//! The state both ends share: the three words of `crate::state`, the two
+//! waker slots, the reader's published head and the writer's close error.
 
 use std::io;
 
@@ -8,7 +8,7 @@ use crossbeam_utils::CachePadded;
 use crate::options::Config;
 use crate::primitive::{AtomicPtr, AtomicU64, Ordering, UnsafeCell};
 use crate::segment::Node;
-use crate::state::{WRITER_WAITING, has};
+use crate::state::{READER_WAITING, WRITER_WAITING, bytes};
 use crate::waker::WakerSlot;
 
 /// `reader_news`: the reader was dropped (after `READER_CLOSED`).
@@ -18,14 +18,23 @@ pub(crate) const NEWS_READER_GONE: u64 = 1;
 pub(crate) const NEWS_CREDIT_RETURNED: u64 = 2;
 
 pub(crate) struct Shared {
-    /// The readiness word (`crate::state`); written by both ends.
-    pub(crate) state: CachePadded<AtomicU64>,
+    /// Committed bytes and the writer's flags (`crate::state`): written
+    /// by the writer on every commit, loaded by the reader.
+    pub(crate) written: CachePadded<AtomicU64>,
+    /// Examined (and lent) bytes and the writer's sleep bit: written by
+    /// the reader when a read examines bytes, loaded by a flush that is
+    /// near the pause threshold.
+    pub(crate) examined: CachePadded<AtomicU64>,
+    /// The one-read-at-a-time bits: touched by readers only.
+    pub(crate) read: CachePadded<AtomicU64>,
     /// The reader's published head: nodes before it are the writer's to reuse.
     pub(crate) head: CachePadded<AtomicPtr<Node>>,
     /// What the reader did that can raise the writer's back-pressure, on a
-    /// line of its own that changes rarely (`NEWS_*`): the writer's flush
-    /// reads it instead of the state word, whose line the reader keeps
-    /// writing. Set after the state word changes, with Release.
+    /// line of its own that changes rarely (`NEWS_*`): while it is
+    /// unchanged, the examined count has only grown since the writer last
+    /// loaded it, so a flush that was below the threshold then is below it
+    /// now without a look at the reader's line. Set after the examined
+    /// word changes, with Release.
     pub(crate) reader_news: CachePadded<AtomicU64>,
     pub(crate) reader_waker: CachePadded<WakerSlot>,
     pub(crate) writer_waker: CachePadded<WakerSlot>,
@@ -46,10 +55,13 @@ unsafe impl Send for Shared {}
 unsafe impl Sync for Shared {}
 
 impl Shared {
-    pub(crate) fn new(config: Config) -> Self {
-        let sentinel = Node::empty();
+    /// The shared state of a pipe whose stream starts at position `start`.
+    pub(crate) fn new(config: Config, start: u64) -> Self {
+        let sentinel = Node::sentinel(start);
         Self {
-            state: CachePadded::new(AtomicU64::new(0)),
+            written: CachePadded::new(AtomicU64::new(bytes(start))),
+            examined: CachePadded::new(AtomicU64::new(bytes(start))),
+            read: CachePadded::new(AtomicU64::new(0)),
             head: CachePadded::new(AtomicPtr::new(sentinel)),
             reader_news: CachePadded::new(AtomicU64::new(0)),
             reader_waker: CachePadded::new(WakerSlot::new()),
@@ -66,43 +78,30 @@ impl Shared {
         self.first.with(|first| unsafe { *first })
     }
 
-    /// Moves the state word from `current` to `new`, or returns the word
-    /// that is there instead. Every transition the two ends decide from a
-    /// word they read goes through here. AcqRel on success: Release
-    /// publishes what the caller did before (bytes, `local`, a waker
-    /// registration) to whoever reads the word next; Acquire orders what the
-    /// previous writers of the word did before the caller's next steps.
-    /// Acquire on failure: the caller judges again from the word returned.
-    #[inline]
-    pub(crate) fn transition(&self, current: u64, new: u64) -> Result<u64, u64> {
-        self.state.compare_exchange_weak(current, new, Ordering::AcqRel, Ordering::Acquire)
-    }
-
-    /// Clears `bit` (a waiting flag another RMW saw set) and wakes `slot`.
+    /// Clears `READER_WAITING` (an RMW on `written` saw it set) and wakes
+    /// the reader.
     #[cold]
-    pub(crate) fn wake(&self, bit: u64, slot: &WakerSlot) {
+    pub(crate) fn wake_reader(&self) {
         // AcqRel: Acquire orders the sleeper's registration before our wake.
-        self.state.fetch_and(!bit, Ordering::AcqRel);
-        slot.wake();
+        self.written.fetch_and(!READER_WAITING, Ordering::AcqRel);
+        self.reader_waker.wake();
     }
 
-    /// Tells the writer's flush that the unexamined count rose (credit
-    /// came back), after the state word's update.
-    #[inline]
-    pub(crate) fn credit_returned(&self, credit: u64) {
-        if credit > 0 {
-            // Release: the count's rise happens before a flush that sees this.
-            self.reader_news.fetch_add(NEWS_CREDIT_RETURNED, Ordering::Release);
-        }
+    /// Clears `WRITER_WAITING` (an RMW on `examined` saw it set) and wakes
+    /// the writer.
+    #[cold]
+    pub(crate) fn wake_writer(&self) {
+        // AcqRel: Acquire orders the sleeper's registration before our wake.
+        self.examined.fetch_and(!WRITER_WAITING, Ordering::AcqRel);
+        self.writer_waker.wake();
     }
 
-    /// Wakes the writer if `old` (the word before a reader's update that
-    /// cleared `WRITER_WAITING`) had it waiting.
+    /// Tells the writer's flush that the unexamined count rose (a loan
+    /// came back), after the examined word's update.
     #[inline]
-    pub(crate) fn wake_writer_if(&self, old: u64, new: u64) {
-        if has(old, WRITER_WAITING) && !has(new, WRITER_WAITING) {
-            self.writer_waker.wake();
-        }
+    pub(crate) fn credit_returned(&self) {
+        // Release: the count's fall happens before a flush that sees this.
+        self.reader_news.fetch_add(NEWS_CREDIT_RETURNED, Ordering::Release);
     }
 
     /// The writer's error, once `WRITER_CLOSED` has been seen with Acquire.

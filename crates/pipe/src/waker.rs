@@ -1,6 +1,6 @@
 //! One side's waker slot: a register/wake hand-off without a lock.
 //!
-//! The pipe decides *whether* to wake from its state word (`READER_WAITING`,
+//! The pipe decides *whether* to wake from its words (`READER_WAITING`,
 //! `WRITER_WAITING`); this slot only moves the `Waker` itself between the
 //! side that sleeps (one registrant at a time: the writer, or the reader
 //! that owns the read) and whoever wakes it (possibly two at once: the

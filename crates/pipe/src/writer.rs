@@ -13,7 +13,9 @@ use crate::park;
 use crate::primitive::{Arc, Ordering};
 use crate::segment::Node;
 use crate::shared::Shared;
-use crate::state::{READER_CLOSED, READER_WAITING, WRITER_CLOSED, WRITER_WAITING, has, unexamined};
+use crate::state::{
+    READER_CLOSED, READER_WAITING, WRITER_CLOSED, WRITER_WAITING, bytes, count, distance, has,
+};
 
 /// The most fresh blocks one [`Writer::read_vectored_from`] reads into
 /// (with the tail, 65 `iovec`s: far below any system's `IOV_MAX`).
@@ -67,12 +69,13 @@ pub struct Writer {
     /// `put_slice` that is about to publish them): the stream position of
     /// the next byte, and so of the next node's first byte.
     written: u64,
-    /// The state word just after this writer's last publish, and the
-    /// reader's news read just after it (`Shared::reader_news`). While the
-    /// news is unchanged, only the reader's advances have changed the
-    /// count since, downwards: a flush below the pause threshold then
-    /// needs no fresh look at the state word, whose line the reader keeps.
-    seen: u64,
+    /// The examined count at this writer's last look at the reader's
+    /// word, and the reader's news just before it (`Shared::reader_news`).
+    /// While the news is unchanged, the reader has only examined more
+    /// since: `written - examined_seen` is at least the unexamined count,
+    /// so a flush it puts below the pause threshold needs no fresh look at
+    /// the reader's line.
+    examined_seen: u64,
     news_seen: u64,
     closed: bool,
     /// The poll-based adapters' flush hysteresis (`io.rs`).
@@ -86,7 +89,7 @@ unsafe impl Send for Writer {}
 unsafe impl Sync for Writer {}
 
 impl Writer {
-    pub(crate) fn new(shared: Arc<Shared>, pool: Pool) -> Self {
+    pub(crate) fn new(shared: Arc<Shared>, pool: Pool, start: u64) -> Self {
         let sentinel = shared.sentinel();
         Self {
             shared,
@@ -97,8 +100,8 @@ impl Writer {
             tail_base: ptr::null_mut(),
             tail_len: 0,
             tail_cap: 0,
-            written: 0,
-            seen: 0,
+            written: start,
+            examined_seen: count(bytes(start)),
             news_seen: 0,
             closed: false,
             io_paused: false,
@@ -322,9 +325,10 @@ impl Writer {
     /// Waits while the reader is over the pause threshold: returns at once
     /// when fewer than `pause_at` bytes are unexamined, otherwise once fewer
     /// than `resume_at` are. Nothing else needs flushing: committed bytes
-    /// are already visible. When the count the last commit saw is below
-    /// the threshold and the reader has only lowered it since, that is
-    /// enough to return; otherwise it looks at the state word afresh.
+    /// are already visible. When the examined count the writer last loaded
+    /// puts it below the threshold, and the reader has only examined more
+    /// since, that is enough to return; otherwise it loads the reader's
+    /// count afresh.
     ///
     /// # Errors
     /// [`WriteError::ReaderClosed`] when the reader is gone (also while
@@ -351,10 +355,19 @@ impl Writer {
         park::block_on(self.flush())
     }
 
+    /// Whether the examined count last loaded puts the writer below the
+    /// pause threshold, with nothing since that could have lowered it.
+    #[inline]
+    fn below_pause_as_last_seen(&self) -> bool {
+        // Acquire: pairs with the reader's Release of its news.
+        distance(self.written, self.examined_seen) < self.shared.config.pause_at
+            && self.shared.reader_news.load(Ordering::Acquire) == self.news_seen
+    }
+
     /// Whether the reader has been dropped.
     pub fn is_reader_closed(&self) -> bool {
         // Relaxed: a hint; operations that depend on it re-read the word.
-        has(self.shared.state.load(Ordering::Relaxed), READER_CLOSED)
+        has(self.shared.written.load(Ordering::Relaxed), READER_CLOSED)
     }
 
     /// Ends the stream: the reader sees every committed byte and then
@@ -374,8 +387,8 @@ impl Writer {
         self.written
     }
 
-    /// Publishes `n` committed bytes: one RMW on the state word, plus a wake
-    /// when the reader sleeps.
+    /// Publishes `n` committed bytes: one RMW on the writer's own word
+    /// (`written`), plus a wake when the reader sleeps.
     #[inline]
     fn publish(&mut self, n: usize) -> Result<(), WriteError> {
         if n == 0 {
@@ -384,11 +397,7 @@ impl Writer {
         // Release publishes the bytes and any node linked for them; Acquire
         // pairs with the reader's CAS that set READER_WAITING after it
         // registered its waker.
-        let old = self.shared.state.fetch_add(n as u64, Ordering::AcqRel);
-        debug_assert!(unexamined(old) + n as u64 <= crate::state::UNEXAMINED);
-        self.seen = old + n as u64;
-        // Acquire: pairs with the reader's Release of its news.
-        self.news_seen = self.shared.reader_news.load(Ordering::Acquire);
+        let old = self.shared.written.fetch_add(bytes(n as u64), Ordering::AcqRel);
         if has(old, READER_WAITING | READER_CLOSED) {
             return self.publish_slow(old);
         }
@@ -400,7 +409,7 @@ impl Writer {
         if has(old, READER_CLOSED) {
             return Err(WriteError::ReaderClosed);
         }
-        self.shared.wake(READER_WAITING, &self.shared.reader_waker);
+        self.shared.wake_reader();
         Ok(())
     }
 
@@ -461,9 +470,9 @@ impl Writer {
         self.shared.error.with_mut(|slot| unsafe { *slot = error });
         // Release publishes the error (and every commit); Acquire pairs with
         // a sleeping reader's registration.
-        let old = self.shared.state.fetch_or(WRITER_CLOSED, Ordering::AcqRel);
+        let old = self.shared.written.fetch_or(WRITER_CLOSED, Ordering::AcqRel);
         if has(old, READER_WAITING) {
-            self.shared.wake(READER_WAITING, &self.shared.reader_waker);
+            self.shared.wake_reader();
         }
     }
 
@@ -474,25 +483,23 @@ impl Writer {
         paused: &mut bool,
     ) -> Poll<Result<(), WriteError>> {
         let config = self.shared.config;
-        // Acquire: pairs with the reader's Release of its news.
-        if !*paused
-            && unexamined(self.seen) < config.pause_at
-            && self.shared.reader_news.load(Ordering::Acquire) == self.news_seen
-        {
-            // Below the threshold at our last publish, and since then the
-            // reader has only lowered the count (no credit came back) and
-            // is still there: nothing to wait for.
+        if !*paused && self.below_pause_as_last_seen() {
+            // Below the threshold at our last look at the reader's word,
+            // and since then the reader has only examined more (no loan
+            // came back) and is still there: nothing to wait for.
             return Poll::Ready(Ok(()));
         }
-        // Acquire: the reader's advances (and its drop) happen before what
-        // we decide from them.
-        let mut state = self.shared.state.load(Ordering::Acquire);
+        // Acquire, news first: a loan given back (or the reader's drop)
+        // that the news shows is in the word loaded after it.
+        self.news_seen = self.shared.reader_news.load(Ordering::Acquire);
+        let mut word = self.shared.examined.load(Ordering::Acquire);
         loop {
-            if has(state, READER_CLOSED) {
+            if has(word, READER_CLOSED) {
                 return Poll::Ready(Err(WriteError::ReaderClosed));
             }
+            self.examined_seen = count(word);
             let limit = if *paused { config.resume_at } else { config.pause_at };
-            if unexamined(state) < limit {
+            if distance(self.written, self.examined_seen) < limit {
                 *paused = false;
                 return Poll::Ready(Ok(()));
             }
@@ -500,11 +507,16 @@ impl Writer {
             self.shared.writer_waker.register(cx.waker());
             // Sleep only if the word is unchanged since we judged it: any
             // advance or reader drop in between fails the CAS and is seen.
-            // Release orders the registration before the bit; Acquire (both
-            // ways) sees the reader's latest advance.
-            match self.shared.transition(state, state | WRITER_WAITING) {
+            // Release orders the registration before the bit for whoever
+            // clears it; Acquire (both ways) sees the reader's latest word.
+            match self.shared.examined.compare_exchange_weak(
+                word,
+                word | WRITER_WAITING,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
                 Ok(_) => return Poll::Pending,
-                Err(actual) => state = actual,
+                Err(actual) => word = actual,
             }
         }
     }

@@ -147,6 +147,42 @@ fn second_read_wakes_a_pending_read_with_the_error() {
     });
 }
 
+/// A fast read that finds its bytes taken by a read that ended meanwhile
+/// gives the read back: a second read that ran into it in that moment
+/// failed, so the fast read must fail too, never end "nothing yet"
+/// unfailed. (Found by review of the split-word protocol.)
+#[test]
+fn fast_read_finding_its_bytes_taken_vs_a_second_read() {
+    model(|| {
+        let (mut writer, reader) = new_pipe(Options::new());
+        writer.put_slice(b"a").unwrap();
+        let reader = Arc::new(reader);
+        let other = {
+            let reader = reader.clone();
+            thread::spawn(move || {
+                if let Ok(Some(read)) = reader.try_read() {
+                    read.consume(1).unwrap();
+                }
+                matches!(reader.try_read(), Err(ReadError::ConcurrentRead))
+            })
+        };
+        let racer = match reader.try_read() {
+            Ok(Some(read)) => {
+                drop(read);
+                "held"
+            }
+            Ok(None) => "none",
+            Err(ReadError::ConcurrentRead) => "failed",
+            Err(e) => panic!("{e}"),
+        };
+        if other.join().unwrap() {
+            // The only read the second one can have met is the racer's.
+            assert_ne!(racer, "none", "a read failed against a read that neither held nor failed");
+        }
+        drop(writer);
+    });
+}
+
 /// close and close_with against a pending read: the reader sees the bytes,
 /// then "completed" with the writer's error, never a hang.
 #[test]
