@@ -32,6 +32,13 @@ mod imp {
     const SPIN_FOR: Duration = if cfg!(miri) { Duration::ZERO } else { Duration::from_micros(30) };
     /// Spins between two clock reads.
     const SPINS_PER_CHECK: u32 = 16;
+    /// How long a waiting thread spins before it also yields its core
+    /// between checks. When the scheduler has put both ends on one CPU
+    /// (wake-affine placement after futex wakes does), a pure spin only
+    /// delays the thread it waits for, by its whole budget, on every wait;
+    /// a yield lets that thread run. With a CPU to itself, a yield returns
+    /// at once.
+    const YIELD_AFTER: Duration = Duration::from_micros(2);
 
     pub(super) struct Unparker {
         thread: Thread,
@@ -83,8 +90,12 @@ mod imp {
                 }
                 std::hint::spin_loop();
             }
-            if start.elapsed() >= SPIN_FOR {
+            let spun = start.elapsed();
+            if spun >= SPIN_FOR {
                 break;
+            }
+            if spun >= YIELD_AFTER {
+                thread::yield_now();
             }
         }
         // A wake after the last check leaves an unpark token: no lost wake.
