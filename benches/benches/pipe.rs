@@ -12,17 +12,20 @@ use falconet_pool::Pool;
 const TOTAL: u64 = 16 << 20;
 
 fn transfer(c: &mut Criterion) {
-    let pool = Pool::new();
+    // A pool per transport: a transport's pool state (caches, store) is
+    // its own, not what the previous transport left behind.
+    falconet_benches::pipe::pin_consumer();
+    let pools: Vec<Pool> = Transport::ALL.iter().map(|_| Pool::new()).collect();
     let mut group = c.benchmark_group("pipe transfer");
     group.throughput(Throughput::Bytes(TOTAL));
     group.sample_size(10);
     group.warm_up_time(Duration::from_millis(500));
     group.measurement_time(Duration::from_secs(2));
     for size in [64usize, 128, 512, 4096, 65536] {
-        for transport in Transport::ALL {
+        for (transport, pool) in Transport::ALL.into_iter().zip(&pools) {
             group.bench_function(BenchmarkId::new(transport.name(), format!("{size}B")), |b| {
                 b.iter_custom(|iters| {
-                    (0..iters).map(|_| transport.transfer(&pool, size, TOTAL)).sum()
+                    (0..iters).map(|_| transport.transfer(pool, size, TOTAL)).sum()
                 });
             });
         }

@@ -25,7 +25,11 @@ fn main() {
     let sizes: Vec<usize> = std::env::var("FALCONET_PIPE_SIZES")
         .map(|v| v.split(',').map(|s| s.parse().expect("a size")).collect())
         .unwrap_or_else(|_| SIZES.to_vec());
-    let pool = Pool::new();
+    // A pool per transport: the twin frees blocks on this (the consumer's)
+    // thread too, and a pool shared between transports carried one
+    // transport's cache and store state into the next one's run.
+    falconet_benches::pipe::pin_consumer();
+    let pools: Vec<Pool> = Transport::ALL.iter().map(|_| Pool::new()).collect();
     // gigabytes per second, per (size, transport)
     let mut samples = vec![vec![Vec::new(); Transport::ALL.len()]; SIZES.len()];
     for _ in 0..rounds {
@@ -35,7 +39,7 @@ fn main() {
                     samples[s][t].push(f64::NAN);
                     continue;
                 }
-                let elapsed = transport.transfer(&pool, size, total);
+                let elapsed = transport.transfer(&pools[t], size, total);
                 samples[s][t].push(total as f64 / elapsed.as_secs_f64() / 1e9);
             }
         }
