@@ -4,6 +4,10 @@
 //! run swings with thread placement, so this is the figure to quote.
 //!
 //! `cargo run --release -p falconet-benches --bin pipe_interleaved [rounds] [MiB per run]`
+//!
+//! Environment: `FALCONET_PIPE_ONLY` and `FALCONET_PIPE_SIZES` narrow the
+//! run; `FALCONET_PIPE_BLOCK` sets the pooled transports' block size
+//! (default 4 KiB); `FALCONET_PIPE_PIN=0` leaves the threads unpinned.
 
 use falconet_benches::pipe::Transport;
 use falconet_pool::Pool;
@@ -29,7 +33,15 @@ fn main() {
     // thread too, and a pool shared between transports carried one
     // transport's cache and store state into the next one's run.
     falconet_benches::pipe::pin_consumer();
-    let pools: Vec<Pool> = Transport::ALL.iter().map(|_| Pool::new()).collect();
+    // FALCONET_PIPE_BLOCK=16384 gives the pooled transports larger blocks.
+    let block = std::env::var("FALCONET_PIPE_BLOCK").ok().map(|v| v.parse().expect("a size"));
+    let pools: Vec<Pool> = Transport::ALL
+        .iter()
+        .map(|_| match block {
+            Some(size) => Pool::builder().block_size(size).build().expect("a valid block size"),
+            None => Pool::new(),
+        })
+        .collect();
     // gigabytes per second, per (size, transport)
     let mut samples = vec![vec![Vec::new(); Transport::ALL.len()]; SIZES.len()];
     for _ in 0..rounds {
