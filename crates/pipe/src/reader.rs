@@ -203,9 +203,9 @@ impl Reader {
         let shared = &*self.shared;
         // Acquire: commits (bytes, links) and the close error happen before.
         let word = shared.written.load(Ordering::Acquire);
-        // Relaxed: our own count, a hint (a stale one only costs the check
-        // after the CAS). With no read outstanding nothing is lent, so it
-        // is the examined mark.
+        // Relaxed: our own count, a hint (a stale one, or one with a loan
+        // of an outstanding read in it, only costs the check after the
+        // CAS, which fails or re-checks against `local`).
         let examined = shared.examined.load(Ordering::Relaxed);
         if count(word) == count(examined) && !has(word, WRITER_CLOSED) {
             return None;
@@ -319,8 +319,9 @@ impl Reader {
                     Some(n) => distance(count(word), at.consumed) >= n as u64,
                 };
             if ready {
-                // PENDING -> HOLDING, unless a second read flagged this one.
-                // Acquire: the flag's setter woke us after setting it.
+                // PENDING -> HOLDING, unless a second read flagged this one
+                // (then the CAS fails and this read fails too). Acquire, as
+                // in `begin`.
                 if shared
                     .read
                     .compare_exchange(PENDING, HOLDING, Ordering::Acquire, Ordering::Relaxed)
@@ -397,8 +398,11 @@ impl Reader {
     /// (returning emptied blocks to the pool), marks `examined` bytes
     /// examined, and moves `HOLDING` -> idle, waking a paused writer when
     /// the unexamined count falls below `resume_at`. The caller checked
-    /// `consumed <= examined <= snapshot.len`.
-    pub(crate) fn release(&self, snapshot: &Snapshot, consumed: usize, examined: usize) {
+    /// `consumed <= examined <= snapshot.len`. Returns whether a second
+    /// read ran into this one while it held (`CONFLICT`): a holder of bytes
+    /// ignores that, a `Readable` (which holds for a moment and returns no
+    /// bytes) fails with it.
+    pub(crate) fn release(&self, snapshot: &Snapshot, consumed: usize, examined: usize) -> bool {
         debug_assert!(consumed <= examined && examined <= snapshot.len);
         // SAFETY: this read owns HOLDING, hence `local`.
         let (newly_examined, unexamined) = self.local.with_mut(|local| unsafe {
@@ -424,13 +428,14 @@ impl Reader {
             }
         }
         // Release hands `local` to the next read. While HOLDING, others
-        // only add `CONFLICT`, which a holder ignores (a second read that
-        // fails does not fail the one holding bytes) and this clears. A
-        // swap, not a store: the loom model `two_readers_race` found a
-        // store ordered before a second read's flag, leaving the pipe
-        // flagged after both reads ended. On the reader's own line, which
-        // the writer never touches, the RMW is cheap.
-        shared.read.swap(0, Ordering::Release);
+        // only add `CONFLICT`, which this clears. A store would do in the
+        // memory model (a flag's CAS expects HOLDING, so it either comes
+        // first and is overwritten, or reads 0 and fails), but loom 0.7
+        // lets a store slip between the read and the write of a concurrent
+        // RMW (tokio-rs/loom#254), and `two_readers_race` then fails
+        // spuriously; the swap keeps the models meaningful, and on the
+        // reader's own line, which the writer never touches, it is cheap.
+        has(shared.read.swap(0, Ordering::Release), CONFLICT)
     }
 
     /// Moves `local` past `consumed` bytes and `examined` bytes; returns how
@@ -542,7 +547,13 @@ impl Future for Readable {
         };
         this.began = false;
         // Ready: give the bytes back untouched (no credit: `min` is None).
-        Poll::Ready(result.map(|snapshot| this.reader.release(&snapshot, 0, 0)))
+        // A read begun while this wait held them failed; so does the wait.
+        Poll::Ready(result.and_then(|snapshot| {
+            if this.reader.release(&snapshot, 0, 0) {
+                return Err(ReadError::ConcurrentRead);
+            }
+            Ok(())
+        }))
     }
 }
 

@@ -49,7 +49,7 @@
 //!    +----------------------------------------------------->|
 //!    ^                                                      |
 //!    +------------------------------------------------------+
-//!        advance_to (a store, after the examined count's add)
+//!        advance_to (a swap, after the examined count's add)
 //! ```
 //!
 //! A read that finds `PENDING` sets `CONFLICT` (and wakes the pending read,
@@ -59,7 +59,7 @@
 //! fails as well, rather than end "nothing yet". Only the
 //! owner of `PENDING`/`HOLDING` touches the reader's private state, and it
 //! hands that state on with the Release that clears the bit and the Acquire
-//! of the next `begin`.
+//! of the next `begin` (or of a fast read's CAS).
 //!
 //! Two orders the loom models pinned down:
 //! - a fast read loads `written` again after its CAS on `read`: the first
@@ -93,9 +93,12 @@ pub(crate) const WRITER_WAITING: u64 = 1 << 0;
 
 /// `read`: a read has begun and has not returned its bytes yet.
 pub(crate) const PENDING: u64 = 1 << 0;
-/// `read`: a read returned its bytes and has not advanced yet.
+/// `read`: a read returned its bytes and has not advanced yet (or a fast
+/// read took the read and is about to find out whether it has bytes).
 pub(crate) const HOLDING: u64 = 1 << 1;
-/// `read`: a second read ran into a pending one; the pending one must fail too.
+/// `read`: a second read ran into this one. A pending read fails too, and
+/// so does a fast read that finds no bytes after all; a holder of bytes
+/// ignores it.
 pub(crate) const CONFLICT: u64 = 1 << 2;
 
 /// `n` bytes as an addend of a count word.

@@ -444,6 +444,40 @@ fn readable_vs_commit_and_close() {
     });
 }
 
+/// `Readable` takes the read for a moment when the bytes arrive while it
+/// waits (it begins, sees them, gives them back): a second read that runs
+/// into it then fails, and so does the wait, as for a pending one: a
+/// second read never fails alone.
+#[test]
+fn readable_vs_a_second_read() {
+    model(|| {
+        let (mut writer, reader) = new_pipe(Options::new());
+        let reader = Arc::new(reader);
+        let writer = thread::spawn(move || {
+            writer.put_slice(b"a").unwrap();
+            writer
+        });
+        let second = {
+            let reader = reader.clone();
+            thread::spawn(move || match reader.try_read() {
+                Ok(read) => {
+                    drop(read);
+                    false
+                }
+                Err(error) => {
+                    assert_eq!(error, ReadError::ConcurrentRead);
+                    true
+                }
+            })
+        };
+        let waited = loom::future::block_on(falconet_pipe::Readable::new(&reader));
+        if second.join().unwrap() {
+            assert_eq!(waited, Err(ReadError::ConcurrentRead), "the second read failed alone");
+        }
+        drop(writer.join().unwrap());
+    });
+}
+
 /// The server's deferred response against its connection's close: the
 /// responder (writer) flushes and writes while the connection drops the
 /// output pipe's reader. The writer learns that the reader is gone (its
