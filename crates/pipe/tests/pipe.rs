@@ -740,3 +740,36 @@ fn readable_waits_for_bytes_or_the_end_and_takes_nothing() {
     assert_eq!(poll_once(wait.as_mut()), std::task::Poll::Ready(Ok(())));
     assert!(reader.try_read().unwrap().unwrap().is_completed());
 }
+
+/// A flush future dropped while it waits at the pause threshold (a
+/// timeout, a `select!`) leaves its sleep bit behind: the reader's next
+/// advance wakes a waker nobody polls, and nothing else changes. The next
+/// flush judges afresh: at once below the threshold, the error once the
+/// reader is gone, and never a hang.
+#[test]
+fn a_flush_dropped_while_paused_leaves_the_pipe_working() {
+    use std::future::Future;
+    use std::task::{Context, Poll, Waker};
+
+    let pool = Pool::new();
+    let (mut writer, reader) = pipe(&pool, Options::new().pause_at(4).resume_at(2)).unwrap();
+    let mut cx = Context::from_waker(Waker::noop());
+    writer.put_slice(b"abcd").unwrap();
+    {
+        let mut flush = std::pin::pin!(writer.flush());
+        assert!(flush.as_mut().poll(&mut cx).is_pending(), "4 unexamined, pause_at 4");
+    }
+    // Dropped while waiting: the reader examines everything.
+    let read = reader.try_read().unwrap().expect("4 bytes");
+    assert_eq!(read.to_vec(), b"abcd");
+    read.consume(4).unwrap();
+    assert_eq!(std::pin::pin!(writer.flush()).poll(&mut cx), Poll::Ready(Ok(())));
+    // Paused again, dropped again, then the reader leaves.
+    writer.put_slice(b"efgh").unwrap();
+    {
+        let mut flush = std::pin::pin!(writer.flush());
+        assert!(flush.as_mut().poll(&mut cx).is_pending(), "4 unexamined again");
+    }
+    drop(reader);
+    assert_eq!(writer.flush_blocking(), Err(WriteError::ReaderClosed));
+}
