@@ -59,11 +59,15 @@
 //!
 //! The inline poll is what keeps falconet's batching: a handler that
 //! answers without waiting (most of them) is answered on the worker, and
-//! every response of one read goes out in one write. It allocates nothing
-//! beyond what `http` and the service allocate: the future and the
-//! response body are polled in place in heap slots each worker thread
-//! keeps and reuses, so a future that turns out to wait is handed to its
-//! task without being moved.
+//! every response of one read goes out in one write. In steady state it
+//! allocates nothing beyond what the service allocates:
+//! - the request's URI and field values are pieces of one shared chunk a
+//!   worker thread copies heads into (a clone is a reference count, as
+//!   hyper's pieces of its read buffer are), and its field map is the
+//!   previous inline answer's, emptied (as hyper reuses it);
+//! - the future and the response body are polled in place in heap slots
+//!   each worker thread keeps and reuses, so a future that turns out to
+//!   wait is handed to its task without being moved.
 //!
 //! A response body is polled on the worker, as hyper polls it in the
 //! connection's task: a `POST /echo` whose handler returns the request
@@ -282,40 +286,112 @@ where
     }
 }
 
-/// The `http` request head of `request`.
+/// The `http` request head of `request`. The bytes its URI and field
+/// values keep are copied into this thread's [`HeadCache`], not each into
+/// an allocation of its own, and its field map is the last answer's.
 fn http_head(request: &Request<'_>) -> Result<http::Request<()>, http::Error> {
     let mut head = http::Request::new(());
     *head.method_mut() = Method::from_bytes(request.method().as_bytes())?;
-    *head.uri_mut() = uri(request.target(), request.authority())?;
     *head.version_mut() = match request.version() {
         Version::Http10 => http::Version::HTTP_10,
         Version::Http11 => http::Version::HTTP_11,
         Version::Http2 => http::Version::HTTP_2,
     };
     let fields = request.headers();
-    let mut headers = HeaderMap::with_capacity(fields.size_hint().0);
-    for (name, value) in fields {
-        headers.append(HeaderName::from_bytes(name.as_bytes())?, HeaderValue::from_bytes(value)?);
-    }
-    *head.headers_mut() = headers;
+    HeadCache::with(|cache| {
+        *head.uri_mut() = uri(request.target(), request.authority(), cache)?;
+        let mut headers = cache.headers.take().unwrap_or_default();
+        headers.reserve(fields.size_hint().0);
+        for (name, value) in fields {
+            let value = HeaderValue::from_maybe_shared(cache.copy(value))?;
+            headers.append(HeaderName::from_bytes(name.as_bytes())?, value);
+        }
+        *head.headers_mut() = headers;
+        Ok::<_, http::Error>(())
+    })?;
     Ok(head)
 }
 
 /// `http://authority/target`, or the target alone without an authority
 /// (and for `*`).
-fn uri(target: &str, authority: &str) -> Result<Uri, http::Error> {
+fn uri(target: &str, authority: &str, cache: &mut HeadCache) -> Result<Uri, http::Error> {
     if target == "*" {
         return Ok(Uri::from_static("*"));
     }
-    let path = PathAndQuery::try_from(target)?;
+    let path = PathAndQuery::from_maybe_shared(cache.copy(target.as_bytes()))?;
     if authority.is_empty() {
         return Ok(Uri::from(path));
     }
     let mut parts = http::uri::Parts::default();
     parts.scheme = Some(Scheme::HTTP);
-    parts.authority = Some(Authority::try_from(authority)?);
+    parts.authority = Some(Authority::from_maybe_shared(cache.copy(authority.as_bytes()))?);
     parts.path_and_query = Some(path);
     Ok(Uri::from_parts(parts)?)
+}
+
+/// How many bytes [`HeadCache`] allocates at a time (more for a longer
+/// piece).
+const HEAD_BYTES_CHUNK: usize = 4096;
+
+/// The most fields a recycled field map may have room for: a larger one
+/// is dropped rather than kept.
+const RECYCLED_FIELDS: usize = 64;
+
+thread_local! {
+    /// Each worker thread's [`HeadCache`].
+    static HEAD_CACHE: RefCell<HeadCache> = RefCell::new(HeadCache::default());
+}
+
+/// What a thread keeps to build request heads without allocating, as
+/// hyper's connections keep theirs:
+/// - `bytes`: where it copies the request-head bytes that `http`'s types
+///   keep (the URI's path and authority, the field values), pieces of one
+///   shared chunk. A piece costs no allocation and its clones (axum's
+///   `OriginalUri`, for one) only a reference count; once every piece of a
+///   used-up chunk is dropped, the chunk is reused in place. A piece an
+///   application keeps keeps its chunk's 4 KiB alive, shared with the
+///   heads around it.
+/// - `headers`: the field map of the last answer written at once, emptied,
+///   for the next request's fields.
+#[derive(Default)]
+struct HeadCache {
+    bytes: BytesMut,
+    headers: Option<HeaderMap>,
+}
+
+impl HeadCache {
+    /// Runs `f` with this thread's cache (a fresh one if the thread is
+    /// being torn down).
+    fn with<R>(f: impl FnOnce(&mut HeadCache) -> R) -> R {
+        let mut f = Some(f);
+        let ran = HEAD_CACHE.try_with(|cache| match cache.try_borrow_mut() {
+            Ok(mut cache) => Some((f.take().expect("not run yet"))(&mut cache)),
+            Err(_) => None,
+        });
+        match ran {
+            Ok(Some(result)) => result,
+            _ => (f.take().expect("not run yet"))(&mut HeadCache::default()),
+        }
+    }
+
+    /// `piece` as shared bytes.
+    fn copy(&mut self, piece: &[u8]) -> Bytes {
+        if self.bytes.capacity() < piece.len() {
+            // Reclaims the chunk in place when no piece of it is alive,
+            // otherwise allocates another.
+            self.bytes.reserve(piece.len().max(HEAD_BYTES_CHUNK));
+        }
+        self.bytes.extend_from_slice(piece);
+        self.bytes.split().freeze()
+    }
+
+    /// Keeps `headers`, emptied, for the next request head.
+    fn recycle(mut headers: HeaderMap) {
+        if headers.capacity() <= RECYCLED_FIELDS {
+            headers.clear();
+            Self::with(|cache| cache.headers = Some(headers));
+        }
+    }
 }
 
 /// Writes a ready answer now when its body is exact, short and ready;
@@ -375,6 +451,7 @@ fn answer_now<B>(
         Some(body) => response.body(body),
         None => response.write(b""),
     };
+    HeadCache::recycle(parts.headers);
 }
 
 /// Hands the rest of a ready answer to the worker (see [`OnWorker`]).
