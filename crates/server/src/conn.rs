@@ -245,6 +245,14 @@ impl<H: Handler> Conn<H> {
         Ok(())
     }
 
+    /// Writes what is pending without waiting for readiness (the timer's
+    /// and shutdown's writes, made between events): whether the socket
+    /// took it without an error (a full buffer is not one).
+    fn try_write(&mut self, now: u64) -> bool {
+        self.writable = true;
+        self.write(now).is_ok()
+    }
+
     /// The session is over: once its output is sent, close, or linger if
     /// the client may still be sending.
     fn settle(&mut self, flushed: bool, now: u64) -> io::Result<Verdict> {
@@ -282,8 +290,7 @@ impl<H: Handler> Conn<H> {
     /// the socket closes.
     pub(crate) fn last_words(&mut self, now: u64) {
         if self.session.say_goodbye() {
-            self.writable = true;
-            let _ = self.write(now);
+            self.try_write(now);
         }
     }
 
@@ -305,16 +312,14 @@ impl<H: Handler> Conn<H> {
             // there. Whether it moved is whether the socket takes bytes
             // now; a client that reads nothing gets closed.
             let before = self.session.output_len();
-            self.writable = true;
-            if self.write(now).is_err() || self.session.output_len() == before {
+            if !self.try_write(now) || self.session.output_len() == before {
                 return Verdict::Close;
             }
             return if self.session.output().is_empty() { Verdict::Drive } else { Verdict::Open };
         }
         if cx.draining && !self.session.is_idle() && self.session.start_drain() {
             // HTTP/2 learns of the shutdown now, not at its next event.
-            self.writable = true;
-            let _ = self.write(now);
+            self.try_write(now);
         }
         if cx.draining
             && now.saturating_sub(cx.drain_began) >= FINAL_GOAWAY_AFTER_MS
@@ -322,8 +327,7 @@ impl<H: Handler> Conn<H> {
         {
             // The client never answered the shutdown's PING: it still
             // learns which of its streams may have been processed.
-            self.writable = true;
-            let _ = self.write(now);
+            self.try_write(now);
         }
         if self.session.is_idle() {
             if !(cx.draining || waited >= timeouts.keep_alive) {
@@ -332,8 +336,7 @@ impl<H: Handler> Conn<H> {
             // HTTP/2 says goodbye with a GOAWAY first (best effort: one
             // write, the socket closes either way).
             if self.session.say_goodbye() {
-                self.writable = true;
-                let _ = self.write(now);
+                self.try_write(now);
             }
             return Verdict::Close;
         }
@@ -348,12 +351,9 @@ impl<H: Handler> Conn<H> {
             return Verdict::Open;
         }
         self.session.refuse(Status::REQUEST_TIMEOUT, cx);
-        self.writable = true;
-        let written =
-            self.write(now).and_then(|()| self.settle(self.session.output().is_empty(), now));
-        match written {
-            Ok(verdict) => verdict,
-            Err(_) => Verdict::Close,
+        if !self.try_write(now) {
+            return Verdict::Close;
         }
+        self.settle(self.session.output().is_empty(), now).unwrap_or(Verdict::Close)
     }
 }
