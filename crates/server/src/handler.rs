@@ -258,30 +258,63 @@ impl Status {
         self.0
     }
 
-    /// The reason phrase the server sends (empty for codes it does not name).
+    /// The reason phrase the server sends: RFC 9110's (and RFC 6585's
+    /// 428, 429, 431 and 511, RFC 7725's 451, RFC 8297's 103, RFC 8470's
+    /// 425) for the codes they define, empty for others (a status line may
+    /// have an empty reason, RFC 9112 §4).
     pub fn reason(self) -> &'static str {
         match self.0 {
             100 => "Continue",
+            101 => "Switching Protocols",
+            103 => "Early Hints",
             200 => "OK",
             201 => "Created",
+            202 => "Accepted",
+            203 => "Non-Authoritative Information",
             204 => "No Content",
+            205 => "Reset Content",
+            206 => "Partial Content",
+            300 => "Multiple Choices",
             301 => "Moved Permanently",
             302 => "Found",
+            303 => "See Other",
             304 => "Not Modified",
+            305 => "Use Proxy",
+            307 => "Temporary Redirect",
+            308 => "Permanent Redirect",
             400 => "Bad Request",
             401 => "Unauthorized",
+            402 => "Payment Required",
             403 => "Forbidden",
             404 => "Not Found",
             405 => "Method Not Allowed",
+            406 => "Not Acceptable",
+            407 => "Proxy Authentication Required",
             408 => "Request Timeout",
+            409 => "Conflict",
+            410 => "Gone",
+            411 => "Length Required",
+            412 => "Precondition Failed",
             413 => "Content Too Large",
             414 => "URI Too Long",
+            415 => "Unsupported Media Type",
+            416 => "Range Not Satisfiable",
             417 => "Expectation Failed",
+            421 => "Misdirected Request",
+            422 => "Unprocessable Content",
+            425 => "Too Early",
+            426 => "Upgrade Required",
+            428 => "Precondition Required",
+            429 => "Too Many Requests",
             431 => "Request Header Fields Too Large",
+            451 => "Unavailable For Legal Reasons",
             500 => "Internal Server Error",
             501 => "Not Implemented",
+            502 => "Bad Gateway",
             503 => "Service Unavailable",
+            504 => "Gateway Timeout",
             505 => "HTTP Version Not Supported",
+            511 => "Network Authentication Required",
             _ => "",
         }
     }

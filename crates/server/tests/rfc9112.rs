@@ -365,3 +365,21 @@ fn message_syntax_a_server_must_reject() {
     }
     server.stop();
 }
+
+#[test]
+fn every_status_rfc_9110_defines_has_its_reason_phrase() {
+    // RFC 9112 §4: the reason phrase is optional on the wire, but clients
+    // and logs show it; a 415 sent as `HTTP/1.1 415 ` reads as broken.
+    // Codes `http` names from other RFCs (WebDAV's 102, 207, 208, 423,
+    // 424, 507, 508; 226, 418, 506, 510) may stay without one.
+    let elsewhere = [102, 207, 208, 226, 418, 423, 424, 506, 507, 508, 510];
+    for code in 100..=599u16 {
+        let named = http::StatusCode::from_u16(code).ok().and_then(|s| s.canonical_reason());
+        let ours = falconet_server::Status::new(code).unwrap().reason();
+        if named.is_some() && !elsewhere.contains(&code) {
+            assert!(!ours.is_empty(), "{code} ({named:?}) has no reason phrase");
+        }
+        assert!(ours.bytes().all(|b| b == b' ' || b.is_ascii_graphic()), "{code}: {ours:?}");
+    }
+    assert_eq!(falconet_server::Status::new(415).unwrap().reason(), "Unsupported Media Type");
+}
