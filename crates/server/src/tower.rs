@@ -89,7 +89,8 @@
 //! otherwise) and writes `Date` itself. A `connection: close` field closes
 //! the connection after the response. For `HEAD`, whose body axum has
 //! already emptied, the service's `content-length` is sent when it is at
-//! most 1 MiB (beyond it the response is framed as a stream). The request's URI is absolute (`http://` and the
+//! most 1 MiB (beyond it, or without one, the response is framed as a
+//! stream, as `GET`'s would be: never `Content-Length: 0`). The request's URI is absolute (`http://` and the
 //! request's authority, see [`Request::authority`]) unless it has no
 //! authority (an HTTP/1.0 request without `Host`); trailers of response
 //! bodies are dropped; upgrades (WebSocket) are not offered.
@@ -887,13 +888,17 @@ impl<D: Buf> Held<D> {
     /// The body to send with `Content-Length`: what is held, or for `HEAD`
     /// with an empty body (axum empties it) and the service's length, a
     /// body of that length that is never sent.
-    /// `None` for a `HEAD` response longer than [`HEAD_LENGTH_LIMIT`]: it
-    /// is framed as a stream.
+    /// `None`, framed as a stream as `GET` would be, for a `HEAD` response
+    /// longer than [`HEAD_LENGTH_LIMIT`] or without a length: axum sets
+    /// `content-length` from the body's exact size before emptying it, so
+    /// none means the `GET` body streams, and `Content-Length: 0` would
+    /// tell the client the resource is empty.
     fn sized_body(&self, head_request: bool, length: Option<u64>) -> Option<&[u8]> {
         match (head_request, self.len(), length) {
             (true, 0, Some(length)) => {
                 usize::try_from(length).ok().and_then(|length| HEAD_BODY.get(..length))
             }
+            (true, 0, None) => None,
             _ => Some(self.as_slice()),
         }
     }

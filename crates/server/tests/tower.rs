@@ -356,6 +356,26 @@ fn head_has_the_length_and_no_body() {
 }
 
 #[test]
+fn head_of_a_body_of_unknown_length_claims_no_length() {
+    // axum sets content-length from the body's exact size before emptying
+    // it for HEAD; without one, GET streams (chunked), and HEAD must not
+    // say `Content-Length: 0` (the resource is not empty).
+    let (_runtime, server) = server();
+    let mut client = Client::connect(server.addr);
+    let get = client.get("/slow-body");
+    assert_eq!(get.text(), "one two three");
+    assert_eq!(get.header("content-length"), None);
+    client.send(b"HEAD /slow-body HTTP/1.1\r\nHost: t\r\n\r\n");
+    let head = client.reply_to(true).unwrap();
+    assert_eq!(head.status, 200);
+    assert_eq!(head.header("content-length"), None, "{head:?}");
+    assert_eq!(head.header("transfer-encoding"), get.header("transfer-encoding"));
+    assert!(head.body.is_empty());
+    // In step: the next response starts right after the head.
+    assert_eq!(client.get("/json").text(), r#"{"message":"Hello, World!"}"#);
+}
+
+#[test]
 fn fields_falconet_writes_are_not_duplicated() {
     let (_runtime, server) = server();
     let mut client = Client::connect(server.addr);
