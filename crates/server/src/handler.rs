@@ -100,6 +100,16 @@ pub trait Handler: Send + Sync + 'static {
     /// The body is complete: write the response. A response left without a
     /// body is sent with an empty one.
     fn respond(&self, state: Self::State, response: &mut Response<'_>);
+
+    /// Whether the handler finishes work on a current-thread tokio runtime
+    /// (as [`TowerHandler`](crate::TowerHandler) does when given one): its
+    /// tasks run only while that runtime's thread awaits, so
+    /// [`Running::join`](crate::Running::join) refuses to block that thread
+    /// and a drop of [`Running`](crate::Running) there does not wait. The
+    /// default: `false`.
+    fn on_current_thread_runtime(&self) -> bool {
+        false
+    }
 }
 
 /// The HTTP version of a request.

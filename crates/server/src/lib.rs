@@ -111,6 +111,7 @@ mod pieces;
 mod response;
 mod server;
 mod session;
+mod stopped;
 mod syntax;
 mod target;
 #[cfg(feature = "tower")]
@@ -133,6 +134,7 @@ pub use options::{
 pub use response::{Responder, Response};
 pub use server::{Handle, Running, Server, ServerError, Stats};
 pub use session::{Context, Session};
+pub use stopped::Stopped;
 
 #[cfg(all(doctest, not(miri)))]
 #[doc = include_str!("../README.md")]

@@ -20,6 +20,7 @@ use crate::handler::Handler;
 use crate::link::Notify;
 use crate::options::{Accept, Options, OptionsError};
 use crate::session::Context;
+use crate::stopped::{Exits, Stopped};
 use crate::worker::{LISTENER, WAKER, Worker};
 
 /// Pending connections a listening socket queues (the kernel caps it at
@@ -57,6 +58,11 @@ pub enum ServerError {
     /// A worker thread panicked (a bug in falconet, not in a handler:
     /// handler panics close only their connection).
     WorkerPanicked,
+    /// [`Running::join`] was called on the thread of a current-thread tokio
+    /// runtime that the handler's work runs on: blocking it would stop that
+    /// work, so the call returns at once and the server keeps running.
+    /// Await [`Running::stopped`] there instead.
+    WouldBlockRuntime,
 }
 
 impl fmt::Display for ServerError {
@@ -65,6 +71,10 @@ impl fmt::Display for ServerError {
             Self::Options(error) => write!(f, "invalid options: {error}"),
             Self::Io(error) => write!(f, "{error}"),
             Self::WorkerPanicked => f.write_str("a worker thread panicked"),
+            Self::WouldBlockRuntime => f.write_str(
+                "Running::join would block the current-thread tokio runtime the handler's work \
+                 runs on (so that work could never finish); await Running::stopped() instead",
+            ),
         }
     }
 }
@@ -74,7 +84,7 @@ impl std::error::Error for ServerError {
         match self {
             Self::Options(error) => Some(error),
             Self::Io(error) => Some(error),
-            Self::WorkerPanicked => None,
+            Self::WorkerPanicked | Self::WouldBlockRuntime => None,
         }
     }
 }
@@ -199,10 +209,16 @@ impl<H: Handler> Server<H> {
     /// started are stopped).
     pub fn start(self) -> Result<Running<H>, ServerError> {
         let handle = self.handle();
+        let exits = Arc::new(Exits::default());
         let mut threads = Vec::with_capacity(self.workers.len());
         for worker in self.workers {
             let name = format!("falconet-worker-{}", worker.index);
-            match std::thread::Builder::new().name(name).spawn(move || worker.run()) {
+            let exit = exits.enter();
+            let run = move || {
+                let _exit = exit;
+                worker.run();
+            };
+            match std::thread::Builder::new().name(name).spawn(run) {
                 Ok(thread) => threads.push(thread),
                 Err(error) => {
                     handle.shutdown();
@@ -213,7 +229,7 @@ impl<H: Handler> Server<H> {
                 }
             }
         }
-        Ok(Running { handle, threads })
+        Ok(Running { handle, threads, exits })
     }
 
     /// Starts the workers and waits until they stop (after
@@ -250,16 +266,22 @@ fn listen(addr: SocketAddr, reuse_port: bool) -> io::Result<std::net::TcpListene
 /// Dropping it shuts the server down as [`Handle::shutdown`] does and waits
 /// for the workers (a graceful shutdown: at most about the shutdown
 /// timeout), so a server cannot outlive its `Running` by accident, say
-/// through an early `?`; dropped on one of its own workers (by a handler),
-/// it starts the shutdown without waiting. [`join`](Self::join) waits
-/// without asking for a shutdown, and reports a worker's panic, which the
-/// drop cannot.
+/// through an early `?`. It starts the shutdown without waiting where the
+/// wait could never end: dropped on one of its own workers (by a handler),
+/// or on the thread of a current-thread tokio runtime the handler's work
+/// needs (see [`Handler::on_current_thread_runtime`]; the in-flight
+/// requests then finish while that runtime keeps running).
+/// [`join`](Self::join) waits without asking for a shutdown, and reports a
+/// worker's panic, which the drop cannot; [`stopped`](Self::stopped) is
+/// the same wait for async code.
 #[derive(Debug)]
 #[must_use = "dropping `Running` shuts the server down; keep it, and `join` it"]
 pub struct Running<H: Handler> {
     handle: Handle<H>,
     /// Emptied by `join`.
     threads: Vec<JoinHandle<()>>,
+    /// The workers still running (see `stopped.rs`).
+    pub(crate) exits: Arc<Exits>,
 }
 
 impl<H: Handler> Drop for Running<H> {
@@ -270,10 +292,14 @@ impl<H: Handler> Drop for Running<H> {
         self.handle.shutdown();
         // Dropped by a handler on a worker (an admin endpoint that stops
         // the server): that worker cannot wait for itself, nor for the
-        // others, which may wait for the connection it holds. The
+        // others, which may wait for the connection it holds. Dropped on
+        // the only thread of the runtime the handler's work runs on: the
+        // work in flight could not finish while the drop blocks it. The
         // shutdown goes on without the wait.
         let me = std::thread::current().id();
-        if self.threads.iter().any(|thread| thread.thread().id() == me) {
+        if self.threads.iter().any(|thread| thread.thread().id() == me)
+            || self.would_block_runtime()
+        {
             return;
         }
         for thread in self.threads.drain(..) {
@@ -289,11 +315,50 @@ impl<H: Handler> Running<H> {
         &self.handle
     }
 
-    /// Waits until every worker stopped.
+    /// Waits until every worker stopped, blocking the calling thread.
+    /// From async code, await [`stopped`](Self::stopped) instead.
     ///
     /// # Errors
-    /// [`ServerError::WorkerPanicked`].
+    /// [`ServerError::WorkerPanicked`]; [`ServerError::WouldBlockRuntime`]
+    /// at once, without waiting, when called on the thread of a
+    /// current-thread tokio runtime the handler's work needs (a
+    /// [`TowerHandler`](crate::TowerHandler) given that runtime's handle,
+    /// under `#[tokio::main(flavor = "current_thread")]` or
+    /// `#[tokio::test]`): the wait would stop the work it waits for. The
+    /// server keeps running then; stop it with its [`Handle`].
     pub fn join(mut self) -> Result<(), ServerError> {
+        if self.would_block_runtime() {
+            // Detached: the drop must not block either.
+            self.threads.clear();
+            return Err(ServerError::WouldBlockRuntime);
+        }
+        self.join_threads()
+    }
+
+    /// Waits, without blocking the thread, until every worker stopped (after
+    /// [`Handle::shutdown`]): the [`join`](Self::join) of async code, and
+    /// the one that works on a current-thread tokio runtime, whose tasks
+    /// run only while its thread awaits.
+    ///
+    /// ```no_run
+    /// # async fn serve() -> Result<(), Box<dyn std::error::Error>> {
+    /// use falconet_server::{Options, Server, hello::Hello};
+    ///
+    /// let mut running = Server::bind("127.0.0.1:0", Options::new(), Hello)?.start()?;
+    /// let handle = running.handle().clone();
+    /// // ... later, from anywhere: handle.shutdown();
+    /// running.stopped().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// Its output is [`ServerError::WorkerPanicked`] when a worker panicked.
+    pub fn stopped(&mut self) -> Stopped<'_, H> {
+        Stopped { running: self }
+    }
+
+    /// Joins every worker thread (each has stopped, or will).
+    pub(crate) fn join_threads(&mut self) -> Result<(), ServerError> {
         let mut result = Ok(());
         for thread in std::mem::take(&mut self.threads) {
             if thread.join().is_err() {
@@ -302,6 +367,27 @@ impl<H: Handler> Running<H> {
         }
         result
     }
+
+    /// Whether blocking this thread until the workers stop would stop the
+    /// handler's own work: the thread runs a current-thread tokio runtime
+    /// and the handler's work runs on one.
+    fn would_block_runtime(&self) -> bool {
+        self.handle.shared.handler.on_current_thread_runtime() && inside_current_thread_runtime()
+    }
+}
+
+/// Whether the calling thread is inside a current-thread tokio runtime.
+#[cfg(feature = "tower")]
+fn inside_current_thread_runtime() -> bool {
+    tokio::runtime::Handle::try_current()
+        .is_ok_and(|handle| handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::CurrentThread)
+}
+
+/// Whether the calling thread is inside a current-thread tokio runtime:
+/// without the `tower` feature, no handler of ours needs one.
+#[cfg(not(feature = "tower"))]
+fn inside_current_thread_runtime() -> bool {
+    false
 }
 
 /// Stops a server and reads its counters; cheap to clone and `Send`.

@@ -81,6 +81,37 @@
 //! channel body. A body waiting on a timer, a channel or a socket costs
 //! the worker nothing; its waker wakes the connection.
 //!
+//! # Runtimes
+//!
+//! A multi-thread runtime runs the service's tasks on its own threads:
+//! wait for the server anywhere, with [`Running::join`](crate::Running::join)
+//! or [`Running::stopped`](crate::Running::stopped). A current-thread
+//! runtime (`#[tokio::main(flavor = "current_thread")]`, `#[tokio::test]`)
+//! runs them only while its thread awaits, so on that thread await
+//! `running.stopped()`: there `join` returns
+//! [`ServerError::WouldBlockRuntime`](crate::ServerError::WouldBlockRuntime)
+//! at once instead of hanging every request that waits for something, and
+//! a drop of `Running` starts the shutdown without waiting (the requests in
+//! flight finish while the runtime runs on).
+//!
+//! # Where it differs from hyper
+//!
+//! - The service's future is polled first on the worker, outside any tokio
+//!   task (with the runtime entered): there `tokio::task::try_id()` is
+//!   `None`, `tokio::task::id()` panics (a `500`) and task-locals are unset;
+//!   a future that waits is finished in a task, where they are set.
+//! - falconet's own [`max_body`](crate::Options::max_body) (8 MiB by
+//!   default) bounds request bodies before the service sees them: a route
+//!   that raises axum's `DefaultBodyLimit` past it needs it raised too.
+//! - The request body is read straight out of the connection: a service
+//!   that answers while keeping the request with its body unread holds up
+//!   that connection's next request until it reads or drops the body (hyper
+//!   buffers what arrived and reads on).
+//! - A client that leaves while its response body waits (server-sent events
+//!   between events) is noticed when a write fails (the kernel takes the
+//!   first one after the client left), not at once: the body lives that
+//!   long.
+
 //! # What falconet writes itself
 //!
 //! The response's `content-length`, `transfer-encoding`, `connection` and
@@ -224,6 +255,10 @@ where
     B::Error: Into<BoxError>,
 {
     type State = TowerState;
+
+    fn on_current_thread_runtime(&self) -> bool {
+        self.runtime.runtime_flavor() == tokio::runtime::RuntimeFlavor::CurrentThread
+    }
 
     fn head(&self, request: &Request<'_>) -> TowerState {
         let length = request.body_length();
