@@ -26,6 +26,16 @@ fn one_worker() -> Options {
     Options::new().workers(1).max_head(60 * 1024).max_request_line(60 * 1024).max_headers(256)
 }
 
+/// `count` response fields `x-out-N: leak`.
+fn out_fields(count: usize) -> HeaderMap {
+    let mut map = HeaderMap::new();
+    for i in 0..count {
+        let name = http::HeaderName::from_bytes(format!("x-out-{i}").as_bytes()).unwrap();
+        map.append(name, HeaderValue::from_static("leak"));
+    }
+    map
+}
+
 /// "uri\nname=value\n..." of a request, in order.
 fn dump(uri: &Uri, headers: &HeaderMap) -> String {
     let mut out = format!("{uri}\n");
@@ -52,31 +62,10 @@ fn keeping_app(kept: Kept) -> Router {
         )
         .route(
             "/many-out",
-            get(|| async {
-                // 100 response fields: more than the recycled map may hold.
-                let mut map = HeaderMap::new();
-                for i in 0..100 {
-                    map.append(
-                        http::HeaderName::from_bytes(format!("x-out-{i}").as_bytes()).unwrap(),
-                        HeaderValue::from_static("leak"),
-                    );
-                }
-                (map, "many")
-            }),
+            // 100 response fields: more than the recycled map may hold.
+            get(|| async { (out_fields(100), "many") }),
         )
-        .route(
-            "/some-out",
-            get(|| async {
-                let mut map = HeaderMap::new();
-                for i in 0..40 {
-                    map.append(
-                        http::HeaderName::from_bytes(format!("x-out-{i}").as_bytes()).unwrap(),
-                        HeaderValue::from_static("leak"),
-                    );
-                }
-                (map, "some")
-            }),
-        )
+        .route("/some-out", get(|| async { (out_fields(40), "some") }))
 }
 
 /// A request with a target of `target_len` bytes and `fields` fields

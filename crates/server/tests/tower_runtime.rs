@@ -52,6 +52,19 @@ fn get_later(addr: SocketAddr, path: &'static str) -> mpsc::Receiver<String> {
     rx
 }
 
+/// The body `get_later` receives, within 5 s, awaited (so the runtime
+/// runs meanwhile).
+async fn answer(reply: mpsc::Receiver<String>) -> Option<String> {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        match reply.try_recv() {
+            Ok(answer) => return Some(answer),
+            Err(_) if Instant::now() > deadline => return None,
+            Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+        }
+    }
+}
+
 #[test]
 fn a_current_thread_runtime_serves_handlers_that_await_while_stopped_is_awaited() {
     current_thread().block_on(async {
@@ -89,14 +102,7 @@ fn join_on_the_runtimes_thread_refuses_at_once_and_the_server_keeps_serving() {
         // Still serving, the awaiting handlers too (the runtime is driven
         // while this task awaits the answer).
         let slept = get_later(addr, "/sleep");
-        let deadline = Instant::now() + Duration::from_secs(5);
-        let answer = loop {
-            match slept.try_recv() {
-                Ok(answer) => break Some(answer),
-                Err(_) if Instant::now() > deadline => break None,
-                Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
-            }
-        };
+        let answer = answer(slept).await;
         assert_eq!(answer.as_deref(), Some("slept"));
         handle.shutdown();
     });
@@ -114,14 +120,7 @@ fn a_drop_on_the_runtimes_thread_does_not_wait_and_the_request_in_flight_finishe
         assert!(started.elapsed() < Duration::from_secs(1), "{:?}", started.elapsed());
         // The shutdown is under way; the runtime, driven here, finishes the
         // request it has in flight.
-        let deadline = Instant::now() + Duration::from_secs(5);
-        let answer = loop {
-            match slept.try_recv() {
-                Ok(answer) => break Some(answer),
-                Err(_) if Instant::now() > deadline => break None,
-                Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
-            }
-        };
+        let answer = answer(slept).await;
         assert_eq!(answer.as_deref(), Some("slept"));
     });
 }
@@ -161,14 +160,7 @@ fn a_stopped_future_dropped_early_leaves_the_server_running() {
             () = tokio::time::sleep(Duration::from_millis(50)) => {}
         }
         let plain = get_later(addr, "/plaintext");
-        let deadline = Instant::now() + Duration::from_secs(5);
-        let answer = loop {
-            match plain.try_recv() {
-                Ok(answer) => break Some(answer),
-                Err(_) if Instant::now() > deadline => break None,
-                Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
-            }
-        };
+        let answer = answer(plain).await;
         assert_eq!(answer.as_deref(), Some("Hello, World!"));
         running.handle().shutdown();
         running.stopped().await.expect("stopped");
