@@ -2,25 +2,14 @@
 //! [`Running::stopped`](crate::Running::stopped) returns.
 //!
 //! Each worker thread holds an [`Exit`] guard; its drop (the thread's
-//! end, a panic's unwinding included) counts the worker out. The last one
-//! out wakes the waiting task. The protocol is a counter and one waker
-//! slot under a lock:
-//!
-//! ```text
-//!   worker (each, once)               waiting task (each poll)
-//!   left = remaining.fetch_sub(1)     lock; slot = its waker; unlock
-//!   if left == 1:                     if remaining == 0: Ready
-//!     lock; take slot; unlock; wake
-//! ```
-//!
-//! The task stores its waker before it reads the counter, and the last
-//! worker takes the waker after it counts out, both under the lock: a task
-//! that read a count above zero left its waker where the last worker finds
-//! it, so no wake-up is lost.
+//! end, a panic's unwinding included) counts the worker out, and the last
+//! one out wakes the waiting task. The count and the task's waker sit
+//! behind one lock, so the task either sees the count at zero or leaves a
+//! waker the last worker then takes: no wake-up is lost, and there is no
+//! lock-free protocol here to prove.
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 
@@ -29,24 +18,34 @@ use crate::server::{Running, ServerError};
 
 /// Workers not yet stopped, and the task waiting for them.
 #[derive(Debug, Default)]
-pub(crate) struct Exits {
-    remaining: AtomicUsize,
-    waiting: Mutex<Option<Waker>>,
+pub(crate) struct Exits(Mutex<ExitsState>);
+
+#[derive(Debug, Default)]
+struct ExitsState {
+    remaining: usize,
+    waiting: Option<Waker>,
 }
 
 impl Exits {
     /// A guard for one more worker, to be moved into its thread.
     pub(crate) fn enter(self: &Arc<Self>) -> Exit {
-        // Relaxed: the count is published to the task by the workers'
-        // AcqRel decrements (and the thread spawn happens before those).
-        self.remaining.fetch_add(1, Ordering::Relaxed);
+        self.lock().remaining += 1;
         Exit(Arc::clone(self))
     }
 
-    fn all_out(&self) -> bool {
-        // Acquire pairs with the workers' AcqRel decrements: what a worker
-        // did before it stopped happens before the task sees it out.
-        self.remaining.load(Ordering::Acquire) == 0
+    /// Whether every worker is out; if not, `waker` is woken when they are.
+    fn all_out_or_wake(&self, waker: &Waker) -> bool {
+        let mut state = self.lock();
+        if state.remaining == 0 {
+            return true;
+        }
+        state.waiting = Some(waker.clone());
+        false
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, ExitsState> {
+        // A panic cannot leave the state half-updated (one field at a time).
+        self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 
@@ -55,11 +54,14 @@ pub(crate) struct Exit(Arc<Exits>);
 
 impl Drop for Exit {
     fn drop(&mut self) {
-        if self.0.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
-            let waker = self.0.waiting.lock().unwrap_or_else(|e| e.into_inner()).take();
-            if let Some(waker) = waker {
-                waker.wake();
-            }
+        let waker = {
+            let mut state = self.0.lock();
+            state.remaining -= 1;
+            if state.remaining == 0 { state.waiting.take() } else { None }
+        };
+        // Woken outside the lock: the task's poll takes it.
+        if let Some(waker) = waker {
+            waker.wake();
         }
     }
 }
@@ -80,14 +82,8 @@ impl<H: Handler> Future for Stopped<'_, H> {
     type Output = Result<(), ServerError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let exits = Arc::clone(&self.running.exits);
-        if !exits.all_out() {
-            let mut waiting = exits.waiting.lock().unwrap_or_else(|e| e.into_inner());
-            *waiting = Some(cx.waker().clone());
-            drop(waiting);
-            if !exits.all_out() {
-                return Poll::Pending;
-            }
+        if !self.running.exits.all_out_or_wake(cx.waker()) {
+            return Poll::Pending;
         }
         // Every worker has left its loop: joining waits only for the
         // threads' last instructions.
