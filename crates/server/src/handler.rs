@@ -106,7 +106,7 @@ pub trait Handler: Send + Sync + 'static {
     /// tasks run only while that runtime's thread awaits, so
     /// [`Running::join`](crate::Running::join) refuses to block that thread
     /// and a drop of [`Running`](crate::Running) there does not wait. The
-    /// default: `false`.
+    /// default: `false`; a handler that wraps another forwards its answer.
     fn on_current_thread_runtime(&self) -> bool {
         false
     }

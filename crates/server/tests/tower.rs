@@ -580,6 +580,10 @@ impl<H: Handler> Handler for Counted<H> {
         self.0.respond(state, response);
         falconet_testkit::set_under_test(false);
     }
+
+    fn on_current_thread_runtime(&self) -> bool {
+        self.0.on_current_thread_runtime()
+    }
 }
 
 /// One `GET /plaintext` with a Host field, as `http` values; built before
