@@ -101,13 +101,16 @@ pub trait Handler: Send + Sync + 'static {
     /// body is sent with an empty one.
     fn respond(&self, state: Self::State, response: &mut Response<'_>);
 
-    /// Whether the handler finishes work on a current-thread tokio runtime
-    /// (as [`TowerHandler`](crate::TowerHandler) does when given one): its
-    /// tasks run only while that runtime's thread awaits, so
-    /// [`Running::join`](crate::Running::join) refuses to block that thread
-    /// and a drop of [`Running`](crate::Running) there does not wait. The
+    /// Whether blocking the calling thread would stall this handler's own
+    /// work: the thread is running the current-thread tokio runtime the
+    /// handler spawns its tasks on, in that runtime's `block_on` (the body
+    /// of `#[tokio::main(flavor = "current_thread")]` or `#[tokio::test]`),
+    /// where the tasks run only while it awaits.
+    /// [`TowerHandler`](crate::TowerHandler) and `hello::Demo` answer it;
+    /// then [`Running::join`](crate::Running::join) and [`Server::run`](crate::Server::run)
+    /// refuse, and a drop of [`Running`](crate::Running) does not wait. The
     /// default: `false`; a handler that wraps another forwards its answer.
-    fn on_current_thread_runtime(&self) -> bool {
+    fn blocking_here_stalls(&self) -> bool {
         false
     }
 }

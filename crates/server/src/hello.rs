@@ -217,6 +217,10 @@ impl Demo {
 impl Handler for Demo {
     type State = DemoRoute;
 
+    fn blocking_here_stalls(&self) -> bool {
+        crate::stopped::blocking_here_stalls(&self.runtime)
+    }
+
     fn head(&self, request: &Request<'_>) -> DemoRoute {
         let (path, method) = (request.path(), request.method());
         if !is_known_method(method) {

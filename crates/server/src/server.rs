@@ -58,10 +58,11 @@ pub enum ServerError {
     /// A worker thread panicked (a bug in falconet, not in a handler:
     /// handler panics close only their connection).
     WorkerPanicked,
-    /// [`Running::join`] was called on the thread of a current-thread tokio
-    /// runtime that the handler's work runs on: blocking it would stop that
-    /// work, so the call returns at once and the server keeps running.
-    /// Await [`Running::stopped`] there instead.
+    /// [`Running::join`] or [`Server::run`] was called in the `block_on` of
+    /// the current-thread tokio runtime the handler's work runs on: blocking
+    /// it would stall that work, so the call returns at once (`join` starts
+    /// the shutdown; `run` starts nothing). Await [`Running::stopped`] there
+    /// instead.
     WouldBlockRuntime,
 }
 
@@ -236,8 +237,14 @@ impl<H: Handler> Server<H> {
     /// [`Handle::shutdown`]).
     ///
     /// # Errors
-    /// As [`start`](Self::start) and [`Running::join`].
+    /// As [`start`](Self::start) and [`Running::join`];
+    /// [`ServerError::WouldBlockRuntime`] before anything starts where `join`
+    /// would refuse.
     pub fn run(self) -> Result<(), ServerError> {
+        if self.shared.handler.blocking_here_stalls() {
+            // Refused before anything starts (see `Running::join`).
+            return Err(ServerError::WouldBlockRuntime);
+        }
         self.start()?.join()
     }
 }
@@ -268,8 +275,8 @@ fn listen(addr: SocketAddr, reuse_port: bool) -> io::Result<std::net::TcpListene
 /// timeout), so a server cannot outlive its `Running` by accident, say
 /// through an early `?`. It starts the shutdown without waiting where the
 /// wait could never end: dropped on one of its own workers (by a handler),
-/// or on the thread of a current-thread tokio runtime the handler's work
-/// needs (see [`Handler::on_current_thread_runtime`]; the in-flight
+/// or in the `block_on` of the current-thread tokio runtime the handler's
+/// work runs on (see [`Handler::blocking_here_stalls`]; the in-flight
 /// requests then finish while that runtime keeps running).
 /// [`join`](Self::join) waits without asking for a shutdown, and reports a
 /// worker's panic, which the drop cannot; [`stopped`](Self::stopped) is
@@ -320,15 +327,20 @@ impl<H: Handler> Running<H> {
     ///
     /// # Errors
     /// [`ServerError::WorkerPanicked`]; [`ServerError::WouldBlockRuntime`]
-    /// at once, without waiting, when called on the thread of a
-    /// current-thread tokio runtime the handler's work needs (a
-    /// [`TowerHandler`](crate::TowerHandler) given that runtime's handle,
-    /// under `#[tokio::main(flavor = "current_thread")]` or
-    /// `#[tokio::test]`): the wait would stop the work it waits for. The
-    /// server keeps running then; stop it with its [`Handle`].
+    /// at once, when called in the `block_on` of the current-thread tokio
+    /// runtime the handler's work runs on (a
+    /// [`TowerHandler`](crate::TowerHandler) given that runtime's handle in
+    /// `#[tokio::main(flavor = "current_thread")]` or `#[tokio::test]`; see
+    /// [`Handler::blocking_here_stalls`]): the wait would stall the work it
+    /// waits for, so the server's shutdown starts instead, and nothing
+    /// waits. Called in a task that runtime runs, `join` blocks the runtime
+    /// just the same, and tokio's API cannot tell that thread from a
+    /// `spawn_blocking` one, where blocking is fine: await
+    /// [`stopped`](Self::stopped) in async code.
     pub fn join(mut self) -> Result<(), ServerError> {
         if self.would_block_runtime() {
-            // Detached: the drop must not block either.
+            // As the drop there: the shutdown starts, nothing waits.
+            self.handle.shutdown();
             self.threads.clear();
             return Err(ServerError::WouldBlockRuntime);
         }
@@ -368,26 +380,11 @@ impl<H: Handler> Running<H> {
         result
     }
 
-    /// Whether blocking this thread until the workers stop would stop the
-    /// handler's own work: the thread runs a current-thread tokio runtime
-    /// and the handler's work runs on one.
+    /// Whether blocking this thread until the workers stop would stall the
+    /// handler's own work (see [`Handler::blocking_here_stalls`]).
     fn would_block_runtime(&self) -> bool {
-        self.handle.shared.handler.on_current_thread_runtime() && inside_current_thread_runtime()
+        self.handle.shared.handler.blocking_here_stalls()
     }
-}
-
-/// Whether the calling thread is inside a current-thread tokio runtime.
-#[cfg(feature = "tower")]
-fn inside_current_thread_runtime() -> bool {
-    tokio::runtime::Handle::try_current()
-        .is_ok_and(|handle| handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::CurrentThread)
-}
-
-/// Whether the calling thread is inside a current-thread tokio runtime:
-/// without the `tower` feature, no handler of ours needs one.
-#[cfg(not(feature = "tower"))]
-fn inside_current_thread_runtime() -> bool {
-    false
 }
 
 /// Stops a server and reads its counters; cheap to clone and `Send`.

@@ -90,3 +90,17 @@ impl<H: Handler> Future for Stopped<'_, H> {
         Poll::Ready(self.get_mut().running.join_threads())
     }
 }
+
+/// Whether blocking the calling thread would stall tasks spawned on
+/// `runtime`: it is a current-thread runtime and this thread runs it, in its
+/// `block_on` (inside the runtime, with no task of its own: the body of
+/// `#[tokio::main(flavor = "current_thread")]` or `#[tokio::test]`). A
+/// `spawn_blocking` thread of the same runtime is in a task and may block;
+/// so, as tokio's API cannot tell them apart, is a task the runtime runs,
+/// where blocking does stall it: the docs of [`Running::join`] say so.
+#[cfg(feature = "tokio")]
+pub(crate) fn blocking_here_stalls(runtime: &tokio::runtime::Handle) -> bool {
+    runtime.runtime_flavor() == tokio::runtime::RuntimeFlavor::CurrentThread
+        && tokio::task::try_id().is_none()
+        && tokio::runtime::Handle::try_current().is_ok_and(|current| current.id() == runtime.id())
+}

@@ -121,7 +121,9 @@
 //! the connection after the response. For `HEAD`, whose body axum has
 //! already emptied, the service's `content-length` is sent when it is at
 //! most 1 MiB (beyond it, or without one, the response is framed as a
-//! stream, as `GET`'s would be: never `Content-Length: 0`). The request's URI is absolute (`http://` and the
+//! stream, as `GET`'s would be: never `Content-Length: 0`; a `GET` whose
+//! frames of unknown total size all arrive at once is sent with a length
+//! instead, which axum's emptied `HEAD` body cannot tell). The request's URI is absolute (`http://` and the
 //! request's authority, see [`Request::authority`]) unless it has no
 //! authority (an HTTP/1.0 request without `Host`); trailers of response
 //! bodies are dropped; upgrades (WebSocket) are not offered.
@@ -256,8 +258,8 @@ where
 {
     type State = TowerState;
 
-    fn on_current_thread_runtime(&self) -> bool {
-        self.runtime.runtime_flavor() == tokio::runtime::RuntimeFlavor::CurrentThread
+    fn blocking_here_stalls(&self) -> bool {
+        crate::stopped::blocking_here_stalls(&self.runtime)
     }
 
     fn head(&self, request: &Request<'_>) -> TowerState {

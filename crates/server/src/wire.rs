@@ -170,9 +170,10 @@ impl Encoder {
                     out.extend_from_slice(b"Transfer-Encoding: chunked\r\n");
                 } else if self.version == Version::Http2 {
                     // DATA frames delimit the body; the stream's end ends it.
-                } else {
+                } else if !self.head_only {
                     // HTTP/1.0 has no chunked coding: the end of the body
-                    // is the end of the connection.
+                    // is the end of the connection (a HEAD response has
+                    // no body to end).
                     self.keep_alive = false;
                 }
                 self.end_head(out);

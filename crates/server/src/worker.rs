@@ -256,7 +256,19 @@ impl<H: Handler> Worker<H> {
         let cx = &mut self.cx;
         let mut drive = std::mem::take(&mut self.drive);
         self.shared.registry.sweep(|id, connection| {
-            match connection.inner.lock().check(now, &timeouts, cx) {
+            let mut conn = connection.inner.lock();
+            // The 408 path drops the request's state and runs the handler's
+            // code: a panic there closes that connection, as in `ready`, and
+            // must not take the timer's worker down with it.
+            let checked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                conn.check(now, &timeouts, cx)
+            }));
+            let verdict = checked.unwrap_or_else(|_| {
+                tracing::error!("the handler panicked in the timer; the connection is closed");
+                Verdict::Close
+            });
+            drop(conn);
+            match verdict {
                 Verdict::Open => true,
                 Verdict::Close => false,
                 Verdict::Drive => {

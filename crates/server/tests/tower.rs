@@ -581,8 +581,8 @@ impl<H: Handler> Handler for Counted<H> {
         falconet_testkit::set_under_test(false);
     }
 
-    fn on_current_thread_runtime(&self) -> bool {
-        self.0.on_current_thread_runtime()
+    fn blocking_here_stalls(&self) -> bool {
+        self.0.blocking_here_stalls()
     }
 }
 

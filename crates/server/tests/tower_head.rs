@@ -1,0 +1,232 @@
+//! HEAD through the tower path against GET: in step over HTTP/1.1, HTTP/1.0
+//! (keep-alive kept) and HTTP/2; bodies staggered, over 1 MiB, 204 and 304.
+#![cfg(feature = "tower")]
+
+mod common;
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::io::Read;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body as AxumBody;
+use axum::routing::get;
+use bytes::Bytes;
+use common::{Client, serve};
+use falconet_server::Options;
+use falconet_server::tower::TowerHandler;
+use http_body::{Frame, SizeHint};
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap()
+}
+
+/// A body of unknown size whose frames are all ready at once (a
+/// `Body::from_stream` of ready items, say), or each pending once.
+struct Pieces {
+    left: VecDeque<&'static [u8]>,
+    stagger: bool,
+    pending: bool,
+}
+
+impl Pieces {
+    fn new(pieces: &[&'static [u8]], stagger: bool) -> Self {
+        Self { left: pieces.iter().copied().collect(), stagger, pending: false }
+    }
+}
+
+impl http_body::Body for Pieces {
+    type Data = Bytes;
+    type Error = Infallible;
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        if self.stagger && !self.pending {
+            self.pending = true;
+            cx.waker().wake_by_ref();
+            return Poll::Pending;
+        }
+        self.pending = false;
+        Poll::Ready(self.left.pop_front().map(|p| Ok(Frame::data(Bytes::from_static(p)))))
+    }
+    fn size_hint(&self) -> SizeHint {
+        SizeHint::default()
+    }
+}
+
+fn app() -> Router {
+    Router::new()
+        .route(
+            "/ready-pieces",
+            get(|| async { AxumBody::new(Pieces::new(&[b"one ", b"two"], false)) }),
+        )
+        .route(
+            "/slow-pieces",
+            get(|| async { AxumBody::new(Pieces::new(&[b"one ", b"two"], true)) }),
+        )
+        .route("/big", get(|| async { vec![b'x'; 2 << 20] }))
+        .route("/no-content", get(|| async { axum::http::StatusCode::NO_CONTENT }))
+        .route(
+            "/not-modified",
+            get(|| async {
+                (axum::http::StatusCode::NOT_MODIFIED, AxumBody::new(Pieces::new(&[], true)))
+            }),
+        )
+}
+
+fn head_then_get(client: &mut Client, path: &str) -> (common::Reply, common::Reply) {
+    client.send(format!("HEAD {path} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes());
+    let head = client.reply_to(true).unwrap();
+    let get = client.get(path);
+    (head, get)
+}
+
+/// RFC 9110 §9.3.2: HEAD SHOULD carry GET's fields. 6a5d0f7 says "no
+/// length means GET streams", but a body of unknown size whose frames are
+/// all ready is collected by falconet and sent with Content-Length.
+#[test]
+fn head_of_a_staggered_body_is_in_step_over_http11() {
+    let runtime = runtime();
+    let server =
+        serve(Options::new().workers(1), TowerHandler::new(app(), runtime.handle().clone()));
+    let mut client = Client::connect(server.addr);
+    let (head, get) = head_then_get(&mut client, "/slow-pieces");
+    assert_eq!(get.text(), "one two");
+    assert_eq!(head.header("transfer-encoding"), get.header("transfer-encoding"));
+    assert_eq!(head.header("content-length"), None);
+    // And again, to be sure nothing (no 0\r\n\r\n) trailed the HEAD.
+    let (head, get) = head_then_get(&mut client, "/slow-pieces");
+    assert_eq!(head.status, 200);
+    assert_eq!(get.text(), "one two");
+}
+
+/// > 1 MiB: the service's content-length for HEAD vs GET's framing.
+#[test]
+fn head_of_a_body_over_one_mib() {
+    let runtime = runtime();
+    let server =
+        serve(Options::new().workers(1), TowerHandler::new(app(), runtime.handle().clone()));
+    let mut client = Client::connect(server.addr);
+    let (head, get) = head_then_get(&mut client, "/big");
+    assert_eq!(get.body.len(), 2 << 20);
+    assert_eq!(
+        (head.header("content-length"), head.header("transfer-encoding")),
+        (get.header("content-length"), get.header("transfer-encoding")),
+        "HEAD {head:?}\nGET {:?}",
+        get.headers
+    );
+    assert!(client.get("/ready-pieces").text() == "one two");
+}
+
+/// 204 and 304 to HEAD: no framing field, the connection stays usable.
+#[test]
+fn head_204_and_304() {
+    let runtime = runtime();
+    let server =
+        serve(Options::new().workers(1), TowerHandler::new(app(), runtime.handle().clone()));
+    let mut client = Client::connect(server.addr);
+    for path in ["/no-content", "/not-modified"] {
+        let (head, get) = head_then_get(&mut client, path);
+        assert!(head.status == 204 || head.status == 304, "{head:?}");
+        assert_eq!(head.header("transfer-encoding"), None, "{path} {head:?}");
+        assert_eq!(get.header("transfer-encoding"), None, "{path} {get:?}");
+        assert!(!head.closes() && !get.closes());
+    }
+    assert_eq!(client.get("/ready-pieces").text(), "one two");
+}
+
+/// HTTP/1.0 HEAD with keep-alive, of a staggered body: there is no body to
+/// delimit, so nothing needs the close (before 6a5d0f7 the connection
+/// stayed open).
+#[test]
+fn http10_head_keep_alive_of_a_body_of_unknown_length() {
+    let runtime = runtime();
+    let server =
+        serve(Options::new().workers(1), TowerHandler::new(app(), runtime.handle().clone()));
+    let mut client = Client::connect(server.addr);
+    client.stream().set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+    client.send(b"HEAD /slow-pieces HTTP/1.0\r\nHost: t\r\nConnection: keep-alive\r\n\r\n");
+    let mut got = Vec::new();
+    let mut buf = [0u8; 1024];
+    loop {
+        match client.reader.get_mut().read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                got.extend_from_slice(&buf[..n]);
+                if got.windows(4).any(|w| w == b"\r\n\r\n") {
+                    break;
+                }
+            }
+            Err(_) => break,
+        }
+    }
+    let text = String::from_utf8_lossy(&got).into_owned();
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    assert!(!text.contains("Connection: close"), "HTTP/1.0 HEAD closed the connection: {text}");
+}
+
+/// HEAD over HTTP/2 (prior knowledge) of a body of unknown length: the
+/// stream ends with no DATA bytes and no content-length; the connection
+/// serves the next request.
+#[test]
+fn head_over_h2_of_a_body_of_unknown_length() {
+    let runtime = runtime();
+    let server =
+        serve(Options::new().workers(1), TowerHandler::new(app(), runtime.handle().clone()));
+    let addr = server.addr;
+    let client_rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    client_rt.block_on(async move {
+        let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let (send, connection) = h2::client::handshake(tcp).await.unwrap();
+        tokio::spawn(async move {
+            let _ = connection.await;
+        });
+        for (method, path) in [
+            ("HEAD", "/slow-pieces"),
+            ("HEAD", "/ready-pieces"),
+            ("HEAD", "/big"),
+            ("HEAD", "/no-content"),
+            ("GET", "/slow-pieces"),
+        ] {
+            let mut send = send.clone().ready().await.unwrap();
+            let req = http::Request::builder()
+                .method(method)
+                .uri(format!("http://t{path}"))
+                .body(())
+                .unwrap();
+            let (response, _) = send.send_request(req, true).unwrap();
+            let response = tokio::time::timeout(Duration::from_secs(5), response)
+                .await
+                .unwrap_or_else(|_| panic!("{method} {path}: no response"))
+                .unwrap_or_else(|e| panic!("{method} {path}: {e}"));
+            let headers = response.headers().clone();
+            let mut body = response.into_body();
+            let mut bytes = Vec::new();
+            let read = tokio::time::timeout(Duration::from_secs(5), async {
+                while let Some(piece) = body.data().await {
+                    let piece = piece.unwrap();
+                    body.flow_control().release_capacity(piece.len()).unwrap();
+                    bytes.extend_from_slice(&piece);
+                }
+            })
+            .await;
+            assert!(read.is_ok(), "{method} {path}: the stream never ended");
+            if method == "HEAD" {
+                assert!(bytes.is_empty(), "{method} {path}: {} body bytes", bytes.len());
+                if path != "/no-content" {
+                    assert_ne!(
+                        headers.get("content-length").map(|v| v.as_bytes()),
+                        Some(&b"0"[..]),
+                        "{method} {path}: {headers:?}"
+                    );
+                }
+            } else {
+                assert_eq!(bytes, b"one two");
+            }
+        }
+    });
+}
