@@ -111,7 +111,7 @@
 //!   between events) is noticed when a write fails (the kernel takes the
 //!   first one after the client left), not at once: the body lives that
 //!   long.
-
+//!
 //! # What falconet writes itself
 //!
 //! The response's `content-length`, `transfer-encoding`, `connection` and

@@ -219,13 +219,7 @@ impl<H: Handler> Worker<H> {
             let mut conn = entry.inner.lock();
             let handler = &self.shared.handler;
             let cx = &mut self.cx;
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                conn.ready(readiness, handler, cx, now)
-            }))
-            .unwrap_or_else(|_| {
-                tracing::error!("the handler panicked; the connection is closed");
-                Verdict::Close
-            })
+            contained(|| conn.ready(readiness, handler, cx, now))
         };
         if verdict == Verdict::Close {
             // The value (and its socket) drops with the last reference,
@@ -256,18 +250,9 @@ impl<H: Handler> Worker<H> {
         let cx = &mut self.cx;
         let mut drive = std::mem::take(&mut self.drive);
         self.shared.registry.sweep(|id, connection| {
-            let mut conn = connection.inner.lock();
-            // The 408 path drops the request's state and runs the handler's
-            // code: a panic there closes that connection, as in `ready`, and
-            // must not take the timer's worker down with it.
-            let checked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                conn.check(now, &timeouts, cx)
-            }));
-            let verdict = checked.unwrap_or_else(|_| {
-                tracing::error!("the handler panicked in the timer; the connection is closed");
-                Verdict::Close
-            });
-            drop(conn);
+            // The 408 path drops the request's state, handler code: a panic
+            // there must not take the timer's worker down with it.
+            let verdict = contained(|| connection.inner.lock().check(now, &timeouts, cx));
             match verdict {
                 Verdict::Open => true,
                 Verdict::Close => false,
@@ -300,4 +285,13 @@ impl<H: Handler> Worker<H> {
             self.sweep(now);
         }
     }
+}
+
+/// Runs one step of a connection (an event, the timer's check); a panic in
+/// it, from the handler's code, closes that connection only.
+fn contained(step: impl FnOnce() -> Verdict) -> Verdict {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(step)).unwrap_or_else(|_| {
+        tracing::error!("the handler panicked; the connection is closed");
+        Verdict::Close
+    })
 }
