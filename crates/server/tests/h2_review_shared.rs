@@ -590,11 +590,7 @@ fn many_small_pieces_through_the_h2_crate() {
     let server = serve(Options::new().workers(1), Shared);
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     rt.block_on(async {
-        let tcp = tokio::net::TcpStream::connect(server.addr).await.unwrap();
-        let (send, connection) = h2::client::handshake(tcp).await.unwrap();
-        tokio::spawn(async move {
-            let _ = connection.await;
-        });
+        let send = common::h2_client(server.addr).await;
         let mut send = send.ready().await.unwrap();
         let request = http::Request::get("http://localhost/pieces?n=100&s=100").body(()).unwrap();
         let (response, _) = send.send_request(request, true).unwrap();

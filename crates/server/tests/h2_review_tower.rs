@@ -112,11 +112,7 @@ fn with_server(test: impl AsyncFnOnce(h2::client::SendRequest<Bytes>)) {
         serve(Options::new().workers(1), TowerHandler::new(app(), app_rt.handle().clone()));
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     rt.block_on(async {
-        let tcp = tokio::net::TcpStream::connect(server.addr).await.unwrap();
-        let (send, connection) = h2::client::handshake(tcp).await.unwrap();
-        tokio::spawn(async move {
-            let _ = connection.await;
-        });
+        let send = common::h2_client(server.addr).await;
         test(send).await;
     });
 }

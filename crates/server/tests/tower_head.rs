@@ -180,11 +180,7 @@ fn head_over_h2_of_a_body_of_unknown_length() {
     let addr = server.addr;
     let client_rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     client_rt.block_on(async move {
-        let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
-        let (send, connection) = h2::client::handshake(tcp).await.unwrap();
-        tokio::spawn(async move {
-            let _ = connection.await;
-        });
+        let send = common::h2_client(addr).await;
         for (method, path) in [
             ("HEAD", "/slow-pieces"),
             ("HEAD", "/ready-pieces"),

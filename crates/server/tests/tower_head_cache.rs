@@ -167,11 +167,7 @@ fn h1_and_h2_share_the_cache_without_mixing() {
     let addr = server.addr;
     let client_rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     client_rt.block_on(async move {
-        let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
-        let (send, connection) = h2::client::handshake(tcp).await.unwrap();
-        tokio::spawn(async move {
-            let _ = connection.await;
-        });
+        let send = common::h2_client(addr).await;
         let mut h1 = Client::connect(addr);
         for n in 0..40 {
             let value_len = [5, 3000, 9000][n % 3];

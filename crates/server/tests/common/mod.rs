@@ -52,6 +52,17 @@ impl<H: Handler> Drop for TestServer<H> {
     }
 }
 
+/// An HTTP/2 client (the `h2` crate) connected to `addr`, its connection
+/// driven by a task on the current runtime.
+pub async fn h2_client(addr: SocketAddr) -> h2::client::SendRequest<bytes::Bytes> {
+    let tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let (send, connection) = h2::client::handshake(tcp).await.expect("h2 handshake");
+    tokio::spawn(async move {
+        let _ = connection.await;
+    });
+    send
+}
+
 /// A server on 127.0.0.1 with a free port.
 pub fn serve<H: Handler>(options: Options, handler: H) -> TestServer<H> {
     let server = Server::bind("127.0.0.1:0", options, handler).expect("bind");
