@@ -219,6 +219,11 @@ impl<S> Http1<S> {
         self.failure.unwrap_or(Status::INTERNAL_SERVER_ERROR)
     }
 
+    /// The client's error that failed the lent body (400, 413), if any.
+    pub(crate) fn client_failure(&self) -> Option<Status> {
+        self.failure
+    }
+
     /// The lent body came back: resume after it, drain its rest, or close
     /// after a failed one.
     pub(crate) fn returned(&mut self, returned: Returned) {

@@ -328,11 +328,7 @@ impl<H: Handler> Session<H> {
             self.sent = 0;
         }
         loop {
-            if self.http.is_lent()
-                && let Some(returned) = self.app.existing_link().and_then(|l| l.take_returned())
-            {
-                self.http.returned(returned);
-            }
+            self.take_returned();
             let answered = self.pump(cx);
             let progress =
                 self.http.process(&self.reader, &mut self.out, handler, cx, &mut self.app);
@@ -381,6 +377,16 @@ impl<H: Handler> Session<H> {
         }
         let h2 = self.h2.insert(h2);
         h2.process(&self.reader, handler, cx, &mut self.app)
+    }
+
+    /// Takes back the lent body, if it came back: the parser resumes after
+    /// it, or, if it failed, the client's error (400, 413) is known.
+    fn take_returned(&mut self) {
+        if self.http.is_lent()
+            && let Some(returned) = self.app.existing_link().and_then(|l| l.take_returned())
+        {
+            self.http.returned(returned);
+        }
     }
 
     /// Moves what the response in flight has for the output into it, as
@@ -444,6 +450,9 @@ impl<H: Handler> Session<H> {
             self.pending = None;
             if failed {
                 if sent == 0 {
+                    // The body's failure, if that is what failed the
+                    // response, came back before the response did.
+                    self.take_returned();
                     crate::http1::refuse(&mut self.out, cx, self.http.failure_status());
                 }
                 self.http.close();
@@ -494,9 +503,18 @@ impl<H: Handler> Session<H> {
                 self.http.close();
                 return true;
             }
-            // Nothing written: 500, as a synchronous answer would (or the
-            // client's error that failed the request's body).
-            let _ = encoder.status(self.http.failure_status());
+            // Nothing written. The client's error that failed the
+            // request's body (handed back when the read failed, so before
+            // this failure) is the answer, and the connection closes: the
+            // parser cannot resume after a malformed body.
+            self.take_returned();
+            if let Some(status) = self.http.client_failure() {
+                crate::http1::refuse(&mut self.out, cx, status);
+                self.http.close();
+                return true;
+            }
+            // Else 500, as a synchronous answer would.
+            let _ = encoder.status(crate::Status::INTERNAL_SERVER_ERROR);
         }
         let keep_alive = encoder.finish(&mut self.out, cx.date.fields());
         self.http.response_done(keep_alive);

@@ -144,7 +144,11 @@
 //! - Reading the request [`Body`] fails with the `std::io::Error`s of
 //!   [`RequestBody`] (the client left before the body ended,
 //!   `UnexpectedEof`; a malformed chunked body, `InvalidData`; past
-//!   `max_body`, `FileTooLarge`).
+//!   `max_body`, `FileTooLarge`). A response that fails before its head
+//!   because the request body did (a service that streams the body back,
+//!   say) is answered with the client's error instead of `500`: `400` for
+//!   a malformed body, `413` past `max_body` (over HTTP/1.1 the
+//!   connection then closes: the next request's start is unknown).
 
 use std::any::Any;
 use std::cell::RefCell;

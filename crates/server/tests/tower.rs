@@ -281,6 +281,42 @@ fn an_8_mib_echo_sized_and_chunked_is_byte_exact() {
     echo(server.addr, 0, true);
 }
 
+/// A malformed chunked body that the service streams back fails before
+/// the response's head: the answer is the client's error (400, or 413
+/// for a chunk past `max_body`), not 500, and the connection closes, so
+/// the request smuggled behind the body is never answered.
+#[test]
+fn a_malformed_body_the_service_streams_is_the_clients_error() {
+    use std::io::Read;
+    let (_runtime, server) = server();
+    let cases: [(&[u8], &str); 5] = [
+        (b"zz\r\nhello\r\n0\r\n\r\n", "400"),
+        (b"5\r\nhelloXX0\r\n\r\n", "400"),
+        (b"5;a\x00b\r\nhello\r\n0\r\n\r\n", "400"),
+        (b"5\nhello\r\n0\r\n\r\n", "400"),
+        (b"ffffffffffffffff\r\nhello\r\n0\r\n\r\n", "413"),
+    ];
+    for (body, status) in cases {
+        let mut stream = TcpStream::connect(server.addr).unwrap();
+        stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut request =
+            b"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+        request.extend_from_slice(body);
+        request.extend_from_slice(b"GET /smuggled HTTP/1.1\r\nHost: t\r\n\r\n");
+        stream.write_all(&request).unwrap();
+        let mut reply = Vec::new();
+        stream.read_to_end(&mut reply).unwrap();
+        let reply = String::from_utf8_lossy(&reply).to_ascii_lowercase();
+        let shown = String::from_utf8_lossy(body);
+        assert!(reply.starts_with(&format!("http/1.1 {status} ")), "{shown:?}: {reply}");
+        assert!(reply.contains("connection: close\r\n"), "{shown:?}: {reply}");
+        assert_eq!(reply.matches("http/1.1 ").count(), 1, "{shown:?}: {reply}");
+    }
+    // The server goes on.
+    let mut client = Client::connect(server.addr);
+    assert_eq!(client.get("/plaintext").text(), "Hello, World!");
+}
+
 #[test]
 fn a_handler_that_waits_is_answered_later() {
     let (_runtime, server) = server();
