@@ -77,6 +77,15 @@ pub(crate) const REG_NAME: [bool; 256] = table!(|c| {
         )
 });
 
+/// The bytes of a request-target (RFC 3986 §2, §3.3-3.4, RFC 9112 §3.2):
+/// `unreserved`, `sub-delims`, `%` (of `pct-encoded`), and the
+/// delimiters `:` `@` `/` `?` `[` `]` of its forms. Not SP and controls,
+/// `#` (a fragment is no form's part), the excluded `"` `<` `>` `\` `^`
+/// `` ` `` `{` `|` `}`, or any byte past ASCII (a URI carries those
+/// percent-encoded).
+pub(crate) const TARGET: [bool; 256] =
+    table!(|c| REG_NAME[c as usize] || matches!(c, b'%' | b':' | b'@' | b'/' | b'?' | b'[' | b']'));
+
 /// Whether `byte` is SP or HTAB (`OWS`, `BWS` and `RWS` are made of these).
 pub(crate) const fn is_whitespace(byte: u8) -> bool {
     matches!(byte, b' ' | b'\t')

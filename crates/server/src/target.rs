@@ -23,10 +23,12 @@
 //!   valid one is `501`, anything else `400` (RFC 9110 §9.3.6).
 //! - asterisk-form: only OPTIONS.
 //!
-//! No form carries a fragment (`#` delimits one in a URI and is not part
-//! of any form's grammar), so a target with `#` is `400`. The other bytes
-//! of a path or query are httparse's (visible ASCII and obs-text), not
-//! percent-decoded.
+//! Every byte of a target is one a URI may hold (`syntax::TARGET`): no
+//! form carries a fragment (`#` delimits one in a URI and is not part of
+//! any form's grammar), and RFC 3986 excludes `"` `<` `>` `\` `^` `` ` ``
+//! `{` `|` `}` and every byte past ASCII (they travel percent-encoded), so
+//! a target with any of them is `400` (RFC 9112 §3.2: SHOULD). Paths and
+//! queries are not percent-decoded.
 //!
 //! A Host value is `uri-host [ ":" port ]`, or empty (what a client sends
 //! when the target URI has no authority, §3.2): an IP-literal in brackets
@@ -37,7 +39,7 @@
 
 use std::net::Ipv6Addr;
 
-use crate::syntax::REG_NAME;
+use crate::syntax::{REG_NAME, TARGET};
 
 /// The largest port number of a CONNECT target.
 const MAX_PORT: u32 = 65_535;
@@ -71,9 +73,7 @@ pub(crate) fn parse<'a>(method: &str, target: &'a str) -> Result<Target<'a>, Tar
             TargetError::Invalid
         });
     }
-    // A plain loop: `contains` calls `memchr`, dearer for a short target.
-    #[allow(clippy::manual_contains)]
-    if bytes.iter().any(|&b| b == b'#') {
+    if !bytes.iter().all(|&b| TARGET[b as usize]) {
         return Err(TargetError::Invalid);
     }
     match bytes {
@@ -322,6 +322,9 @@ mod tests {
         assert_eq!(parse("CONNECT", "a:443"), Err(TargetError::Connect));
         assert_eq!(parse("CONNECT", "[::1]:0"), Err(TargetError::Connect));
         assert_eq!(parse("CONNECT", "a:65535"), Err(TargetError::Connect));
+        // Every byte a URI's path and query may hold.
+        let all = "/AZaz09-._~!$&'()*+,;=:@/%20[]?/?:@";
+        assert_eq!(parse("GET", all), origin(all));
     }
 
     #[test]
@@ -344,6 +347,18 @@ mod tests {
             ("GET", "http://u:p@a/x"),
             ("GET", "http://a:x/x"),
             ("GET", "http://a/x#f"),
+            ("GET", "/a b"),
+            ("GET", "/a\"b"),
+            ("GET", "/a<b"),
+            ("GET", "/a>b"),
+            ("GET", "/a\\b"),
+            ("GET", "/a^b"),
+            ("GET", "/a`b"),
+            ("GET", "/a{b"),
+            ("GET", "/a|b"),
+            ("GET", "/a}b"),
+            ("GET", "/caf\u{e9}"),
+            ("GET", "/a?\u{7f}"),
             ("GET", "http://a%zz/"),
             ("GET", "http://[::1/"),
             ("GET", "http+x://a/"),

@@ -13,8 +13,9 @@
 //!   at most once, all before the first regular field (8.3); `:method`,
 //!   `:scheme` and `:path` present, except that CONNECT has only
 //!   `:method` and `:authority` (8.5); `:scheme` a URI scheme (RFC 3986
-//!   3.1); `:path` not empty, `/...` or `*` for OPTIONS, without a
-//!   fragment (8.3.1);
+//!   3.1); `:path` not empty, `/...` or `*` for OPTIONS, of the bytes a
+//!   request-target may hold (no fragment, nothing RFC 3986 excludes, as
+//!   HTTP/1 checks it: 8.3.1);
 //! - `content-length`: digits only, and every copy the same (8.1.1);
 //! - `:authority` and `host`: each a valid `uri-host [ ":" port ]` (as
 //!   HTTP/1 checks Host), at most one `host`, and a `host` naming the same
@@ -243,7 +244,7 @@ impl Head {
         let valid_method =
             !method.is_empty() && method.bytes().all(|b| crate::syntax::TOKEN[usize::from(b)]);
         let valid_path = path.starts_with('/') || (path == "*" && method == "OPTIONS");
-        let invalid_byte = |b: u8| b <= 0x20 || b == 0x7f || b == b'#';
+        let invalid_byte = |b: u8| !crate::syntax::TARGET[b as usize];
         if !valid_method || !is_scheme(scheme) || !valid_path || path.bytes().any(invalid_byte) {
             return Err(Malformed::MissingPseudoField);
         }
