@@ -390,6 +390,32 @@ fn echo_through_an_application_thread() {
     });
 }
 
+/// Sixteen echoes at once through the default 65,535-byte connection
+/// window: most streams wait for connection credit with their response's
+/// bytes held in their pipes (the worker does not read those while it has
+/// no room for them), and each WINDOW_UPDATE moves some on. Every echo
+/// completes, byte-exact.
+#[test]
+fn echoes_held_back_by_the_connection_window() {
+    let (_app, server) = demo(Options::new().workers(1));
+    runtime().block_on(async {
+        let send = connect(server.addr, 65_535).await;
+        let mut tasks = Vec::new();
+        for i in 0..16usize {
+            let send = send.clone();
+            tasks.push(tokio::spawn(async move {
+                let body: Vec<u8> = (0..200_000 + i * 1_000).map(|k| (k * 13 + i) as u8).collect();
+                let answer = request(&send, Method::POST, "/echo", &body).await;
+                assert_eq!(answer.status, StatusCode::OK);
+                assert!(answer.body == body, "stream {i}: {} bytes", answer.body.len());
+            }));
+        }
+        for task in tasks {
+            tokio::time::timeout(Duration::from_secs(30), task).await.unwrap().unwrap();
+        }
+    });
+}
+
 /// A client that resets a stream mid-body: the application's read fails
 /// (it does not hang), and the connection serves the next stream.
 #[cfg(feature = "tokio")]
@@ -698,6 +724,75 @@ fn zero_window_reader_is_timed_out() {
     // byte sent past the zero window (the head and control frames only).
     assert!(started.elapsed() < Duration::from_secs(15), "closed after {:?}", started.elapsed());
     assert!(received < 1024, "{received} bytes sent into a zero window");
+}
+
+/// A client that grants one byte of credit and then ends its side of the
+/// connection can never send the WINDOW_UPDATE the rest of its response
+/// waits for: the server closes at once, not after `io_timeout`. Both
+/// kinds of response: one staged whole by the handler (`/big`), one
+/// deferred through its pipe (`/echo`).
+#[test]
+fn a_client_gone_while_its_response_waits_for_credit() {
+    use falconet_server::h2::frame::{PREFACE, kind, setting};
+    use std::io::{Read, Write};
+
+    /// `body`: POST it (in DATA frames under the default window), else GET.
+    fn closes_soon(addr: SocketAddr, path: &str, body: usize) {
+        use falconet_server::h2::frame::flag;
+        use falconet_server::h2::hpack::{Encoder, Field};
+        let mut tcp = std::net::TcpStream::connect(addr).unwrap();
+        tcp.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        let mut bytes = PREFACE.to_vec();
+        let mut one = setting::INITIAL_WINDOW_SIZE.to_be_bytes().to_vec();
+        one.extend(1u32.to_be_bytes());
+        bytes.extend(raw_frame(kind::SETTINGS, 0, 0, &one));
+        if body == 0 {
+            bytes.extend(raw_get(&mut Encoder::new(), 1, path));
+        } else {
+            let mut block = Vec::new();
+            Encoder::new().encode(
+                [
+                    Field::new(b":method", b"POST"),
+                    Field::new(b":scheme", b"http"),
+                    Field::new(b":path", path.as_bytes()),
+                ],
+                &mut block,
+            );
+            bytes.extend(raw_frame(kind::HEADERS, flag::END_HEADERS, 1, &block));
+            let data = pattern(body);
+            let mut pieces = data.chunks(16_384).peekable();
+            while let Some(piece) = pieces.next() {
+                let end = if pieces.peek().is_none() { flag::END_STREAM } else { 0 };
+                bytes.extend(raw_frame(kind::DATA, end, 1, piece));
+            }
+        }
+        tcp.write_all(&bytes).unwrap();
+        // The head and the first body byte, then the client's side ends.
+        let mut got = Vec::new();
+        let mut buf = [0u8; 4096];
+        while !got.windows(10).any(|w| w[..4] == [0, 0, 1, kind::DATA]) {
+            let n = tcp.read(&mut buf).unwrap();
+            assert!(n > 0, "{path}: closed before the first DATA frame");
+            got.extend_from_slice(&buf[..n]);
+        }
+        tcp.shutdown(std::net::Shutdown::Write).unwrap();
+        let started = std::time::Instant::now();
+        loop {
+            match tcp.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+        }
+        let waited = started.elapsed();
+        assert!(waited < Duration::from_secs(5), "{path}: closed after {waited:?}");
+    }
+
+    let options = Options::new().workers(1).io_timeout(Duration::from_secs(20));
+    let server = serve(options.clone(), Bodies);
+    closes_soon(server.addr, "/big?n=100000", 0);
+    let (_app, demo) = demo(options);
+    // Past the head's room: most of the echo stays in its pipe.
+    closes_soon(demo.addr, "/echo", 60_000);
 }
 
 /// Stream ids up to 2^31-1 (RFC 9113 5.1.1): the last one works, and a

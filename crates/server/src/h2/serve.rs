@@ -120,8 +120,10 @@ impl<S> Exchange<S> {
 
 /// A response the application answers later.
 enum Source {
-    /// Deferred: its bytes arrive through an output pipe.
-    Pipe { reader: Arc<Reader>, readable: Option<Readable> },
+    /// Deferred: its bytes arrive through an output pipe. `held`: the
+    /// last look left bytes in it for want of room (only the worker
+    /// takes them, so they are still there: with no room, nothing to do).
+    Pipe { reader: Arc<Reader>, readable: Option<Readable>, held: bool },
     /// Polled by the worker, through this encoder.
     Polled(Box<dyn Polled>, Encoder),
 }
@@ -292,7 +294,10 @@ impl<S: Send + 'static> Http2<S> {
                     break;
                 }
             }
-            if self.conn.is_closed() || (self.input_ended && self.exchanges.is_empty()) {
+            if self.conn.is_closed() || (self.input_ended && self.all_need_credit()) {
+                // The client's input ended and every response left (if
+                // any) waits for credit that only its WINDOW_UPDATE could
+                // give: none can come, so nothing more can go out.
                 return Progress::Close;
             }
             if self.conn.output_len() >= cx.limits.max_pending_output {
@@ -307,6 +312,15 @@ impl<S: Send + 'static> Http2<S> {
                 return Progress::NeedInput;
             }
         }
+    }
+
+    /// Whether every exchange left (true with none) has bytes to send and
+    /// no credit to send them with.
+    fn all_need_credit(&self) -> bool {
+        self.exchanges.iter().all(|(&id, exchange)| {
+            let held = matches!(exchange.source, Some(Source::Pipe { held: true, .. }));
+            exchange.head_sent && (exchange.unsent() > 0 || held) && self.conn.send_credit(id) == 0
+        })
     }
 
     /// Response bytes staged and not yet sent, as (sendable, held back):
@@ -403,7 +417,8 @@ impl<S: Send + 'static> Http2<S> {
                 }
             }
             if let Some(reader) = app.deferred.take() {
-                exchange.source = Some(Source::Pipe { reader: Arc::new(reader), readable: None });
+                exchange.source =
+                    Some(Source::Pipe { reader: Arc::new(reader), readable: None, held: false });
                 self.hints.sources = true;
             } else if let Some((polled, encoder)) = app.polled.take() {
                 exchange.source = Some(Source::Polled(polled, encoder));
@@ -478,9 +493,12 @@ impl<S: Send + 'static> Http2<S> {
             let credit = if exchange.head_sent { credit } else { credit.max(HEAD_ROOM) };
             let mut room = budget.min(credit.saturating_sub(unsent));
             match source {
-                Source::Pipe { reader, readable } => loop {
+                Source::Pipe { reader, readable, held } => loop {
                     let unsent = exchange.staged.len() - exchange.sent;
-                    if room == 0 && unsent > 0 {
+                    if room == 0 && (unsent > 0 || *held) {
+                        // No room, and bytes to send first: a stream that
+                        // waits for credit costs no read of its pipe (a
+                        // WINDOW_UPDATE on the connection pumps them all).
                         break;
                     }
                     if let Some(wait) = readable {
@@ -509,6 +527,7 @@ impl<S: Send + 'static> Http2<S> {
                     room -= taken;
                     budget -= taken;
                     let all = taken == guard.len();
+                    *held = !all;
                     let (completed, error) = (guard.is_completed(), guard.error().is_some());
                     let _ = guard.advance_to(taken, taken);
                     moved |= taken > 0;
