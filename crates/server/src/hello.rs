@@ -373,7 +373,7 @@ async fn echo(body: Option<crate::RequestBody>, mut responder: crate::Responder)
 
 /// Bytes an echo reads and writes at a time.
 #[cfg(feature = "tokio")]
-const ECHO_PIECE: usize = 256 * 1024;
+const ECHO_PIECE: usize = 64 * 1024;
 
 #[cfg(feature = "tokio")]
 const ALLOW_POST: Field = Field::new("Allow: POST");

@@ -40,6 +40,11 @@ use crate::wire::Encoder;
 const OUTPUT_PAUSE_AT: u64 = 256 * 1024;
 /// See [`OUTPUT_PAUSE_AT`].
 const OUTPUT_RESUME_AT: u64 = 128 * 1024;
+/// [`OUTPUT_PAUSE_AT`] for an HTTP/2 stream, which shares its connection
+/// with up to `max_concurrent_streams` others and may send no more than
+/// its window (65,535 bytes unless the client grants more) before the
+/// client answers: a stream's deferred response holds about one window.
+const STREAM_OUTPUT_PAUSE_AT: u64 = 64 * 1024;
 
 /// What a connection lends its responses: the pool for output pipes, its
 /// link to the application threads, the body a response may take, and the
@@ -290,8 +295,12 @@ impl<'a> Response<'a> {
         if self.app.deferred.is_some() || self.app.polled.is_some() {
             return Err(ResponseError::CannotDefer);
         }
-        let options =
-            falconet_pipe::Options::new().pause_at(OUTPUT_PAUSE_AT).resume_at(OUTPUT_RESUME_AT);
+        let (pause, resume) = if self.encoder.is_http2() {
+            (STREAM_OUTPUT_PAUSE_AT, STREAM_OUTPUT_PAUSE_AT / 2)
+        } else {
+            (OUTPUT_PAUSE_AT, OUTPUT_RESUME_AT)
+        };
+        let options = falconet_pipe::Options::new().pause_at(pause).resume_at(resume);
         let (writer, reader) =
             falconet_pipe::pipe(&self.app.pool, options).map_err(|_| ResponseError::NoMemory)?;
         self.app.deferred = Some(reader);

@@ -51,6 +51,11 @@ impl Encoder {
         Self { phase: Phase::Status, status: Status::OK, version, head_only, keep_alive }
     }
 
+    /// Whether this encodes an HTTP/2 stream's response.
+    pub(crate) fn is_http2(&self) -> bool {
+        self.version == Version::Http2
+    }
+
     /// Sets the status (200 unless set).
     pub(crate) fn status(&mut self, status: Status) -> Result<(), ResponseError> {
         if self.phase != Phase::Status {
