@@ -20,7 +20,9 @@
 #   scripts/bench-server.sh --h2 [seconds, default 10] [rounds, default 3]
 #       HTTP/2 (h2c): falconet against hyper's http2 server (bin
 #       hyper_h2_server) and nghttpd, with h2load: plaintext at -c16 -m32,
-#       and 1 MiB uploads echoed back with the windows binding (-w16 -W16).
+#       and 1 MiB uploads echoed back with the windows binding (-w16 -W16),
+#       by the native binary (an application thread reads each body) and by
+#       the axum example (the worker polls the echoed body).
 #   python3 scripts/bench_server.py --h2 SECONDS ROUNDS "1 MiB responses"
 #       Only the HTTP/2 loads whose name contains the last argument (after
 #       --h2 built the servers).
@@ -41,6 +43,7 @@ if [ "${1:-}" = --h2 ]; then
   source scripts/h2load-env.sh
   need_nghttp2
   cargo build --release -q -p falconet-benches --bin hyper_h2_server
+  cargo build --release -q -p falconet-server --features tower --example axum_hello
   exec python3 scripts/bench_server.py "$@"
 fi
 cargo build --release -q -p falconet-benches --bin hyper_server --bin may_minihttp_server --bin floor_server

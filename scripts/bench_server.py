@@ -328,6 +328,7 @@ H2_UPLOAD = os.path.join(ROOT, "target", "h2-upload-1mib.bin")
 H2_SERVERS = {
     "falconet": lambda addr: [os.path.join(RELEASE, "falconet"), "--addr", addr, "--workers", "1"],
     "hyper": lambda addr: [os.path.join(RELEASE, "hyper_h2_server"), addr],
+    "axum-on-falconet": lambda addr: [os.path.join(EXAMPLES, "axum_hello"), "--addr", addr, "--workers", "1"],
     "nghttpd": lambda addr: ["nghttpd", "--no-tls", "-a", addr.split(":")[0], "-d", H2_ROOT, addr.split(":")[1]],
 }
 # (name, path, h2load arguments, servers that serve it)
@@ -338,7 +339,7 @@ H2_MODES = [
     ("1 MiB uploads, -c16 -m32 -w16 -W16", "/upload",
      ["-c16", "-m32", "-w16", "-W16", "-d", H2_UPLOAD], ("falconet", "hyper")),
     ("1 MiB upload echoed, -c16 -m32 -w16 -W16", "/echo",
-     ["-c16", "-m32", "-w16", "-W16", "-d", H2_UPLOAD], ("falconet", "hyper")),
+     ["-c16", "-m32", "-w16", "-W16", "-d", H2_UPLOAD], ("falconet", "axum-on-falconet", "hyper")),
 ]
 
 
@@ -393,6 +394,9 @@ def h2_benchmark(seconds, rounds, only=None):
             rps, per_cpu, util = med[name]
             ratio = med["falconet"][1] / per_cpu
             print(f"| {mode} | {name} | {rps:,.0f} | {per_cpu:,.0f} | {util:.0%} | {ratio:.2f}x |")
+        if "axum-on-falconet" in med:
+            axum = med["axum-on-falconet"][1] / med["hyper"][1]
+            print(f"| {mode} | axum-on-falconet vs hyper | | | | {axum:.2f}x |")
     if only is None:  # a partial run leaves the plots' data as it was
         save_plot_data("server-h2", [(mode, n, statistics.median(x[1] for x in results[(mode, n)]))
                                      for mode, _, _, names in modes for n in names])

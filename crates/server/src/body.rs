@@ -98,6 +98,12 @@ impl RequestBody {
         Self { reader, state: Mutex::new(state), link, flow, readable: None }
     }
 
+    /// Whether this is an HTTP/2 stream's body (its reads release flow
+    /// credit), rather than an HTTP/1 connection's.
+    pub(crate) fn is_stream(&self) -> bool {
+        self.flow.is_some()
+    }
+
     /// Whether the whole body has been read (the next read returns 0).
     pub fn is_end(&self) -> bool {
         self.state.lock().framing.is_none()

@@ -193,6 +193,11 @@ static HEAD_BODY: [u8; HEAD_LENGTH_LIMIT] = [0; HEAD_LENGTH_LIMIT];
 /// The most one request-body frame holds.
 const READ_PIECE: usize = 256 * 1024;
 
+/// [`READ_PIECE`] for an HTTP/2 stream's body: a connection carries many
+/// streams at once, each sent on within its (default 64 KiB) window, so
+/// a frame (and the buffer it is cut from) holds about one window.
+const STREAM_READ_PIECE: usize = 64 * 1024;
+
 /// A new read buffer is made when less than this is left of the last one.
 const READ_MIN: usize = 4 * 1024;
 
@@ -1090,9 +1095,10 @@ impl http_body::Body for Body {
             this.inner = None;
             return Poll::Ready(None);
         }
-        let want = this.remaining.map_or(READ_PIECE, |left| {
-            usize::try_from(left).unwrap_or(usize::MAX).clamp(1, READ_PIECE)
-        });
+        let piece = if body.is_stream() { STREAM_READ_PIECE } else { READ_PIECE };
+        let want = this
+            .remaining
+            .map_or(piece, |left| usize::try_from(left).unwrap_or(usize::MAX).clamp(1, piece));
         // Each frame is split off the front; the rest of the capacity is
         // the next frame's (a new buffer once it is too small: the frames
         // handed out keep the old one alive).
