@@ -100,6 +100,7 @@ impl RequestBody {
 
     /// Whether this is an HTTP/2 stream's body (its reads release flow
     /// credit), rather than an HTTP/1 connection's.
+    #[cfg_attr(not(feature = "tower"), allow(dead_code))]
     pub(crate) fn is_stream(&self) -> bool {
         self.flow.is_some()
     }
