@@ -432,19 +432,36 @@ impl<S> Http1<S> {
         }
         let mut headers =
             [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_HEADERS_LIMIT];
+        // Set only for a request of a later HTTP/1 minor version.
+        let mut as_http11: [httparse::Header<'_>; MAX_HEADERS_LIMIT];
         let mut parsed = httparse::Request::new(&mut []);
-        let result = parsed.parse_with_uninit_headers(bytes, &mut headers[..limits.max_headers]);
+        let mut result =
+            parsed.parse_with_uninit_headers(bytes, &mut headers[..limits.max_headers]);
+        if result == Err(httparse::Error::Version) {
+            match version_verdict(bytes) {
+                Some(Verdict::Refuse(status)) => return refused(out, cx, status),
+                Some(Verdict::AsHttp11(at)) => {
+                    as_http11 = [httparse::EMPTY_HEADER; MAX_HEADERS_LIMIT];
+                    result = match parse_as_http11(bytes, at, &mut as_http11[..limits.max_headers])
+                    {
+                        Ok(httparse::Status::Complete((used, request))) => {
+                            parsed = request;
+                            Ok(httparse::Status::Complete(used))
+                        }
+                        Ok(httparse::Status::Partial) => Ok(httparse::Status::Partial),
+                        Err(error) => Err(error),
+                    };
+                }
+                // The line has not ended: judge it when it has.
+                None => return self.partial(bytes, out, cx),
+            }
+        }
         let used = match result {
             Ok(httparse::Status::Complete(used)) => used,
             Ok(httparse::Status::Partial) => return self.partial(bytes, out, cx),
             Err(httparse::Error::TooManyHeaders) => {
                 return refused(out, cx, Status::HEADER_FIELDS_TOO_LARGE);
             }
-            Err(httparse::Error::Version) => match version_refusal(bytes) {
-                Some(status) => return refused(out, cx, status),
-                // The line has not ended: judge it when it has.
-                None => return self.partial(bytes, out, cx),
-            },
             Err(_) => return refused(out, cx, Status::BAD_REQUEST),
         };
         self.scanned = 0;
@@ -722,29 +739,86 @@ impl<'g> Cursor<'g> {
     }
 }
 
-/// The answer to a request line httparse refused at its version: `505`
-/// for a well-formed line with another version (`HTTP/2.0`, `HTTP/1.2`),
-/// `400` when the line is not `method SP target SP HTTP/DIGIT...` (a
-/// lowercase name, an extra space). `None` until the line has ended:
-/// httparse refuses at the first bad byte, and what follows it may still
-/// make a well-formed version malformed (`HTTP/00` of `HTTP/001.1 x`), so
-/// only a whole line is judged, and a line split anywhere gets the same
-/// answer.
-fn version_refusal(bytes: &[u8]) -> Option<Status> {
+/// What to do with a request line httparse refused at its version.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Verdict {
+    /// Answer with this status: `505` for another major version, `400`
+    /// for a line that is not `method SP target SP HTTP/...`.
+    Refuse(Status),
+    /// `HTTP/1.2` to `HTTP/1.9`: a later minor version of HTTP/1, served
+    /// as HTTP/1.1 (RFC 9110 §2.5: a recipient SHOULD process it as the
+    /// highest minor version it conforms to, and answers in that). The
+    /// minor digit is at this index.
+    AsHttp11(usize),
+}
+
+/// The verdict on a request line httparse refused at its version (see
+/// [`Verdict`]): `400` unless the line is `method SP target SP
+/// HTTP/DIGIT...` (a lowercase name, an extra space); `505` for another
+/// major version (`HTTP/2.0`, `HTTP/9`). `None` until the line has ended: httparse refuses at
+/// the first bad byte, and what follows it may still make a well-formed
+/// version malformed (`HTTP/00` of `HTTP/001.1 x`), so only a whole line
+/// is judged, and a line split anywhere gets the same answer.
+fn version_verdict(bytes: &[u8]) -> Option<Verdict> {
     // httparse skips empty lines before the request line.
     let start = bytes.iter().position(|&b| b != b'\r' && b != b'\n').unwrap_or(bytes.len());
     let line = &bytes[start..];
     let end = line.iter().position(|&b| b == b'\r' || b == b'\n')?;
     let line = &line[..end];
     let mut words = line.split(|&b| b == b' ');
-    match (words.next(), words.next(), words.next(), words.next()) {
+    Some(match (words.next(), words.next(), words.next(), words.next()) {
+        (Some(_), Some(_), Some(b"HTTP/1.2" | b"HTTP/1.3" | b"HTTP/1.4"), None)
+        | (Some(_), Some(_), Some(b"HTTP/1.5" | b"HTTP/1.6" | b"HTTP/1.7"), None)
+        | (Some(_), Some(_), Some(b"HTTP/1.8" | b"HTTP/1.9"), None) => {
+            Verdict::AsHttp11(start + end - 1)
+        }
         (Some(_), Some(_), Some([b'H', b'T', b'T', b'P', b'/', major, ..]), None)
             if major.is_ascii_digit() =>
         {
-            Some(Status::VERSION_NOT_SUPPORTED)
+            Verdict::Refuse(Status::VERSION_NOT_SUPPORTED)
         }
-        _ => Some(Status::BAD_REQUEST),
+        _ => Verdict::Refuse(Status::BAD_REQUEST),
+    })
+}
+
+/// Parses a head whose version is a later HTTP/1 minor one (the digit at
+/// `at`) as HTTP/1.1: a copy with that digit made `1` is parsed, and every
+/// piece of the answer points back into `bytes` (the copy differs from it
+/// in that one byte only, so each piece is the same bytes at the same
+/// offset). Allocates; a client that sends these pays for them.
+fn parse_as_http11<'h, 'b>(
+    bytes: &'b [u8],
+    at: usize,
+    headers: &'h mut [httparse::Header<'b>],
+) -> Result<httparse::Status<(usize, httparse::Request<'h, 'b>)>, httparse::Error> {
+    let mut copy = bytes.to_vec();
+    copy[at] = b'1';
+    let mut parsed_headers = vec![httparse::EMPTY_HEADER; headers.len()];
+    let mut parsed = httparse::Request::new(&mut parsed_headers);
+    let used = match parsed.parse(&copy)? {
+        httparse::Status::Complete(used) => used,
+        httparse::Status::Partial => return Ok(httparse::Status::Partial),
+    };
+    let base = copy.as_ptr().addr();
+    let back = |piece: &[u8]| {
+        let from = piece.as_ptr().addr() - base;
+        &bytes[from..from + piece.len()]
+    };
+    // The same bytes as the copy's, which httparse checked.
+    let text = |piece: &str| {
+        std::str::from_utf8(back(piece.as_bytes())).map_err(|_| httparse::Error::Token)
+    };
+    let n = parsed.headers.len();
+    for (slot, header) in headers.iter_mut().zip(parsed.headers.iter()) {
+        *slot = httparse::Header { name: text(header.name)?, value: back(header.value) };
     }
+    let request = httparse::Request {
+        method: parsed.method.map(text).transpose()?,
+        path: parsed.path.map(text).transpose()?,
+        version: Some(1),
+        headers: &mut headers[..n],
+    };
+    Ok(httparse::Status::Complete((used, request)))
 }
 
 /// What the header fields say about framing and the connection.
@@ -1006,22 +1080,26 @@ mod tests {
         }
     }
 
-    /// `505` only for a well-formed request line with another version;
-    /// wherever the line is cut, no answer before its end and the same
-    /// answer after it.
+    /// `505` only for a well-formed request line with another major
+    /// version, HTTP/1.1 for a later HTTP/1 minor one; wherever the line
+    /// is cut, no verdict before its end and the same one after it.
     #[test]
     fn a_bad_version_slot_is_400_another_version_505() {
-        for (line, status) in [
-            (&b"GET / HTTP/2.0\r\n\r\n"[..], Status::VERSION_NOT_SUPPORTED),
-            (b"\r\nGET / HTTP/1.2\r\n\r\n", Status::VERSION_NOT_SUPPORTED),
-            (b"GET / HTTP/9\r\n\r\n", Status::VERSION_NOT_SUPPORTED),
-            (b"GET / http/1.1\r\n\r\n", Status::BAD_REQUEST),
-            (b"GET /  HTTP/1.1\r\n\r\n", Status::BAD_REQUEST),
-            (b"GET / HTTP/x.1\r\n\r\n", Status::BAD_REQUEST),
-            (b"GET / HTTP-1.1\r\n\r\n", Status::BAD_REQUEST),
-            (b"GET / 1.1\r\n\r\n", Status::BAD_REQUEST),
+        const REFUSE_505: Verdict = Verdict::Refuse(Status::VERSION_NOT_SUPPORTED);
+        const REFUSE_400: Verdict = Verdict::Refuse(Status::BAD_REQUEST);
+        for (line, verdict) in [
+            (&b"GET / HTTP/2.0\r\n\r\n"[..], REFUSE_505),
+            (b"\r\nGET / HTTP/1.2\r\n\r\n", Verdict::AsHttp11(15)),
+            (b"GET /x HTTP/1.9\r\nHost: a\r\n\r\n", Verdict::AsHttp11(14)),
+            (b"GET / HTTP/1.2 \r\n\r\n", REFUSE_400),
+            (b"GET / HTTP/9\r\n\r\n", REFUSE_505),
+            (b"GET / http/1.1\r\n\r\n", REFUSE_400),
+            (b"GET /  HTTP/1.1\r\n\r\n", REFUSE_400),
+            (b"GET / HTTP/x.1\r\n\r\n", REFUSE_400),
+            (b"GET / HTTP-1.1\r\n\r\n", REFUSE_400),
+            (b"GET / 1.1\r\n\r\n", REFUSE_400),
             // The proptest's find: the bad byte comes before a space.
-            (b"CONNECT a:443 HTTP/001.1:Host: a:443\r\n\r\n", Status::BAD_REQUEST),
+            (b"CONNECT a:443 HTTP/001.1:Host: a:443\r\n\r\n", REFUSE_400),
         ] {
             let mut refused = 0;
             for end in 1..=line.len() {
@@ -1033,8 +1111,8 @@ mod tests {
                         .iter()
                         .skip_while(|&&b| b == b'\r' || b == b'\n')
                         .any(|&b| b == b'\r');
-                    let expected = ended.then_some(status);
-                    assert_eq!(version_refusal(&line[..end]), expected, "{:?}", &line[..end]);
+                    let expected = ended.then_some(verdict);
+                    assert_eq!(version_verdict(&line[..end]), expected, "{:?}", &line[..end]);
                 }
             }
             assert!(refused > 0, "httparse refused {line:?} at its version");

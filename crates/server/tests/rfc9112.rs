@@ -282,6 +282,42 @@ fn request_target_forms() {
     server.stop();
 }
 
+/// RFC 9110 §2.5: a later HTTP/1 minor version is served as HTTP/1.1
+/// (keep-alive included) and answered in HTTP/1.1; another major version
+/// is 505; a malformed version 400. RFC 9112 §3.2: a target with a byte
+/// a URI cannot hold is 400.
+#[test]
+fn later_minor_versions_and_target_bytes() {
+    let server = serve(options(), Echo);
+    let addr = server.addr;
+    for (request, target) in [
+        (&b"GET /x HTTP/1.2\r\nHost: a\r\n\r\n"[..], "/x"),
+        (b"GET /y?z HTTP/1.9\r\nHost: a\r\nX-A: b\r\n\r\n", "/y?z"),
+    ] {
+        // `served` reads an `HTTP/1.1` status line, then the next request.
+        let reply = served(addr, request);
+        assert_eq!(reply.text(), target, "{:?}", String::from_utf8_lossy(request));
+    }
+    // A body, framed as HTTP/1.1 frames it.
+    let body = b"3\r\nabc\r\n0\r\n\r\n";
+    let request =
+        [&b"POST /echo HTTP/1.3\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"[..], body]
+            .concat();
+    assert_eq!(served(addr, &request).text(), echo_of(b"abc"));
+    refused_alone(addr, b"GET / HTTP/2.0\r\nHost: a\r\n\r\n", 505);
+    refused_alone(addr, b"GET / HTTP/1.10\r\nHost: a\r\n\r\n", 400);
+    refused_alone(addr, b"GET / HTTP/1.2 \r\nHost: a\r\n\r\n", 400);
+    // Still HTTP/1.1's rules: Host is required.
+    refused_alone(addr, b"GET / HTTP/1.2\r\n\r\n", 400);
+    for target in
+        ["/a\"b", "/a<b", "/a>b", "/a\\b", "/a^b", "/a`b", "/a{b", "/a|b", "/a}b", "/caf\u{e9}"]
+    {
+        let request = format!("GET {target} HTTP/1.1\r\nHost: a\r\n\r\n");
+        refused_alone(addr, request.as_bytes(), 400);
+    }
+    server.stop();
+}
+
 /// The handler's `Request::authority`: the absolute-form target's, not
 /// the Host field's (RFC 9112 §3.2.2); otherwise the Host field's value.
 #[test]
