@@ -45,7 +45,22 @@ pub(crate) enum Verdict {
     /// Open, and the timer drained its output: drive it, so what waits
     /// for room (a polled body) goes on.
     Drive,
+    /// Open, and its turn is over with input still to read
+    /// ([`TURN_READ_BUDGET`], [`TURN_ROUNDS`]): drive it again once the
+    /// worker has served the other connections' events.
+    Yield,
 }
+
+/// The most a connection reads in one turn (one event, one wake): a
+/// client that sends without pause (a pipelining flood, a stream of
+/// HEADERS each costing a decode) gets this much served, then every other
+/// connection of its worker gets its turn before it gets the next.
+pub(crate) const TURN_READ_BUDGET: usize = 1 << 20;
+
+/// The most read-answer-write rounds of one turn (each reads until the
+/// input pipe pauses or the socket is drained): the budget for a
+/// connection that keeps the worker busy without reading much.
+pub(crate) const TURN_ROUNDS: u32 = 16;
 
 /// What the poll reported for a connection.
 #[derive(Clone, Copy, Debug)]
@@ -156,11 +171,15 @@ impl<H: Handler> Conn<H> {
     }
 
     fn drive(&mut self, handler: &H, cx: &mut Context, now: u64) -> io::Result<Verdict> {
+        let mut budget = TURN_READ_BUDGET;
+        let mut rounds = 0;
         loop {
             if self.phase == Phase::Lingering {
                 return self.linger();
             }
+            rounds += 1;
             while self.readable
+                && budget > 0
                 && self.client_end != ClientEnd::Reached
                 && self.session.wants_input(cx)
             {
@@ -169,7 +188,8 @@ impl<H: Handler> Conn<H> {
                         self.client_end = ClientEnd::Reached;
                         self.session.end_input();
                     }
-                    Ok((_, filled)) => {
+                    Ok((n, filled)) => {
+                        budget = budget.saturating_sub(n);
                         self.last_progress = now;
                         // A short read drained the socket, unless its end
                         // of stream is already known to follow the data.
@@ -193,14 +213,23 @@ impl<H: Handler> Conn<H> {
             let flushed = self.session.output().is_empty();
             match progress {
                 Progress::Close => return self.settle(flushed, now),
-                Progress::OutputFull if self.writable => {}
+                Progress::OutputFull if self.writable => {
+                    if rounds == TURN_ROUNDS {
+                        return Ok(Verdict::Yield);
+                    }
+                }
                 Progress::OutputFull => return Ok(Verdict::Open),
                 // The application wakes the connection when it has more.
                 Progress::Waiting => return Ok(Verdict::Open),
                 Progress::NeedInput if self.client_end == ClientEnd::Reached => {
                     return self.settle(flushed, now);
                 }
-                Progress::NeedInput if self.readable && self.session.wants_input(cx) => {}
+                Progress::NeedInput if self.readable && self.session.wants_input(cx) => {
+                    if budget == 0 || rounds == TURN_ROUNDS {
+                        // More to read: later, after the others' events.
+                        return Ok(Verdict::Yield);
+                    }
+                }
                 Progress::NeedInput => return Ok(Verdict::Open),
             }
         }

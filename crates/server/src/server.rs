@@ -188,6 +188,8 @@ impl<H: Handler> Server<H> {
                 notify,
                 woken: Vec::new(),
                 drive: Vec::new(),
+                again: Vec::new(),
+                again_now: Vec::new(),
             });
         }
         Ok(Self { shared, workers, notifies: notifies.into(), local_addr })

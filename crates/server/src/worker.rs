@@ -55,6 +55,12 @@ pub(crate) struct Worker<H: Handler> {
     pub(crate) woken: Vec<u64>,
     /// Scratch for the connections the timer drained and must drive.
     pub(crate) drive: Vec<ConnectionId>,
+    /// The connections whose turn ended with input still to read
+    /// ([`Verdict::Yield`]): driven again after the next poll's events,
+    /// which then does not wait.
+    pub(crate) again: Vec<ConnectionId>,
+    /// Scratch for `again` while it is driven.
+    pub(crate) again_now: Vec<ConnectionId>,
 }
 
 impl<H: Handler> Worker<H> {
@@ -67,7 +73,12 @@ impl<H: Handler> Worker<H> {
         let mut accept_paused_until: Option<Instant> = None;
         let mut deadline: Option<Instant> = None;
         loop {
-            let timeout = next_tick.saturating_duration_since(Instant::now());
+            let timeout = if self.again.is_empty() {
+                next_tick.saturating_duration_since(Instant::now())
+            } else {
+                // Connections wait for another turn: only look for events.
+                Duration::ZERO
+            };
             if let Err(error) = self.poll.poll(&mut events, Some(timeout))
                 && error.kind() != io::ErrorKind::Interrupted
             {
@@ -93,6 +104,7 @@ impl<H: Handler> Worker<H> {
                     }
                 }
             }
+            self.drive_again(now);
             if self.cx.requests > 0 {
                 // Relaxed: a counter, read only for display (`Handle::stats`).
                 self.shared.requests[self.index].fetch_add(self.cx.requests, Ordering::Relaxed);
@@ -221,11 +233,35 @@ impl<H: Handler> Worker<H> {
             let cx = &mut self.cx;
             contained(|| conn.ready(readiness, handler, cx, now))
         };
-        if verdict == Verdict::Close {
+        match verdict {
             // The value (and its socket) drops with the last reference,
             // which may be this one.
-            self.shared.registry.discard(id);
+            Verdict::Close => {
+                self.shared.registry.discard(id);
+            }
+            Verdict::Yield => self.again.push(id),
+            Verdict::Open | Verdict::Drive => {}
         }
+    }
+
+    /// Gives the connections that yielded their next turn (after every
+    /// event of this poll had its own). One that yields again waits for
+    /// the next poll; one that an event of this poll already drove again
+    /// is driven once more, harmlessly (nothing to read is a no-op).
+    fn drive_again(&mut self, now: u64) {
+        if self.again.is_empty() {
+            return;
+        }
+        let mut again = std::mem::take(&mut self.again_now);
+        std::mem::swap(&mut again, &mut self.again);
+        for id in again.drain(..) {
+            // The connection remembers that it is readable.
+            let readiness = Readiness { readable: false, writable: false, read_closed: false };
+            if let Ok(token) = usize::try_from(id.as_u64()) {
+                self.ready(Token(token), readiness, now);
+            }
+        }
+        self.again_now = again;
     }
 
     /// Drives the connections application threads woke: a deferred
@@ -254,7 +290,7 @@ impl<H: Handler> Worker<H> {
             // there must not take the timer's worker down with it.
             let verdict = contained(|| connection.inner.lock().check(now, &timeouts, cx));
             match verdict {
-                Verdict::Open => true,
+                Verdict::Open | Verdict::Yield => true,
                 Verdict::Close => false,
                 Verdict::Drive => {
                     drive.push(id);
