@@ -70,6 +70,10 @@
 //! - **PING and SETTINGS floods (CVE-2019-9512, -9515):** at most
 //!   [`Config::max_queued_control`] acknowledgements wait in the output;
 //!   past that the client is not reading what it asks for.
+//! - **Long SETTINGS frames (CVE-2020-11080 class):** at most
+//!   [`MAX_SETTINGS_PARAMS`] parameters in one frame (as nghttp2): each
+//!   INITIAL_WINDOW_SIZE parameter is applied to every open stream, so a
+//!   16 KiB frame of 2,730 of them cost milliseconds with 100 streams.
 //! - **Empty frames (CVE-2019-9518):** at most [`Config::max_empty_frames`]
 //!   empty frames (DATA without data or END_STREAM, CONTINUATION without a
 //!   fragment) more than frames that do work: a request or DATA with data
@@ -138,6 +142,11 @@ use super::frame::{
 use super::head::Head;
 use super::hpack::{self, Decoder, Encoder, Field};
 use crate::pieces::Pieces;
+
+/// The most parameters one SETTINGS frame may carry (nghttp2's default
+/// limit): RFC 9113 defines six, and a client sends each once or twice.
+/// Past it: ENHANCE_YOUR_CALM.
+pub const MAX_SETTINGS_PARAMS: usize = 32;
 
 /// The limits one connection applies; each has a documented default. A
 /// server takes them from [`Options::http2`](crate::Options::http2), which
@@ -521,6 +530,9 @@ impl Connection {
             // From now on the client knows our limits.
             Frame::Settings { ack: true, .. } => self.free_refusals = 0,
             Frame::Settings { ack: false, params } => {
+                if params.len() > MAX_SETTINGS_PARAMS {
+                    return self.fail(ErrorCode::ENHANCE_YOUR_CALM, "too many SETTINGS parameters");
+                }
                 for (id, value) in params {
                     if let Err(error) = self.setting(id, value) {
                         return self.frame_error(error, streams);

@@ -326,6 +326,29 @@ fn continuation_rules() {
     assert_eq!(c.goaway(), Some(ErrorCode::PROTOCOL_ERROR));
 }
 
+/// A SETTINGS frame of up to MAX_SETTINGS_PARAMS parameters is applied
+/// (the last INITIAL_WINDOW_SIZE wins); one more is
+/// ENHANCE_YOUR_CALM (CVE-2020-11080 class: each such parameter is applied
+/// to every open stream).
+#[test]
+fn long_settings_frames() {
+    let entry = |value: u32| {
+        let mut entry = setting::INITIAL_WINDOW_SIZE.to_be_bytes().to_vec();
+        entry.extend(value.to_be_bytes());
+        entry
+    };
+    let mut c = Client::new();
+    let headers = c.request(1, "/", true);
+    c.feed(&headers);
+    let most: Vec<u8> = (0..MAX_SETTINGS_PARAMS as u32).flat_map(|i| entry(1000 + i)).collect();
+    c.feed(&raw(kind::SETTINGS, 0, 0, &most));
+    assert!(c.conn.error().is_none());
+    assert_eq!(c.conn.send_credit(1), 1000 + MAX_SETTINGS_PARAMS - 1);
+    let too_many: Vec<u8> = (0..=MAX_SETTINGS_PARAMS as u32).flat_map(entry).collect();
+    c.feed(&raw(kind::SETTINGS, 0, 0, &too_many));
+    assert_eq!(c.goaway(), Some(ErrorCode::ENHANCE_YOUR_CALM));
+}
+
 /// CVE-2024-27316 class: endless CONTINUATION frames end the connection
 /// early, with bounded memory.
 #[test]
