@@ -45,6 +45,15 @@ struct Args {
     /// with a unit (500ms, 10s, 2m, 1h; seconds without one).
     #[arg(long, default_value_t = Timeout::seconds(falconet_server::DEFAULT_KEEP_ALIVE_TIMEOUT), value_parser = parse_duration)]
     keep_alive_timeout: Timeout,
+    /// How long a client may take to send a request's head; units as
+    /// above.
+    #[arg(long, default_value_t = Timeout::seconds(falconet_server::DEFAULT_HEADER_TIMEOUT), value_parser = parse_duration)]
+    header_timeout: Timeout,
+    /// How long a connection with work in flight (a body arriving, a
+    /// response going out) may move no byte before it is closed; units as
+    /// above.
+    #[arg(long, default_value_t = Timeout::seconds(falconet_server::DEFAULT_IO_TIMEOUT), value_parser = parse_duration)]
+    io_timeout: Timeout,
     /// How long a graceful shutdown waits for in-flight requests (/delay
     /// and /echo included) before closing what is left; units as above.
     #[arg(long, default_value_t = Timeout::seconds(falconet_server::DEFAULT_SHUTDOWN_TIMEOUT), value_parser = parse_duration)]
@@ -215,11 +224,15 @@ fn main() -> ExitCode {
         )
         .init();
     let args = Args::parse();
-    let timeouts =
-        check_timeout("--keep-alive-timeout", args.keep_alive_timeout).and_then(|keep_alive| {
-            Ok((keep_alive, check_timeout("--shutdown-timeout", args.shutdown_timeout)?))
-        });
-    let (keep_alive_timeout, shutdown_timeout) = match timeouts {
+    let timeouts = (|| {
+        Ok::<_, String>([
+            check_timeout("--keep-alive-timeout", args.keep_alive_timeout)?,
+            check_timeout("--header-timeout", args.header_timeout)?,
+            check_timeout("--io-timeout", args.io_timeout)?,
+            check_timeout("--shutdown-timeout", args.shutdown_timeout)?,
+        ])
+    })();
+    let [keep_alive_timeout, header_timeout, io_timeout, shutdown_timeout] = match timeouts {
         Ok(timeouts) => timeouts,
         Err(error) => {
             eprintln!("falconet: {error}");
@@ -233,6 +246,8 @@ fn main() -> ExitCode {
         })
         .max_connections(args.max_connections)
         .keep_alive_timeout(keep_alive_timeout)
+        .header_timeout(header_timeout)
+        .io_timeout(io_timeout)
         .shutdown_timeout(shutdown_timeout)
         .max_body(args.max_body)
         .http2(H2Config {

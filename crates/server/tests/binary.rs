@@ -112,6 +112,8 @@ fn durations_take_units_and_errors_speak_the_unit_typed() {
         "--shutdown-timeout 90000s is out of range: it must be 20ms to 86400s",
     );
     refuses(&["--shutdown-timeout", "0"], "it must be 20ms to 86400s");
+    refuses(&["--io-timeout", "0"], "--io-timeout 0s is out of range");
+    refuses(&["--header-timeout", "10ms"], "--header-timeout 10ms is out of range");
     refuses(&["--keep-alive-timeout", "10x"], "unknown unit \"x\"");
     refuses(&["--keep-alive-timeout", "ms"], "is not a duration");
     // In range, with units: it starts (and is stopped by the test).
