@@ -126,6 +126,12 @@ pub(crate) struct Conn<H: Handler> {
     last_progress: u64,
     /// When the current request head's first byte arrived.
     head_started: Option<u64>,
+    /// On its worker's list of connections to drive again
+    /// ([`Verdict::Yield`]); the worker clears it when it takes the turn.
+    /// A turn that ends with more to read while it is set is not queued a
+    /// second time: a flooding connection gets at most one turn from the
+    /// list per poll, however many events also drive it.
+    pub(crate) queued: bool,
 }
 
 impl<H: Handler> Conn<H> {
@@ -139,7 +145,18 @@ impl<H: Handler> Conn<H> {
             client_end: ClientEnd::Open,
             last_progress: now,
             head_started: None,
+            queued: false,
         }
+    }
+
+    /// The end of a turn with more to read: queued for another, once.
+    fn yield_turn(&mut self) -> Verdict {
+        if std::mem::replace(&mut self.queued, true) { Verdict::Open } else { Verdict::Yield }
+    }
+
+    /// Whether the socket may hold input the session would take now.
+    fn more_to_read(&mut self, cx: &Context) -> bool {
+        self.readable && self.client_end != ClientEnd::Reached && self.session.wants_input(cx)
     }
 
     /// Ties the connection to its id and its worker's queue (see `link.rs`).
@@ -215,21 +232,25 @@ impl<H: Handler> Conn<H> {
                 Progress::Close => return self.settle(flushed, now),
                 Progress::OutputFull if self.writable => {
                     if rounds == TURN_ROUNDS {
-                        return Ok(Verdict::Yield);
+                        return Ok(self.yield_turn());
                     }
                 }
                 Progress::OutputFull => return Ok(Verdict::Open),
-                // The application wakes the connection when it has more.
-                Progress::Waiting => return Ok(Verdict::Open),
                 Progress::NeedInput if self.client_end == ClientEnd::Reached => {
                     return self.settle(flushed, now);
                 }
-                Progress::NeedInput if self.readable && self.session.wants_input(cx) => {
+                // Input the session takes is still unread (the turn's
+                // budget stopped the reads, or answering made room): read
+                // on, or, past the budget, after the others' events. (A
+                // connection waiting for the application must not wait
+                // for input only it would read: no event would come.)
+                Progress::NeedInput | Progress::Waiting if self.more_to_read(cx) => {
                     if budget == 0 || rounds == TURN_ROUNDS {
-                        // More to read: later, after the others' events.
-                        return Ok(Verdict::Yield);
+                        return Ok(self.yield_turn());
                     }
                 }
+                // The application wakes the connection when it has more.
+                Progress::Waiting => return Ok(Verdict::Open),
                 Progress::NeedInput => return Ok(Verdict::Open),
             }
         }

@@ -246,8 +246,9 @@ impl<H: Handler> Worker<H> {
 
     /// Gives the connections that yielded their next turn (after every
     /// event of this poll had its own). One that yields again waits for
-    /// the next poll; one that an event of this poll already drove again
-    /// is driven once more, harmlessly (nothing to read is a no-op).
+    /// the next poll. Each is on the list once (`Conn::queued`), so a
+    /// flooding connection that events also drive gets at most one extra
+    /// turn per poll.
     fn drive_again(&mut self, now: u64) {
         if self.again.is_empty() {
             return;
@@ -255,6 +256,9 @@ impl<H: Handler> Worker<H> {
         let mut again = std::mem::take(&mut self.again_now);
         std::mem::swap(&mut again, &mut self.again);
         for id in again.drain(..) {
+            let Some(entry) = self.shared.registry.get(id) else { continue };
+            entry.inner.lock().queued = false;
+            drop(entry);
             // The connection remembers that it is readable.
             let readiness = Readiness { readable: false, writable: false, read_closed: false };
             if let Ok(token) = usize::try_from(id.as_u64()) {
