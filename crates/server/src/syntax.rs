@@ -77,14 +77,18 @@ pub(crate) const REG_NAME: [bool; 256] = table!(|c| {
         )
 });
 
-/// The bytes of a request-target (RFC 3986 §2, §3.3-3.4, RFC 9112 §3.2):
-/// `unreserved`, `sub-delims`, `%` (of `pct-encoded`), and the
-/// delimiters `:` `@` `/` `?` `[` `]` of its forms. Not SP and controls,
-/// `#` (a fragment is no form's part), the excluded `"` `<` `>` `\` `^`
-/// `` ` `` `{` `|` `}`, or any byte past ASCII (a URI carries those
-/// percent-encoded).
+/// The bytes the server takes in a request-target: visible ASCII and
+/// bytes past it, except `#` (a fragment is no form's part) and `"` `<`
+/// `>`, which no client sends unencoded (browsers percent-encode them in
+/// paths and queries alike) and which quote, delimit and inject in logs
+/// and markup. SP and controls never reach here (httparse refuses them).
+/// RFC 3986 also excludes `\` `^` `` ` `` `{` `|` `}` and non-ASCII, but
+/// browsers send some of those as they are (`{` `}` `|` `` ` `` in
+/// queries, `|` `^` in paths) and curl sends UTF-8 raw: as hyper and the
+/// `http` crate, the server takes them rather than refuse working
+/// clients (RFC 9112 §3.2's 400 is a SHOULD).
 pub(crate) const TARGET: [bool; 256] =
-    table!(|c| REG_NAME[c as usize] || matches!(c, b'%' | b':' | b'@' | b'/' | b'?' | b'[' | b']'));
+    table!(|c| matches!(c, 0x21..=0x7E | 0x80..=0xFF) && !matches!(c, b'#' | b'"' | b'<' | b'>'));
 
 /// Whether `byte` is SP or HTAB (`OWS`, `BWS` and `RWS` are made of these).
 pub(crate) const fn is_whitespace(byte: u8) -> bool {

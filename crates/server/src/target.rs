@@ -23,12 +23,12 @@
 //!   valid one is `501`, anything else `400` (RFC 9110 §9.3.6).
 //! - asterisk-form: only OPTIONS.
 //!
-//! Every byte of a target is one a URI may hold (`syntax::TARGET`): no
-//! form carries a fragment (`#` delimits one in a URI and is not part of
-//! any form's grammar), and RFC 3986 excludes `"` `<` `>` `\` `^` `` ` ``
-//! `{` `|` `}` and every byte past ASCII (they travel percent-encoded), so
-//! a target with any of them is `400` (RFC 9112 §3.2: SHOULD). Paths and
-//! queries are not percent-decoded.
+//! No form carries a fragment (`#` delimits one in a URI and is not part
+//! of any form's grammar), so a target with `#` is `400`, and so is one
+//! with `"` `<` `>`, which clients always percent-encode
+//! (`syntax::TARGET`). Other bytes RFC 3986 excludes (`\` `^` `` ` `` `{`
+//! `|` `}`, bytes past ASCII) are taken, as hyper takes them: browsers
+//! send some raw. Paths and queries are not percent-decoded.
 //!
 //! A Host value is `uri-host [ ":" port ]`, or empty (what a client sends
 //! when the target URI has no authority, §3.2): an IP-literal in brackets
@@ -325,6 +325,10 @@ mod tests {
         // Every byte a URI's path and query may hold.
         let all = "/AZaz09-._~!$&'()*+,;=:@/%20[]?/?:@";
         assert_eq!(parse("GET", all), origin(all));
+        // What browsers and curl send unencoded, and hyper takes.
+        for taken in ["/a|b^c", "/g?query={me{name}}", "/?f=a|b^c`d", "/a\\b", "/caf\u{e9}"] {
+            assert_eq!(parse("GET", taken), origin(taken));
+        }
     }
 
     #[test]
@@ -351,13 +355,7 @@ mod tests {
             ("GET", "/a\"b"),
             ("GET", "/a<b"),
             ("GET", "/a>b"),
-            ("GET", "/a\\b"),
-            ("GET", "/a^b"),
-            ("GET", "/a`b"),
-            ("GET", "/a{b"),
-            ("GET", "/a|b"),
-            ("GET", "/a}b"),
-            ("GET", "/caf\u{e9}"),
+            ("GET", "/?a=<b>"),
             ("GET", "/a?\u{7f}"),
             ("GET", "http://a%zz/"),
             ("GET", "http://[::1/"),

@@ -407,3 +407,32 @@ fn a_deferred_response_past_its_window_stays_bounded() {
         "{worst} bytes of stream 1 staged by the server past its 32 KiB of credit"
     );
 }
+
+/// A `:path` with bytes browsers send raw (`{` `}` `|` `^`, UTF-8) is
+/// answered, as HTTP/1 answers such a target; one with `<` (always
+/// percent-encoded by clients) is malformed (RFC 9113 §8.3.1): a stream
+/// error, and the connection goes on.
+#[test]
+fn paths_with_bytes_browsers_send_raw() {
+    let server = serve(Options::new().workers(1), Sizes);
+    let mut raw = Raw::handshake(server.addr, &[]);
+    let answered = |raw: &mut Raw, stream: u32| {
+        frames_until(raw, Duration::from_secs(5), |f| {
+            f.stream == stream && (f.end_stream() || f.kind == kind::RST_STREAM)
+        })
+        .into_iter()
+        .filter(|f| f.stream == stream)
+        .map(|f| f.kind)
+        .collect::<Vec<_>>()
+    };
+    raw.headers(1, &req("GET", "/?q={a}|b^c"), true);
+    let kinds = answered(&mut raw, 1);
+    assert!(kinds.contains(&kind::HEADERS) && !kinds.contains(&kind::RST_STREAM), "{kinds:?}");
+    raw.headers(3, &req("GET", "/caf\u{e9}"), true);
+    let kinds = answered(&mut raw, 3);
+    assert!(kinds.contains(&kind::HEADERS) && !kinds.contains(&kind::RST_STREAM), "{kinds:?}");
+    raw.headers(5, &req("GET", "/<x>"), true);
+    assert_eq!(answered(&mut raw, 5), [kind::RST_STREAM]);
+    raw.headers(7, &req("GET", "/small"), true);
+    assert!(answered(&mut raw, 7).contains(&kind::HEADERS));
+}

@@ -13,9 +13,8 @@
 //!   at most once, all before the first regular field (8.3); `:method`,
 //!   `:scheme` and `:path` present, except that CONNECT has only
 //!   `:method` and `:authority` (8.5); `:scheme` a URI scheme (RFC 3986
-//!   3.1); `:path` not empty, `/...` or `*` for OPTIONS, of the bytes a
-//!   request-target may hold (no fragment, nothing RFC 3986 excludes, as
-//!   HTTP/1 checks it: 8.3.1);
+//!   3.1); `:path` not empty, `/...` or `*` for OPTIONS, of the bytes
+//!   HTTP/1 takes in a target (no fragment, no `"` `<` `>`: 8.3.1);
 //! - `content-length`: digits only, and every copy the same (8.1.1);
 //! - `:authority` and `host`: each a valid `uri-host [ ":" port ]` (as
 //!   HTTP/1 checks Host), at most one `host`, and a `host` naming the same
