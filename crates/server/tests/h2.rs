@@ -795,6 +795,63 @@ fn a_client_gone_while_its_response_waits_for_credit() {
     closes_soon(demo.addr, "/echo", 60_000);
 }
 
+/// The same as a response the worker polls (a tower body streaming the
+/// request's back): its head and first byte go out, the rest waits for
+/// credit the client, gone, can no longer give. The server closes at
+/// once, not after `io_timeout`.
+#[cfg(feature = "tower")]
+#[test]
+fn a_client_gone_while_a_polled_response_waits_for_credit() {
+    use axum::Router;
+    use axum::body::Body as AxumBody;
+    use axum::routing::post;
+    use falconet_server::h2::frame::{PREFACE, flag, kind, setting};
+    use falconet_server::h2::hpack::{Encoder, Field};
+    use std::io::{Read, Write};
+
+    let app = tokio::runtime::Runtime::new().unwrap();
+    let router = Router::new().route(
+        "/echo",
+        post(|body: AxumBody| async move { AxumBody::from_stream(body.into_data_stream()) }),
+    );
+    let handler = falconet_server::tower::TowerHandler::new(router, app.handle().clone());
+    let server = serve(Options::new().workers(1).io_timeout(Duration::from_secs(20)), handler);
+    let mut tcp = std::net::TcpStream::connect(server.addr).unwrap();
+    tcp.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let mut bytes = PREFACE.to_vec();
+    let mut one = setting::INITIAL_WINDOW_SIZE.to_be_bytes().to_vec();
+    one.extend(1u32.to_be_bytes());
+    bytes.extend(raw_frame(kind::SETTINGS, 0, 0, &one));
+    let mut block = Vec::new();
+    Encoder::new().encode(
+        [
+            Field::new(b":method", b"POST"),
+            Field::new(b":scheme", b"http"),
+            Field::new(b":path", b"/echo"),
+        ],
+        &mut block,
+    );
+    bytes.extend(raw_frame(kind::HEADERS, flag::END_HEADERS, 1, &block));
+    bytes.extend(raw_frame(kind::DATA, 0, 1, b"a"));
+    tcp.write_all(&bytes).unwrap();
+    let (mut got, mut buf) = (Vec::new(), [0u8; 4096]);
+    while !got.windows(10).any(|w| w[..4] == [0, 0, 1, kind::DATA]) {
+        let n = tcp.read(&mut buf).unwrap();
+        assert!(n > 0, "closed before the first DATA frame");
+        got.extend_from_slice(&buf[..n]);
+    }
+    tcp.write_all(&raw_frame(kind::DATA, flag::END_STREAM, 1, b"bcdef")).unwrap();
+    tcp.shutdown(std::net::Shutdown::Write).unwrap();
+    let started = std::time::Instant::now();
+    while let Ok(n) = tcp.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+    }
+    let waited = started.elapsed();
+    assert!(waited < Duration::from_secs(5), "closed after {waited:?}");
+}
+
 /// Stream ids up to 2^31-1 (RFC 9113 5.1.1): the last one works, and a
 /// client that has used it cannot open another (a lower id is a
 /// PROTOCOL_ERROR; the client needs a new connection).

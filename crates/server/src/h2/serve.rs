@@ -480,6 +480,7 @@ impl<S: Send + 'static> Http2<S> {
         let mut budget = cx.limits.max_pending_output.saturating_sub(self.pending().0);
         let mut failed = Vec::new();
         let mut sources = false;
+        let input_ended = self.input_ended;
         for (&id, exchange) in &mut self.exchanges {
             let unsent = exchange.unsent();
             let Some(source) = &mut exchange.source else { continue };
@@ -546,9 +547,16 @@ impl<S: Send + 'static> Http2<S> {
                     }
                 },
                 Source::Polled(polled, encoder) => loop {
-                    // A body frame comes whole: poll only with room for some.
+                    // A body frame comes whole: poll only with room for
+                    // some. Once the client's input has ended, though, no
+                    // credit can come: poll with nothing unsent, so that a
+                    // frame waiting for credit shows (`all_need_credit`)
+                    // and an end that needs none goes out.
                     if room == 0
                         && !(exchange.staged.len() == exchange.sent && encoder.is_untouched())
+                        && !(input_ended
+                            && exchange.staged.len() == exchange.sent
+                            && exchange.shared.is_empty())
                     {
                         break;
                     }
