@@ -195,11 +195,7 @@ impl<H: Handler> Conn<H> {
                 return self.linger();
             }
             rounds += 1;
-            while self.readable
-                && budget > 0
-                && self.client_end != ClientEnd::Reached
-                && self.session.wants_input(cx)
-            {
+            while budget > 0 && self.more_to_read(cx) {
                 match self.session.read_from(&mut self.socket, &mut cx.spill) {
                     Ok((0, _)) => {
                         self.client_end = ClientEnd::Reached;

@@ -755,10 +755,11 @@ enum Verdict {
 /// The verdict on a request line httparse refused at its version (see
 /// [`Verdict`]): `400` unless the line is `method SP target SP
 /// HTTP/DIGIT...` (a lowercase name, an extra space); `505` for another
-/// major version (`HTTP/2.0`, `HTTP/9`). `None` until the line has ended: httparse refuses at
-/// the first bad byte, and what follows it may still make a well-formed
-/// version malformed (`HTTP/00` of `HTTP/001.1 x`), so only a whole line
-/// is judged, and a line split anywhere gets the same answer.
+/// major version (`HTTP/2.0`, `HTTP/9`). `None` until the line has ended:
+/// httparse refuses at the first bad byte, and what follows it may still
+/// make a well-formed version malformed (`HTTP/00` of `HTTP/001.1 x`), so
+/// only a whole line is judged, and a line split anywhere gets the same
+/// answer.
 fn version_verdict(bytes: &[u8]) -> Option<Verdict> {
     // httparse skips empty lines before the request line.
     let start = bytes.iter().position(|&b| b != b'\r' && b != b'\n').unwrap_or(bytes.len());

@@ -298,6 +298,13 @@ fn later_minor_versions_and_target_bytes() {
         let reply = served(addr, request);
         assert_eq!(reply.text(), target, "{:?}", String::from_utf8_lossy(request));
     }
+    // A head that arrives a byte at a time (parsed again as each piece
+    // comes, the version judged once its line has ended), then the next
+    // request on the connection.
+    let mut client = Client::connect(addr);
+    client.send_bytewise(b"GET /bytewise HTTP/1.2\r\nHost: a\r\nX-A: b\r\n\r\n");
+    assert_eq!(client.reply().unwrap().text(), "/bytewise");
+    assert_eq!(client.get("/next").text(), "/next");
     // A body, framed as HTTP/1.1 frames it.
     let body = b"3\r\nabc\r\n0\r\n\r\n";
     let request =
