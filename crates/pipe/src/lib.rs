@@ -39,7 +39,10 @@
 //!   [`bytes::Buf`]), whether the stream is completed, and the writer's error;
 //!   then [`advance_to(consumed, examined)`](ReadGuard::advance_to).
 //!   Examining everything means "wake me only for new data"; consumed blocks
-//!   go back to the pool at once.
+//!   go back to the pool at once, except while the writer waits on
+//!   back-pressure: then they stay in the pipe for its next writes (it is
+//!   about to need as many), and [`Writer::trim`] or closing the writer
+//!   gives back those it did not reuse.
 //!
 //! Back-pressure counts **unexamined** bytes (counting consumed ones
 //! deadlocked Pipelines, corefx 30689): the writer pauses at `pause_at`

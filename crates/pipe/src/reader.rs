@@ -395,7 +395,8 @@ impl Reader {
     }
 
     /// Ends a read that returned `snapshot`: consumes `consumed` bytes
-    /// (returning emptied blocks to the pool), marks `examined` bytes
+    /// (returning emptied blocks to the pool, or keeping them for a writer
+    /// that waits: `segment`, "Kept blocks"), marks `examined` bytes
     /// examined, and moves `HOLDING` -> idle, waking a paused writer when
     /// the unexamined count falls below `resume_at`. The caller checked
     /// `consumed <= examined <= snapshot.len`. Returns whether a second
@@ -409,7 +410,7 @@ impl Reader {
             let local = &mut *local;
             // The snapshot's end: at least what is committed now.
             let end = local.consumed + snapshot.len as u64;
-            let newly_examined = self.consume(local, consumed, examined);
+            let newly_examined = self.consume(local, consumed, examined, snapshot.completed);
             (newly_examined, end - local.examined)
         });
         let shared = &*self.shared;
@@ -439,12 +440,19 @@ impl Reader {
     }
 
     /// Moves `local` past `consumed` bytes and `examined` bytes; returns how
-    /// many bytes became examined.
+    /// many bytes became examined. `completed`: the writer had finished
+    /// when the read began (it will link no more blocks).
     ///
     /// # Safety
     /// The caller owns the read (`HOLDING`, so no credit is lent), and
     /// `consumed` bytes are buffered.
-    unsafe fn consume(&self, local: &mut Position, consumed: usize, examined: usize) -> u64 {
+    unsafe fn consume(
+        &self,
+        local: &mut Position,
+        consumed: usize,
+        examined: usize,
+        completed: bool,
+    ) -> u64 {
         debug_assert_eq!(local.credit, 0);
         let examined_to = (local.consumed + examined as u64).max(local.examined);
         let newly_examined = examined_to - local.examined;
@@ -452,6 +460,16 @@ impl Reader {
         local.consumed += consumed as u64;
         let old_head = local.head;
         let mut left = consumed;
+        // Whether emptied blocks stay for the writer (`segment`, "Kept
+        // blocks"): asked once, at the first block emptied.
+        let mut keep = None;
+        let mut keep = || {
+            *keep.get_or_insert_with(|| {
+                // Relaxed: a hint (a block's hand-off is ordered by the
+                // head's store); a load of the reader's own line.
+                !completed && has(self.shared.examined.load(Ordering::Relaxed), WRITER_WAITING)
+            })
+        };
         loop {
             // Acquire pairs with the writer's link: the successor's fields
             // happen before our reads of them.
@@ -459,9 +477,10 @@ impl Reader {
             let next = unsafe { (*local.head).next.load(Ordering::Acquire) };
             if next.is_null() {
                 local.head_off += left;
-                if local.head_off == self.shared.config.block_size {
+                if local.head_off == self.shared.config.block_size && !keep() {
                     // A full tail is never written again: its block can go
                     // back now (the node stays, for the writer's next link).
+                    // Kept, it stays until the reader passes the node.
                     // SAFETY: the writer does not touch a linked node's
                     // block, and a full tail's bytes are all consumed.
                     drop(unsafe { Node::take_block(local.head) });
@@ -477,10 +496,12 @@ impl Reader {
             }
             left -= available;
             // The node is consumed and not the tail: its block goes back to
-            // the pool now, from this thread.
+            // the pool now, from this thread, unless the writer waits on
+            // back-pressure and will want it.
+            let keep = keep();
             // SAFETY: the reader owns a consumed node's block until it
             // publishes a head past it.
-            drop(unsafe { Node::take_block(local.head) });
+            unsafe { Node::pass(local.head, keep) };
             local.head = next;
             local.head_off = 0;
         }

@@ -13,13 +13,34 @@
 //!   end of the tail, and never touches a node again once it is linked,
 //!   except to reuse it after the reader has passed it.
 //! - The reader consumes from `head`: once a node is fully consumed and has a
-//!   successor, it takes the block out (back to the pool at once) and moves
-//!   `head` on, publishing the new head with a Release store.
+//!   successor, it gives the block up and moves `head` on, publishing the
+//!   new head with a Release store. Giving up is one of two things: the
+//!   block goes back to the pool at once, or, while the writer waits on
+//!   back-pressure, it stays in the node for the writer (see "Kept
+//!   blocks" below).
 //! - Nodes between the writer's `first` and the reader's published head are
 //!   dead: the writer reuses them (Acquire load of the head, paired with the
 //!   reader's store) before it allocates. This is the node cache of Vyukov's
 //!   unbounded SPSC queue; there is no ABA because only the writer recycles
 //!   and only nodes the reader has published as passed.
+//!
+//! # Kept blocks
+//!
+//! A writer paused by back-pressure is about to write as many blocks as the
+//! reader frees: it resumes once the reader has examined its way below
+//! `resume_at`. Sent through the pool, each of those blocks would go into
+//! the reader's thread cache, on to the pool's shared store, and back into
+//! the writer's cache, each step on another core's lines. So a reader that
+//! passes a node while the writer waits (`WRITER_WAITING` in the examined
+//! word, a load of the reader's own line) leaves an owned block in it, and
+//! the writer takes it out again when it links the node, before it leases
+//! from the pool. The hand-off is the node's own: the reader's last touch
+//! of the block happens before its Release store of the head, and the
+//! writer's first after its Acquire load of it. Kept blocks are bounded by
+//! what the pipe held when the writer paused; the writer gives back those
+//! it does not reuse when it is closed or dropped, or when asked
+//! ([`Writer::trim`](crate::Writer::trim)). A shared block (handed out as
+//! `Bytes`) is never kept: its node lets go of its handle.
 //!
 //! A node's readable bytes end where its successor starts (`next.start`), or
 //! at the written total when it is the tail; the reader bounds every walk
@@ -134,6 +155,40 @@ impl Node {
     pub(crate) unsafe fn take_block(node: *mut Node) -> Option<Held> {
         // SAFETY: the caller owns the block (above).
         unsafe { (*node).block.with_mut(|slot| (*slot).take()) }
+    }
+
+    /// Gives up a consumed node's block as the reader passes the node: an
+    /// owned block stays in the node for the writer when `keep` (see
+    /// "Kept blocks"), otherwise it goes back to the pool now, from this
+    /// thread; a shared handle is always let go.
+    ///
+    /// # Safety
+    /// As for [`take_block`](Self::take_block).
+    pub(crate) unsafe fn pass(node: *mut Node, keep: bool) {
+        // SAFETY: the caller owns the block (above).
+        unsafe {
+            (*node).block.with_mut(|slot| {
+                if !(keep && matches!(*slot, Some(Held::Owned(_)))) {
+                    drop((*slot).take());
+                }
+            });
+        }
+    }
+
+    /// Takes out the block a spare node kept for the writer, if it kept one.
+    ///
+    /// # Safety
+    /// The caller (the writer) owns the node: the reader has published a
+    /// head past it.
+    pub(crate) unsafe fn take_kept(node: *mut Node) -> Option<Block> {
+        // SAFETY: the writer owns a passed node (above).
+        unsafe {
+            (*node).block.with_mut(|slot| match (*slot).take() {
+                Some(Held::Owned(block)) => Some(block),
+                // A passed node holds no shared handle (`pass` let it go).
+                _ => None,
+            })
+        }
     }
 
     /// The node's block as a shared handle, made shared the first time:

@@ -16,7 +16,8 @@ use crate::segment::Node;
 /// slices with [`chunks`](Self::chunks), or as a [`bytes::Buf`] cursor with
 /// [`buf`](Self::buf). Then say how far you got with `advance_to(consumed,
 /// examined)`: consumed bytes leave the pipe (emptied blocks go back to the
-/// pool at once); examined bytes will not wake the next read. Examining
+/// pool at once, or stay for a writer that waits on back-pressure: see
+/// [`Writer::trim`](crate::Writer::trim)); examined bytes will not wake the next read. Examining
 /// everything means "wake me only for new data". Dropping the guard without
 /// advancing consumes and examines nothing.
 pub struct ReadGuard<'a> {

@@ -264,8 +264,23 @@ impl Writer {
         // At least one block when the tail is full: a read into nothing
         // would look like the end of the stream.
         let wanted = max.div_ceil(block_size).max(usize::from(tail_space == 0));
+        // Blocks the spare nodes kept come first, in the order `link` will
+        // reuse those nodes; then the pool's.
+        self.has_spare();
+        let mut spare = self.first;
         for slot in fresh.iter_mut().take(wanted) {
-            match self.pool.try_lease() {
+            let kept = if spare == self.head_seen {
+                None
+            } else {
+                // SAFETY: nodes from `first` up to the head seen are passed,
+                // so ours; their links were written before the reader passed.
+                unsafe {
+                    let kept = Node::take_kept(spare);
+                    spare = (*spare).next.load(Ordering::Relaxed);
+                    kept
+                }
+            };
+            match kept.map_or_else(|| self.pool.try_lease(), Ok) {
                 Ok(block) => *slot = Some(block),
                 Err(error) if leased == 0 && tail_space == 0 => {
                     return Err(WriteError::from(error).into());
@@ -420,9 +435,53 @@ impl Writer {
         if min > block_size {
             return Err(WriteError::TooLarge { requested: min, block_size });
         }
-        let block = self.pool.try_lease()?;
+        // SAFETY: `has_spare` says `first` is passed, so the writer's.
+        let kept = if self.has_spare() { unsafe { Node::take_kept(self.first) } } else { None };
+        let block = match kept {
+            Some(block) => block,
+            None => self.pool.try_lease()?,
+        };
+        // `link` reuses the node `kept` came from (`first`), if any.
         self.link(block);
         Ok(())
+    }
+
+    /// Gives back to the pool the blocks the pipe keeps for this writer:
+    /// blocks the reader finished with while the writer waited on
+    /// back-pressure stay in the pipe for its next writes, not to make
+    /// their way back through the pool (see the crate's "Kept blocks").
+    /// They are bounded by what the pipe held when the writer paused;
+    /// [`close`](Self::close) and dropping the writer give them back too.
+    /// Call it when the input goes quiet (a socket read would block) to
+    /// hold no more than the unread bytes' blocks. Returns how many blocks
+    /// went back.
+    pub fn trim(&mut self) -> usize {
+        // Acquire pairs with the reader's Release store of its head, as in
+        // `has_spare`.
+        self.head_seen = self.shared.head.load(Ordering::Acquire);
+        let mut node = self.first;
+        let mut trimmed = 0;
+        while node != self.head_seen {
+            // SAFETY: nodes from `first` up to the head seen are passed,
+            // so ours, and their links were written before.
+            unsafe {
+                trimmed += usize::from(Node::take_kept(node).is_some());
+                node = (*node).next.load(Ordering::Relaxed);
+            }
+        }
+        trimmed
+    }
+
+    /// Whether a spare node (one the reader has passed) is left, looking
+    /// at the reader's head afresh only when none was left at the last look.
+    fn has_spare(&mut self) -> bool {
+        if self.first == self.head_seen {
+            // Acquire pairs with the reader's Release store of its head:
+            // the reader's last uses of the nodes before it happen before
+            // ours.
+            self.head_seen = self.shared.head.load(Ordering::Acquire);
+        }
+        self.first != self.head_seen
     }
 
     /// Links `block` at the tail, empty: its first byte is the stream's
@@ -444,13 +503,8 @@ impl Writer {
 
     /// A node to link: a spare one the reader has passed, or a new one.
     fn spare_node(&mut self) -> *mut Node {
-        if self.first == self.head_seen {
-            // Acquire pairs with the reader's Release store of its head: the
-            // reader's last uses of the nodes before it happen before ours.
-            self.head_seen = self.shared.head.load(Ordering::Acquire);
-            if self.first == self.head_seen {
-                return Node::empty();
-            }
+        if !self.has_spare() {
+            return Node::empty();
         }
         let node = self.first;
         // SAFETY: `first` is before the reader's head, so it is linked, dead
@@ -472,6 +526,8 @@ impl Writer {
             return;
         }
         self.closed = true;
+        // No more writes: the kept blocks go back.
+        self.trim();
         // SAFETY: the slot is written only here, once, before WRITER_CLOSED;
         // the reader reads it only after seeing the bit.
         self.shared.error.with_mut(|slot| unsafe { *slot = error });

@@ -250,6 +250,32 @@ fn blocks_returned_while_the_writer_leases() {
     });
 }
 
+/// The reader empties blocks while the writer waits on back-pressure, so
+/// it leaves them in the nodes it passes, and the writer, woken, takes
+/// them out again for its next write while the reader reads on: every
+/// byte arrives once, in order, and every block is back in the pool at
+/// the end (`segment`, "Kept blocks").
+#[test]
+fn blocks_kept_for_a_paused_writer_vs_the_reader() {
+    model(|| {
+        let pool = Pool::builder().block_size(64).blocks_per_slab(4).thread_cache(0);
+        let pool = pool.max_bytes(1 << 16).build().unwrap();
+        let (mut writer, reader) = pipe(&pool, Options::new().pause_at(128).resume_at(64)).unwrap();
+        let writer = thread::spawn(move || {
+            writer.put_slice(&[1; 128]).unwrap();
+            writer.flush_blocking().unwrap(); // pauses until the reader examines
+            writer.put_slice(&[2; 128]).unwrap();
+            writer.close();
+        });
+        let (bytes, _) = drain(&reader);
+        let expected: Vec<u8> = [[1; 128], [2; 128]].concat();
+        assert_eq!(bytes, expected);
+        writer.join().unwrap();
+        drop(reader);
+        assert_eq!(pool.stats().leased, 0);
+    });
+}
+
 /// A vectored read links blocks it filled before publishing them, while
 /// the reader consumes (and the writer reuses) the blocks before: every
 /// byte arrives once, in order, each block's bytes its own.

@@ -773,3 +773,67 @@ fn a_flush_dropped_while_paused_leaves_the_pipe_working() {
     drop(reader);
     assert_eq!(writer.flush_blocking(), Err(WriteError::ReaderClosed));
 }
+
+/// While the writer waits on back-pressure, the blocks the reader empties
+/// stay in the pipe for the writer's next writes instead of going back
+/// through the pool; `trim` and `close` give back those it did not reuse,
+/// and without a waiting writer every emptied block goes back at once.
+#[test]
+fn a_paused_writer_reuses_the_blocks_the_reader_empties() {
+    let pool = small_pool();
+    let (mut writer, reader) = new_pipe(&pool, Options::new().pause_at(256).resume_at(128));
+    writer.put_slice(&[1; 256]).unwrap(); // four 64-byte blocks
+    let mut flush = writer.flush();
+    assert!(poll_once(std::pin::Pin::new(&mut flush)).is_pending(), "paused at 256");
+    let read = reader.try_read().unwrap().unwrap();
+    read.consume(256).unwrap();
+    // The writer waited: the four emptied blocks stay in the pipe.
+    assert_eq!(pool.stats().leased, 4);
+    assert!(poll_once(std::pin::Pin::new(&mut flush)).is_ready());
+    drop(flush);
+    let leases = |pool: &Pool| pool.stats().cache_leases + pool.stats().store_leases;
+    let before = leases(&pool);
+    writer.put_slice(&[2; 192]).unwrap();
+    // Three blocks: the first spare node is the list's start, which never
+    // held a block, so one lease; then the blocks of the next two spare
+    // nodes. The third kept block waits in its node; the fourth is still
+    // in the full tail the reader has not passed.
+    assert_eq!(leases(&pool) - before, 1);
+    assert_eq!(pool.stats().leased, 5);
+    let read = reader.try_read().unwrap().unwrap();
+    assert_eq!(read.to_vec(), [2; 192]);
+    read.consume(192).unwrap();
+    // No writer waits now: every block this consume emptied (the old full
+    // tail's and the three new ones) went back at once; the one kept
+    // block the writer did not reuse goes back on `trim`.
+    assert_eq!(pool.stats().leased, 1);
+    assert_eq!(writer.trim(), 1);
+    assert_eq!(pool.stats().leased, 0);
+    assert_eq!(writer.trim(), 0, "nothing left to give back");
+    writer.put_slice(&[3; 64]).unwrap();
+    let read = reader.try_read().unwrap().unwrap();
+    assert_eq!(read.to_vec(), [3; 64]);
+    drop(read);
+    writer.close();
+    drop(reader);
+    assert_eq!(pool.stats().leased, 0);
+}
+
+/// Blocks kept for a paused writer go back to the pool when the writer is
+/// closed, while the reader lives on.
+#[test]
+fn closing_the_writer_gives_back_the_kept_blocks() {
+    let pool = small_pool();
+    let (mut writer, reader) = new_pipe(&pool, Options::new().pause_at(128).resume_at(64));
+    writer.put_slice(&[1; 200]).unwrap(); // four blocks, the last partly filled
+    let mut flush = writer.flush();
+    assert!(poll_once(std::pin::Pin::new(&mut flush)).is_pending());
+    drop(flush);
+    let read = reader.try_read().unwrap().unwrap();
+    read.consume(200).unwrap();
+    // Three emptied blocks kept, the partly filled tail in use.
+    assert_eq!(pool.stats().leased, 4);
+    writer.close();
+    assert_eq!(pool.stats().leased, 1, "only the tail's block is left");
+    assert!(reader.try_read().unwrap().unwrap().is_completed());
+}

@@ -4,6 +4,7 @@
 mod common;
 
 use common::small_pool;
+use std::future::Future;
 use std::io::{self, Read};
 use std::sync::Arc;
 use std::thread;
@@ -177,4 +178,42 @@ fn read_vectored_from_liar_exposes_another_pipes_block() {
         "this pipe's reader sees another pipe's bytes: {:?}",
         String::from_utf8_lossy(&bytes)
     );
+}
+
+/// A vectored read after a pause fills the blocks the reader emptied while
+/// the writer waited, in the order of the nodes it links them in, before
+/// it leases; blocks it did not reach go back to the pool.
+#[test]
+fn read_vectored_from_reuses_the_blocks_kept_for_a_paused_writer() {
+    let pool = small_pool();
+    let (mut writer, reader) = pipe(&pool, Options::new().pause_at(256).resume_at(128)).unwrap();
+    writer.put_slice(&[1u8; 256]).unwrap();
+    let mut flush = writer.flush();
+    let pending = std::pin::Pin::new(&mut flush)
+        .poll(&mut std::task::Context::from_waker(std::task::Waker::noop()))
+        .is_pending();
+    assert!(pending, "paused at 256");
+    drop(flush);
+    let read = reader.try_read().unwrap().unwrap();
+    read.consume(256).unwrap();
+    assert_eq!(pool.stats().leased, 4, "the emptied blocks are kept");
+    let leases = |pool: &Pool| pool.stats().cache_leases + pool.stats().store_leases;
+    let before = leases(&pool);
+    // Three blocks wanted: the list's first node never held one (a lease),
+    // the next two kept theirs; 130 bytes reach all three.
+    let data: Vec<u8> = (0..130u8).collect();
+    let read = writer.read_vectored_from(&mut &data[..], 192).unwrap();
+    assert_eq!(read.read, 130);
+    // Kept: the third spare node's block, and the old full tail's.
+    assert_eq!(pool.stats().leased, 5);
+    assert_eq!(leases(&pool) - before, 1);
+    let got = reader.try_read().unwrap().unwrap();
+    assert_eq!(got.to_vec(), data);
+    drop(got);
+    // The read moved past the old full tail, and no writer waits any
+    // more: its block went back. The spare node's stays until `close`.
+    assert_eq!(pool.stats().leased, 4);
+    writer.close();
+    drop(reader);
+    assert_eq!(pool.stats().leased, 0);
 }

@@ -256,6 +256,12 @@ impl<H: Handler> Session<H> {
         if self.bulk {
             let read = writer.read_vectored_from(source, SPILL)?;
             self.bulk = read.read > SPILL / 2;
+            if !read.filled() {
+                // The socket is drained: the blocks the pipe kept for this
+                // writer while the application was behind go back to the
+                // pool, so a quiet connection holds only its unread bytes.
+                writer.trim();
+            }
             return Ok((read.read, read.filled()));
         }
         if spill.len() != SPILL {
