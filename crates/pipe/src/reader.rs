@@ -465,9 +465,15 @@ impl Reader {
         let mut keep = None;
         let mut keep = || {
             *keep.get_or_insert_with(|| {
-                // Relaxed: a hint (a block's hand-off is ordered by the
-                // head's store); a load of the reader's own line.
-                !completed && has(self.shared.examined.load(Ordering::Relaxed), WRITER_WAITING)
+                // Relaxed, both: hints (a block's hand-off is ordered by the
+                // head's store). The sleep bit is on the reader's own line;
+                // the writer's line is loaded only when it is set, to keep
+                // nothing for a writer that has closed since the read began
+                // (its close gave back what was kept before).
+                let shared = &self.shared;
+                !completed
+                    && has(shared.examined.load(Ordering::Relaxed), WRITER_WAITING)
+                    && !has(shared.written.load(Ordering::Relaxed), WRITER_CLOSED)
             })
         };
         loop {

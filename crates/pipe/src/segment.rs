@@ -39,8 +39,11 @@
 //! writer's first after its Acquire load of it. Kept blocks are bounded by
 //! what the pipe held when the writer paused; the writer gives back those
 //! it does not reuse when it is closed or dropped, or when asked
-//! ([`Writer::trim`](crate::Writer::trim)). A shared block (handed out as
-//! `Bytes`) is never kept: its node lets go of its handle.
+//! ([`Writer::trim`](crate::Writer::trim)), and a reader that finds the
+//! writer closed keeps nothing. The writer looks at the first spare node
+//! only, except when the pool is dry: then it takes a block kept further
+//! along rather than fail. A shared block (handed out as `Bytes`) is never
+//! kept: its node lets go of its handle.
 //!
 //! A node's readable bytes end where its successor starts (`next.start`), or
 //! at the written total when it is the tail; the reader bounds every walk

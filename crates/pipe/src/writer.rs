@@ -280,7 +280,12 @@ impl Writer {
                     kept
                 }
             };
-            match kept.map_or_else(|| self.pool.try_lease(), Ok) {
+            let block = match kept {
+                Some(block) => Ok(block),
+                // A dry pool: a block kept further along will do.
+                None => self.pool.try_lease().or_else(|error| self.kept_from(spare).ok_or(error)),
+            };
+            match block {
                 Ok(block) => *slot = Some(block),
                 Err(error) if leased == 0 && tail_space == 0 => {
                     return Err(WriteError::from(error).into());
@@ -439,11 +444,36 @@ impl Writer {
         let kept = if self.has_spare() { unsafe { Node::take_kept(self.first) } } else { None };
         let block = match kept {
             Some(block) => block,
-            None => self.pool.try_lease()?,
+            // A dry pool: a block kept further along will do.
+            None => {
+                self.pool.try_lease().or_else(|error| self.kept_from(self.first).ok_or(error))?
+            }
         };
         // `link` reuses the node `kept` came from (`first`), if any.
         self.link(block);
         Ok(())
+    }
+
+    /// The first block kept in a spare node from `node` on (the reader's
+    /// head looked at afresh), for when the pool has none: the first spare
+    /// node need not hold one (the list's first node never did, and a node
+    /// passed while the writer did not wait gave its block back).
+    #[cold]
+    fn kept_from(&mut self, mut node: *mut Node) -> Option<Block> {
+        // Acquire pairs with the reader's Release store of its head, as in
+        // `has_spare`.
+        self.head_seen = self.shared.head.load(Ordering::Acquire);
+        while node != self.head_seen {
+            // SAFETY: `node` is `first` or a spare node after it, before the
+            // reader's head: passed, so ours, its link written before.
+            unsafe {
+                if let Some(block) = Node::take_kept(node) {
+                    return Some(block);
+                }
+                node = (*node).next.load(Ordering::Relaxed);
+            }
+        }
+        None
     }
 
     /// Gives back to the pool the blocks the pipe keeps for this writer:
@@ -526,8 +556,6 @@ impl Writer {
             return;
         }
         self.closed = true;
-        // No more writes: the kept blocks go back.
-        self.trim();
         // SAFETY: the slot is written only here, once, before WRITER_CLOSED;
         // the reader reads it only after seeing the bit.
         self.shared.error.with_mut(|slot| unsafe { *slot = error });
@@ -537,6 +565,11 @@ impl Writer {
         if has(old, READER_WAITING) {
             self.shared.wake_reader();
         }
+        // No more writes: the kept blocks go back. After the close bit, so
+        // that a reader keeps blocks after this trim only if it looked at
+        // the bit before it was set (`Reader::consume`): a narrow race whose
+        // blocks go back when the pipe is dropped.
+        self.trim();
     }
 
     /// Polls for back-pressure; `paused` is the flush's hysteresis.

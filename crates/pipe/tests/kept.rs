@@ -1,0 +1,606 @@
+//! Blocks kept for a writer that waits on back-pressure (`segment.rs`,
+//! "Kept blocks"), at their edges: ownership (shared blocks, full tails,
+//! drops), bounds (pause cycles, `trim`, close, a pool with no block to
+//! spare) and byte order on every write path. From an adversarial review.
+#![cfg(not(falconet_pipe_loom))]
+
+mod common;
+
+use common::{Trickle, small_pool};
+use std::pin::Pin;
+use std::task::{Context, Poll, Waker};
+use std::thread;
+
+use bytes::Bytes;
+use falconet_pipe::{Options, Reader, WriteError, Writer, pipe};
+use falconet_pool::Pool;
+
+fn poll_once<F: std::future::Future>(future: Pin<&mut F>) -> Poll<F::Output> {
+    future.poll(&mut Context::from_waker(Waker::noop()))
+}
+
+/// Polls a flush once and drops it: `true` when it would wait (the
+/// writer's sleep bit is then set, as the server's `wants_input` leaves it).
+fn flush_would_wait(writer: &mut Writer) -> bool {
+    let mut flush = writer.flush();
+    poll_once(Pin::new(&mut flush)).is_pending()
+}
+
+fn leased(pool: &Pool) -> usize {
+    pool.stats().leased
+}
+
+/// The byte at stream position `pos`.
+fn byte_at(pos: u64) -> u8 {
+    let run = (pos >> 6).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    (pos as u8) ^ (run >> 56) as u8
+}
+
+fn stream(from: u64, n: usize) -> Vec<u8> {
+    (0..n as u64).map(|i| byte_at(from + i)).collect()
+}
+
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) % n
+    }
+}
+
+/// A pool of exactly four 64-byte blocks.
+fn four_block_pool() -> Pool {
+    Pool::builder()
+        .block_size(64)
+        .blocks_per_slab(4)
+        .thread_cache(0)
+        .max_bytes(256)
+        .build()
+        .unwrap()
+}
+
+// ---------------------------------------------------------------------------
+// 1. Ownership: shared blocks, full tails, drops.
+// ---------------------------------------------------------------------------
+
+/// Every block handed out as `Bytes` is consumed while the writer waits;
+/// the writer then writes over everything it can take. The `Bytes` must
+/// keep their content (a shared block is never kept for reuse).
+#[test]
+fn shared_blocks_are_never_kept_for_the_writer() {
+    let pool = small_pool();
+    let (mut writer, reader) = pipe(&pool, Options::new().pause_at(256).resume_at(128)).unwrap();
+    let data = stream(0, 256);
+    writer.put_slice(&data).unwrap();
+    assert!(flush_would_wait(&mut writer));
+    let mut read = reader.try_read().unwrap().unwrap();
+    // One zero-copy `Bytes` per block, plus one in the (full) tail.
+    let frames: Vec<Bytes> = (0..4).map(|i| read.bytes(i * 64 + 1..i * 64 + 63).unwrap()).collect();
+    read.consume(256).unwrap();
+    // Nothing kept: all four blocks are shared, held by the `Bytes` only.
+    assert_eq!(leased(&pool), 4);
+    assert_eq!(writer.trim(), 0, "no shared block may be kept");
+    writer.put_slice(&[0xAA; 512]).unwrap();
+    for (i, frame) in frames.iter().enumerate() {
+        assert_eq!(&frame[..], &data[i * 64 + 1..i * 64 + 63], "frame {i} overwritten");
+    }
+    let read = reader.try_read().unwrap().unwrap();
+    assert_eq!(read.to_vec(), [0xAA; 512]);
+    read.consume(512).unwrap();
+    drop(frames);
+    writer.close();
+    drop(reader);
+    assert_eq!(leased(&pool), 0);
+}
+
+/// A block shared only after part of it was consumed, then its node (the
+/// tail, later full) consumed while the writer waits.
+#[test]
+fn a_tail_shared_then_filled_and_kept_is_not_reused() {
+    let pool = small_pool();
+    let (mut writer, reader) = pipe(&pool, Options::new().pause_at(64).resume_at(32)).unwrap();
+    writer.put_slice(&stream(0, 40)).unwrap();
+    let mut read = reader.try_read().unwrap().unwrap();
+    let frame = read.bytes(0..40).unwrap();
+    read.consume(40).unwrap();
+    writer.put_slice(&stream(40, 24)).unwrap(); // the tail is full now
+    writer.put_slice(&stream(64, 64)).unwrap();
+    assert!(flush_would_wait(&mut writer));
+    let read = reader.try_read().unwrap().unwrap();
+    read.consume(88).unwrap(); // passes the shared node, keeps the next
+    writer.put_slice(&[0x55; 300]).unwrap();
+    assert_eq!(&frame[..], &stream(0, 40)[..]);
+    let read = reader.try_read().unwrap().unwrap();
+    assert_eq!(read.to_vec(), [0x55; 300]);
+    read.consume(300).unwrap();
+    drop(frame);
+    drop(writer);
+    drop(reader);
+    assert_eq!(leased(&pool), 0);
+}
+
+/// A full tail kept in place while the writer waits: a later read must
+/// neither see nor share it, and it must go back once passed.
+#[test]
+fn a_kept_full_tail_is_not_shared_later() {
+    let pool = small_pool();
+    let (mut writer, reader) = pipe(&pool, Options::new().pause_at(128).resume_at(64)).unwrap();
+    writer.put_slice(&stream(0, 128)).unwrap();
+    assert!(flush_would_wait(&mut writer));
+    let read = reader.try_read().unwrap().unwrap();
+    read.consume(128).unwrap();
+    // sentinel (no block), one passed node kept, full tail kept.
+    assert_eq!(leased(&pool), 2);
+    writer.put_slice(&stream(128, 100)).unwrap();
+    let mut read = reader.try_read().unwrap().unwrap();
+    let frame = read.bytes(0..50).unwrap();
+    let empty = read.bytes(0..0).unwrap();
+    assert!(empty.is_empty());
+    read.consume(100).unwrap();
+    writer.put_slice(&stream(228, 500)).unwrap();
+    assert_eq!(&frame[..], &stream(128, 50)[..]);
+    let read = reader.try_read().unwrap().unwrap();
+    assert_eq!(read.to_vec(), stream(228, 500));
+    read.consume(500).unwrap();
+    drop(frame);
+    writer.close();
+    drop(reader);
+    assert_eq!(leased(&pool), 0);
+}
+
+/// The writer dropped (not closed) while blocks are kept gives them back;
+/// the reader still sees every byte and the broken-pipe error.
+#[test]
+fn writer_dropped_unclosed_gives_back_kept_blocks() {
+    let pool = small_pool();
+    let (mut writer, reader) = pipe(&pool, Options::new().pause_at(256).resume_at(128)).unwrap();
+    writer.put_slice(&stream(0, 300)).unwrap();
+    assert!(flush_would_wait(&mut writer));
+    let read = reader.try_read().unwrap().unwrap();
+    read.advance_to(256, 300).unwrap(); // four full blocks emptied
+    assert_eq!(leased(&pool), 5, "four kept + the partly read tail");
+    drop(writer);
+    assert_eq!(leased(&pool), 1, "only the tail with unread bytes");
+    let read = reader.try_read().unwrap().unwrap();
+    assert!(read.is_completed());
+    assert_eq!(read.to_vec(), stream(256, 44));
+    assert!(read.error().is_some());
+    read.consume(44).unwrap();
+    drop(reader);
+    assert_eq!(leased(&pool), 0);
+}
+
+/// The reader dropped while blocks are kept: the writer fails its next
+/// write and the kept blocks come back when it goes.
+#[test]
+fn reader_dropped_while_blocks_are_kept() {
+    let pool = small_pool();
+    let (mut writer, reader) = pipe(&pool, Options::new().pause_at(256).resume_at(128)).unwrap();
+    writer.put_slice(&stream(0, 320)).unwrap();
+    assert!(flush_would_wait(&mut writer));
+    let read = reader.try_read().unwrap().unwrap();
+    read.consume(200).unwrap();
+    drop(reader);
+    let mut flush = writer.flush();
+    assert_eq!(poll_once(Pin::new(&mut flush)), Poll::Ready(Err(WriteError::ReaderClosed)));
+    drop(flush);
+    let err = writer.put_slice(&[1; 100]).unwrap_err();
+    assert_eq!(err.error(), WriteError::ReaderClosed);
+    drop(writer);
+    assert_eq!(leased(&pool), 0);
+}
+
+// ---------------------------------------------------------------------------
+// 2. Bounds, trim, close.
+// ---------------------------------------------------------------------------
+
+/// Many pause cycles in which the writer writes far less than the reader
+/// frees: kept blocks must stay bounded, and trim must give back all of
+/// them.
+#[test]
+fn kept_blocks_stay_bounded_over_many_pause_cycles() {
+    let pool = small_pool();
+    let (mut writer, reader) = pipe(&pool, Options::new().pause_at(512).resume_at(256)).unwrap();
+    let mut pos = 0u64;
+    let mut peak = 0;
+    for cycle in 0..if cfg!(miri) { 20 } else { 200 } {
+        // Up to the pause, then one byte per cycle after a resume.
+        let n = if cycle % 2 == 0 { 700 } else { 1 + cycle % 7 };
+        writer.put_slice(&stream(pos, n)).unwrap();
+        let waits = flush_would_wait(&mut writer);
+        let read = reader.try_read().unwrap().unwrap();
+        assert_eq!(read.to_vec(), stream(pos, read.len()));
+        let len = read.len();
+        read.consume(len).unwrap();
+        pos += n as u64;
+        let _ = waits;
+        peak = peak.max(leased(&pool));
+    }
+    // 700 bytes over 64-byte blocks: at most 12 blocks live, plus slack.
+    assert!(peak <= 16, "peak leased {peak}");
+    writer.trim();
+    assert!(leased(&pool) <= 1, "after trim: {}", leased(&pool));
+    writer.close();
+    drop(reader);
+    assert_eq!(leased(&pool), 0);
+}
+
+/// `read_vectored_from` takes kept blocks and drops those the read did
+/// not reach, over many cycles: no block lost, bounded.
+#[test]
+fn read_vectored_from_over_kept_blocks_many_cycles() {
+    let pool = small_pool();
+    let (mut writer, reader) = pipe(&pool, Options::new().pause_at(256).resume_at(128)).unwrap();
+    let mut rng = Rng(0xC0FFEE);
+    let total = if cfg!(miri) { 4_000 } else { 300_000 };
+    let data = stream(0, total);
+    let mut source = &data[..];
+    let (mut got, mut peak) = (Vec::new(), 0);
+    while got.len() < total {
+        if !source.is_empty() {
+            let limit = 1 + rng.below(300) as usize;
+            let max = 1 + rng.below(600) as usize;
+            let mut trickle = Trickle { data: source, limit };
+            writer.read_vectored_from(&mut trickle, max).unwrap();
+            source = trickle.data;
+            let _ = flush_would_wait(&mut writer);
+        }
+        if let Some(read) = reader.try_read().unwrap() {
+            let len = read.len();
+            let consumed = if rng.below(3) == 0 { len } else { rng.below(len as u64 + 1) as usize };
+            got.extend(read.to_vec().into_iter().take(consumed));
+            read.advance_to(consumed, len).unwrap();
+        } else if source.is_empty() {
+            // Everything examined but not consumed: consume it.
+            let read = reader.try_read().unwrap();
+            assert!(read.is_none());
+            break;
+        }
+        peak = peak.max(leased(&pool));
+        if rng.below(50) == 0 {
+            writer.trim();
+        }
+    }
+    eprintln!("read_vectored_from cycles: peak leased {peak}");
+    writer.close();
+    loop {
+        let read = reader.try_read().unwrap().unwrap();
+        let done = read.is_completed();
+        let len = read.len();
+        got.extend(read.to_vec());
+        read.consume(len).unwrap();
+        if done {
+            break;
+        }
+    }
+    assert_eq!(got.len(), total);
+    assert!(got == data, "bytes differ");
+    drop(reader);
+    assert_eq!(leased(&pool), 0);
+}
+
+/// A read taken before the writer closes, consumed after (the sleep bit of
+/// a dropped flush still set, the snapshot saying "not completed"): the
+/// close already ran its trim, so the consume must keep nothing.
+#[test]
+fn blocks_kept_after_close_stay_until_the_reader_drops() {
+    let pool = small_pool();
+    let (mut writer, reader) = pipe(&pool, Options::new().pause_at(128).resume_at(64)).unwrap();
+    writer.put_slice(&stream(0, 256)).unwrap();
+    assert!(flush_would_wait(&mut writer));
+    let read = reader.try_read().unwrap().unwrap();
+    writer.close();
+    read.consume(256).unwrap();
+    let end = reader.try_read().unwrap().unwrap();
+    assert!(end.is_completed() && end.is_empty());
+    drop(end);
+    assert_eq!(leased(&pool), 0, "blocks held by a pipe whose writer is gone");
+    drop(reader);
+}
+
+/// All data consumed while the writer waits, then the writer closes: the
+/// full tail's kept block is not in a spare node, out of `trim`'s reach,
+/// and goes back when the next read moves past it.
+#[test]
+fn a_kept_full_tail_survives_close() {
+    let pool = small_pool();
+    let (mut writer, reader) = pipe(&pool, Options::new().pause_at(128).resume_at(64)).unwrap();
+    writer.put_slice(&stream(0, 256)).unwrap();
+    assert!(flush_would_wait(&mut writer));
+    let read = reader.try_read().unwrap().unwrap();
+    read.consume(256).unwrap();
+    assert_eq!(writer.trim(), 3);
+    writer.close();
+    assert!(reader.try_read().unwrap().unwrap().is_completed());
+    assert_eq!(leased(&pool), 0, "the consumed full tail's block is still leased");
+    drop(reader);
+}
+
+/// A pool exactly as large as the pipe's peak: the writer paused with it
+/// full, the reader empties it, and the writer writes again. The emptied
+/// blocks sit in the spare nodes, but the first spare node (the list's
+/// first, which never held a block) has none and the pool is dry: the
+/// writer must find a kept block further along, not fail.
+#[test]
+fn a_tight_pool_put_slice_after_a_pause() {
+    let pool = four_block_pool();
+    let (mut writer, reader) = pipe(&pool, Options::new().pause_at(128).resume_at(64)).unwrap();
+    writer.put_slice(&stream(0, 256)).unwrap();
+    assert!(flush_would_wait(&mut writer));
+    let read = reader.try_read().unwrap().unwrap();
+    read.consume(256).unwrap();
+    let result = writer.put_slice(&stream(256, 64));
+    assert!(result.is_ok(), "{result:?} with {} blocks kept in the pipe", leased(&pool));
+}
+
+/// As above, through `read_vectored_from`.
+#[test]
+fn a_tight_pool_read_vectored_from_after_a_pause() {
+    let pool = four_block_pool();
+    let (mut writer, reader) = pipe(&pool, Options::new().pause_at(128).resume_at(64)).unwrap();
+    writer.put_slice(&stream(0, 256)).unwrap();
+    assert!(flush_would_wait(&mut writer));
+    let read = reader.try_read().unwrap().unwrap();
+    read.consume(256).unwrap();
+    let data = stream(256, 64);
+    let result = writer.read_vectored_from(&mut &data[..], 64);
+    assert!(result.is_ok(), "{result:?} with {} blocks kept in the pipe", leased(&pool));
+}
+
+/// The same tight pool in steady state (the list's first node long
+/// reused): a node passed while the writer did not wait has no block, the
+/// ones after it keep theirs, and with the pool dry the writer must take
+/// theirs.
+#[test]
+fn a_tight_pool_steady_state_after_a_pause() {
+    let pool = four_block_pool();
+    let (mut writer, reader) = pipe(&pool, Options::new().pause_at(192).resume_at(64)).unwrap();
+    let mut pos = 0u64;
+    // Warm up: the sentinel and every node get reused.
+    for _ in 0..10 {
+        writer.put_slice(&stream(pos, 64)).unwrap();
+        let read = reader.try_read().unwrap().unwrap();
+        assert_eq!(read.to_vec(), stream(pos, 64));
+        read.consume(64).unwrap();
+        pos += 64;
+    }
+    // The pool is at most 4 blocks; fill 3 plus the partly read tail.
+    writer.put_slice(&stream(pos, 200)).unwrap();
+    assert!(flush_would_wait(&mut writer));
+    let read = reader.try_read().unwrap().unwrap();
+    read.consume(200).unwrap();
+    pos += 200;
+    let result = writer.put_slice(&stream(pos, 190));
+    assert!(result.is_ok(), "{result:?} with {} blocks leased", leased(&pool));
+}
+
+// ---------------------------------------------------------------------------
+// 3. Bytes: single thread, every write path, pause/resume cycles.
+// ---------------------------------------------------------------------------
+
+fn drain_some(reader: &Reader, rng: &mut Rng, got: &mut Vec<u8>) {
+    let Some(read) = reader.try_read().unwrap() else { return };
+    let len = read.len();
+    let examined = rng.below(len as u64 + 1) as usize;
+    let consumed = match rng.below(4) {
+        0 => examined,
+        1 => 0,
+        _ => rng.below(examined as u64 + 1) as usize,
+    };
+    let bytes = read.to_vec();
+    got.extend_from_slice(&bytes[..consumed]);
+    read.advance_to(consumed, examined).unwrap();
+}
+
+#[test]
+fn every_write_path_under_pause_cycles_single_thread() {
+    let pool = small_pool();
+    let (mut writer, reader) = pipe(&pool, Options::new().pause_at(128).resume_at(64)).unwrap();
+    let total: u64 = if cfg!(miri) { 4_000 } else { 2_000_000 };
+    let mut rng = Rng(0xDEAD_BEEF);
+    let (mut pos, mut got) = (0u64, Vec::new());
+    let mut held: Vec<(u64, Bytes)> = Vec::new();
+    let mut peak = 0;
+    while pos < total {
+        let n = (1 + rng.below(300)).min(total - pos) as usize;
+        match rng.below(3) {
+            0 => writer.put_slice(&stream(pos, n)).unwrap(),
+            1 => {
+                let n = n.min(64);
+                let space = writer.buffer(rng.below(n as u64 + 1) as usize).unwrap();
+                let n = n.min(space.len());
+                space[..n].copy_from_slice(&stream(pos, n));
+                writer.commit(n).unwrap();
+                pos += n as u64;
+                continue;
+            }
+            _ => {
+                let data = stream(pos, n);
+                let mut trickle = Trickle { data: &data, limit: 1 + rng.below(n as u64) as usize };
+                let read =
+                    writer.read_vectored_from(&mut trickle, rng.below(400) as usize).unwrap();
+                pos += read.read as u64;
+                let _ = flush_would_wait(&mut writer);
+                continue;
+            }
+        }
+        pos += n as u64;
+        // Pause as often as possible; the reader lags.
+        while flush_would_wait(&mut writer) {
+            // Share some bytes now and then, and check them later.
+            if rng.below(4) == 0
+                && let Some(mut read) = reader.try_read().unwrap()
+            {
+                let len = read.len();
+                if len > 0 {
+                    let a = rng.below(len as u64) as usize;
+                    let b = a + 1 + rng.below((len - a) as u64) as usize;
+                    let start = got.len() as u64 + a as u64;
+                    held.push((start, read.bytes(a..b).unwrap()));
+                }
+                drop(read);
+            }
+            drain_some(&reader, &mut rng, &mut got);
+        }
+        if rng.below(5) == 0 {
+            drain_some(&reader, &mut rng, &mut got);
+        }
+        if rng.below(97) == 0 {
+            writer.trim();
+        }
+        if held.len() > 16 {
+            for (start, frame) in held.drain(..) {
+                assert_eq!(&frame[..], &stream(start, frame.len())[..], "shared bytes changed");
+            }
+        }
+        peak = peak.max(leased(&pool));
+    }
+    writer.close();
+    loop {
+        let read = reader.try_read().unwrap().unwrap();
+        let done = read.is_completed();
+        let len = read.len();
+        got.extend(read.to_vec());
+        read.consume(len).unwrap();
+        if done {
+            break;
+        }
+    }
+    assert_eq!(got.len() as u64, total);
+    let first_bad = got.iter().enumerate().find(|&(i, &b)| b != byte_at(i as u64));
+    assert!(first_bad.is_none(), "wrong byte at {first_bad:?}");
+    for (start, frame) in held.drain(..) {
+        assert_eq!(&frame[..], &stream(start, frame.len())[..], "shared bytes changed");
+    }
+    drop(reader);
+    assert_eq!(leased(&pool), 0);
+    eprintln!("every write path: peak leased {peak}");
+}
+
+/// Zero-byte consumes pass a kept full tail once the writer links past
+/// it; `advance_to(consumed < examined)` while the writer waits.
+#[test]
+fn zero_byte_consumes_and_partial_advances_while_paused() {
+    let pool = small_pool();
+    let (mut writer, reader) = pipe(&pool, Options::new().pause_at(128).resume_at(64)).unwrap();
+    writer.put_slice(&stream(0, 192)).unwrap();
+    assert!(flush_would_wait(&mut writer));
+    // Consume one block, examine all: kept node (sentinel has no block).
+    let read = reader.try_read().unwrap().unwrap();
+    read.advance_to(64, 192).unwrap();
+    assert_eq!(leased(&pool), 3);
+    assert!(!flush_would_wait(&mut writer), "resumed");
+    // Consume the rest while nobody waits: full tail goes back.
+    let read = reader.try_read();
+    assert!(read.unwrap().is_none(), "everything examined");
+    writer.put_slice(&stream(192, 64)).unwrap();
+    let read = reader.try_read().unwrap().unwrap();
+    assert_eq!(read.to_vec(), stream(64, 192));
+    read.advance_to(128, 192).unwrap(); // consumed < examined
+    // Now pause for real and consume the rest: the full tail is kept.
+    writer.put_slice(&stream(256, 128)).unwrap();
+    assert!(flush_would_wait(&mut writer));
+    let read = reader.try_read().unwrap().unwrap();
+    assert_eq!(read.to_vec(), stream(192, 192));
+    read.consume(192).unwrap();
+    // Link past the kept full tail, then pass it with a zero-byte consume.
+    writer.put_slice(&stream(384, 10)).unwrap();
+    let read = reader.try_read().unwrap().unwrap();
+    read.consume(0).unwrap();
+    let read = reader.try_read();
+    assert!(read.unwrap().is_none());
+    writer.put_slice(&stream(394, 54)).unwrap();
+    let read = reader.try_read().unwrap().unwrap();
+    assert_eq!(read.to_vec(), stream(384, 64));
+    read.consume(64).unwrap();
+    writer.trim();
+    // Only the full tail (just consumed) may still hold a block.
+    assert!(leased(&pool) <= 1, "leased {}", leased(&pool));
+    writer.close();
+    drop(reader);
+    assert_eq!(leased(&pool), 0);
+}
+
+// ---------------------------------------------------------------------------
+// 3b. Real threads.
+// ---------------------------------------------------------------------------
+
+#[test]
+fn threads_with_small_thresholds_move_every_byte_and_return_every_block() {
+    let pool = small_pool();
+    let (mut writer, reader) = pipe(&pool, Options::new().pause_at(128).resume_at(64)).unwrap();
+    let total: u64 = if cfg!(miri) { 4 << 10 } else { 4 << 20 };
+    let producer = thread::spawn(move || {
+        let mut rng = Rng(0x5EED_1234);
+        let mut pos = 0u64;
+        while pos < total {
+            let n = (1 + rng.below(300)).min(total - pos) as usize;
+            match rng.below(3) {
+                0 => {
+                    writer.put_slice(&stream(pos, n)).unwrap();
+                    pos += n as u64;
+                }
+                1 => {
+                    let n = n.min(64);
+                    let space = writer.buffer(n).unwrap();
+                    space[..n].copy_from_slice(&stream(pos, n));
+                    writer.commit(n).unwrap();
+                    pos += n as u64;
+                }
+                _ => {
+                    let data = stream(pos, n);
+                    let mut src = Trickle { data: &data, limit: n };
+                    let read = writer.read_vectored_from(&mut src, n).unwrap();
+                    pos += read.read as u64;
+                }
+            }
+            writer.flush_blocking().unwrap();
+            if rng.below(200) == 0 {
+                writer.trim();
+            }
+        }
+        writer.close();
+    });
+    let mut rng = Rng(0xFEED);
+    let mut got = 0u64;
+    let mut held: Vec<(u64, Bytes)> = Vec::new();
+    loop {
+        let mut read = reader.read_blocking().unwrap();
+        let done = read.is_completed();
+        let len = read.len();
+        let mut at = got;
+        for chunk in read.chunks() {
+            for &b in chunk {
+                assert_eq!(b, byte_at(at), "byte {at}");
+                at += 1;
+            }
+        }
+        if len > 0 && rng.below(8) == 0 {
+            let a = rng.below(len as u64) as usize;
+            let b = a + 1 + rng.below((len - a) as u64) as usize;
+            held.push((got + a as u64, read.bytes(a..b).unwrap()));
+        }
+        let consumed =
+            if done || rng.below(2) == 0 { len } else { rng.below(len as u64 + 1) as usize };
+        read.advance_to(consumed, len).unwrap();
+        got += consumed as u64;
+        if held.len() > 8 {
+            for (start, frame) in held.drain(..) {
+                assert_eq!(&frame[..], &stream(start, frame.len())[..], "shared bytes changed");
+            }
+        }
+        if done {
+            break;
+        }
+    }
+    producer.join().unwrap();
+    assert_eq!(got, total);
+    for (start, frame) in held.drain(..) {
+        assert_eq!(&frame[..], &stream(start, frame.len())[..], "shared bytes changed");
+    }
+    drop(reader);
+    assert_eq!(leased(&pool), 0);
+}
