@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{Trickle, small_pool};
+use common::{Rng, Trickle, byte_at, small_pool};
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 use std::thread;
@@ -30,25 +30,8 @@ fn leased(pool: &Pool) -> usize {
     pool.stats().leased
 }
 
-/// The byte at stream position `pos`.
-fn byte_at(pos: u64) -> u8 {
-    let run = (pos >> 6).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    (pos as u8) ^ (run >> 56) as u8
-}
-
 fn stream(from: u64, n: usize) -> Vec<u8> {
     (0..n as u64).map(|i| byte_at(from + i)).collect()
-}
-
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) % n
-    }
 }
 
 /// A pool of exactly four 64-byte blocks.

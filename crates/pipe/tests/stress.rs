@@ -7,30 +7,13 @@
 //! running checksum.
 #![cfg(not(falconet_pipe_loom))]
 
+mod common;
+
+use common::{Rng, byte_at};
 use std::thread;
 
 use falconet_pipe::{Options, pipe};
 use falconet_pool::Pool;
-
-/// The byte at stream position `pos`: its low byte mixed with a hash of its
-/// 256-byte run, so whole blocks that move or repeat are caught too.
-#[inline]
-fn byte_at(pos: u64) -> u8 {
-    let run = (pos >> 8).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    (pos as u8) ^ (run >> 56) as u8
-}
-
-/// xorshift64*: a small deterministic generator for sizes.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) % n
-    }
-}
 
 fn total_bytes() -> u64 {
     std::env::var("FALCONET_PIPE_STRESS_BYTES")

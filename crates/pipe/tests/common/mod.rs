@@ -41,3 +41,27 @@ impl Read for Trickle<'_> {
         Ok(n)
     }
 }
+
+/// The byte at stream position `pos`: its low byte mixed with a hash of its
+/// 64-byte run, so whole blocks that move or repeat are caught too.
+#[allow(dead_code, reason = "not every test file uses it")]
+#[inline]
+pub fn byte_at(pos: u64) -> u8 {
+    let run = (pos >> 6).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    (pos as u8) ^ (run >> 56) as u8
+}
+
+/// xorshift64*: a small deterministic generator for sizes.
+#[allow(dead_code, reason = "not every test file uses it")]
+pub struct Rng(pub u64);
+
+#[allow(dead_code, reason = "not every test file uses it")]
+impl Rng {
+    /// A number below `n`.
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) % n
+    }
+}
