@@ -471,7 +471,8 @@ impl Reader {
                 // nothing for a writer that has closed since the read began
                 // (its close gave back what was kept before).
                 let shared = &self.shared;
-                !completed
+                shared.config.keep_blocks
+                    && !completed
                     && has(shared.examined.load(Ordering::Relaxed), WRITER_WAITING)
                     && !has(shared.written.load(Ordering::Relaxed), WRITER_CLOSED)
             })

@@ -837,3 +837,21 @@ fn closing_the_writer_gives_back_the_kept_blocks() {
     assert_eq!(pool.stats().leased, 1, "only the tail's block is left");
     assert!(reader.try_read().unwrap().unwrap().is_completed());
 }
+
+/// `Options::keep_blocks(false)`: emptied blocks go back to the pool at
+/// once even while the writer waits.
+#[test]
+fn without_kept_blocks_a_paused_writers_emptied_blocks_go_back() {
+    let pool = small_pool();
+    let options = Options::new().pause_at(256).resume_at(128).keep_blocks(false);
+    let (mut writer, reader) = new_pipe(&pool, options);
+    writer.put_slice(&[1; 256]).unwrap();
+    let mut flush = writer.flush();
+    assert!(poll_once(std::pin::Pin::new(&mut flush)).is_pending(), "paused at 256");
+    drop(flush);
+    let read = reader.try_read().unwrap().unwrap();
+    read.consume(256).unwrap();
+    // Every emptied block is back, the full tail's too.
+    assert_eq!(pool.stats().leased, 0);
+    assert_eq!(writer.trim(), 0);
+}

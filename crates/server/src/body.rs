@@ -12,9 +12,8 @@
 //!           the waker that resumes it)
 //!   app:    reads (any thread): each read is a read of the pipe, de-framed
 //!           (Content-Length or chunked) and bounded by max_body; consumed
-//!           blocks go back to the pool from this thread (or, while the
-//!           worker waits for the application, stay in the pipe for the
-//!           worker's next socket reads, until the socket drains)
+//!           blocks go back to the pool from this thread (the pipe does
+//!           not keep them for the worker: `Options::keep_blocks(false)`)
 //!   app:    the body ends (or the RequestBody drops): it is handed back
 //!           through the link with its framing; the worker resumes parsing,
 //!           draining an unread rest first (or closing, if it was malformed)

@@ -300,7 +300,9 @@ impl<'a> Response<'a> {
         } else {
             (OUTPUT_PAUSE_AT, OUTPUT_RESUME_AT)
         };
-        let options = falconet_pipe::Options::new().pause_at(pause).resume_at(resume);
+        // As for the input pipe: pool use stays the unsent bytes.
+        let options =
+            falconet_pipe::Options::new().pause_at(pause).resume_at(resume).keep_blocks(false);
         let (writer, reader) =
             falconet_pipe::pipe(&self.app.pool, options).map_err(|_| ResponseError::NoMemory)?;
         self.app.deferred = Some(reader);

@@ -208,8 +208,12 @@ impl<H: Handler> Session<H> {
     /// [`falconet_pipe::OptionsError`] when the pool's blocks are too small
     /// for a pipe.
     pub fn new(pool: &Pool) -> Result<Self, falconet_pipe::OptionsError> {
-        let options =
-            falconet_pipe::Options::new().pause_at(INPUT_PAUSE_AT).resume_at(INPUT_RESUME_AT);
+        let options = falconet_pipe::Options::new()
+            .pause_at(INPUT_PAUSE_AT)
+            .resume_at(INPUT_RESUME_AT)
+            // A connection's pool use stays its unread bytes (the bound
+            // `tests/app.rs` checks), not its peak.
+            .keep_blocks(false);
         let (writer, reader) = falconet_pipe::pipe(pool, options)?;
         let read_space = (pool.block_size() / 4).max(1);
         Ok(Self {
@@ -256,12 +260,6 @@ impl<H: Handler> Session<H> {
         if self.bulk {
             let read = writer.read_vectored_from(source, SPILL)?;
             self.bulk = read.read > SPILL / 2;
-            if !read.filled() {
-                // The socket is drained: the blocks the pipe kept for this
-                // writer while the application was behind go back to the
-                // pool, so a quiet connection holds only its unread bytes.
-                writer.trim();
-            }
             return Ok((read.read, read.filled()));
         }
         if spill.len() != SPILL {
