@@ -265,9 +265,10 @@ impl Writer {
         // would look like the end of the stream.
         let wanted = max.div_ceil(block_size).max(usize::from(tail_space == 0));
         // Blocks the spare nodes kept come first, in the order `link` will
-        // reuse those nodes; then the pool's.
-        self.has_spare();
-        let mut spare = self.first;
+        // reuse those nodes; then the pool's. A pipe that keeps none skips
+        // the walk (`spare` starts at the end).
+        let keeps = self.shared.config.keep_blocks;
+        let mut spare = if keeps && self.has_spare() { self.first } else { self.head_seen };
         for slot in fresh.iter_mut().take(wanted) {
             let kept = if spare == self.head_seen {
                 None
@@ -440,8 +441,12 @@ impl Writer {
         if min > block_size {
             return Err(WriteError::TooLarge { requested: min, block_size });
         }
-        // SAFETY: `has_spare` says `first` is passed, so the writer's.
-        let kept = if self.has_spare() { unsafe { Node::take_kept(self.first) } } else { None };
+        let kept = if self.shared.config.keep_blocks && self.has_spare() {
+            // SAFETY: `has_spare` says `first` is passed, so the writer's.
+            unsafe { Node::take_kept(self.first) }
+        } else {
+            None
+        };
         let block = match kept {
             Some(block) => block,
             // A dry pool: a block kept further along will do.
@@ -459,21 +464,38 @@ impl Writer {
     /// node need not hold one (the list's first node never did, and a node
     /// passed while the writer did not wait gave its block back).
     #[cold]
-    fn kept_from(&mut self, mut node: *mut Node) -> Option<Block> {
+    fn kept_from(&mut self, node: *mut Node) -> Option<Block> {
+        let mut found = None;
+        self.take_kept_from(node, |block| {
+            found = Some(block);
+            false
+        });
+        found
+    }
+
+    /// Takes the blocks kept in spare nodes from `node` (`first` or a spare
+    /// node after it) up to the reader's head, looked at afresh, handing
+    /// each to `take` until it returns `false`. Nothing when the pipe keeps
+    /// no blocks.
+    fn take_kept_from(&mut self, mut node: *mut Node, mut take: impl FnMut(Block) -> bool) {
+        if !self.shared.config.keep_blocks {
+            return;
+        }
         // Acquire pairs with the reader's Release store of its head, as in
         // `has_spare`.
         self.head_seen = self.shared.head.load(Ordering::Acquire);
         while node != self.head_seen {
-            // SAFETY: `node` is `first` or a spare node after it, before the
-            // reader's head: passed, so ours, its link written before.
+            // SAFETY: `node` is before the reader's head: passed, so ours,
+            // its link written before the reader passed it.
             unsafe {
-                if let Some(block) = Node::take_kept(node) {
-                    return Some(block);
+                if let Some(block) = Node::take_kept(node)
+                    && !take(block)
+                {
+                    return;
                 }
                 node = (*node).next.load(Ordering::Relaxed);
             }
         }
-        None
     }
 
     /// Gives back to the pool the blocks the pipe keeps for this writer:
@@ -486,19 +508,12 @@ impl Writer {
     /// hold no more than the unread bytes' blocks. Returns how many blocks
     /// went back.
     pub fn trim(&mut self) -> usize {
-        // Acquire pairs with the reader's Release store of its head, as in
-        // `has_spare`.
-        self.head_seen = self.shared.head.load(Ordering::Acquire);
-        let mut node = self.first;
         let mut trimmed = 0;
-        while node != self.head_seen {
-            // SAFETY: nodes from `first` up to the head seen are passed,
-            // so ours, and their links were written before.
-            unsafe {
-                trimmed += usize::from(Node::take_kept(node).is_some());
-                node = (*node).next.load(Ordering::Relaxed);
-            }
-        }
+        self.take_kept_from(self.first, |block| {
+            drop(block);
+            trimmed += 1;
+            true
+        });
         trimmed
     }
 

@@ -45,6 +45,25 @@ fn four_block_pool() -> Pool {
         .unwrap()
 }
 
+/// A pipe of `pool` that pauses at `pause` (resumes at half) holding the
+/// first `n` stream bytes, with the writer's sleep bit set by a flush that
+/// would wait.
+fn paused(pool: &Pool, pause: u64, n: usize) -> (Writer, Reader) {
+    let (mut writer, reader) =
+        pipe(pool, Options::new().pause_at(pause).resume_at(pause / 2)).unwrap();
+    writer.put_slice(&stream(0, n)).unwrap();
+    assert!(flush_would_wait(&mut writer));
+    (writer, reader)
+}
+
+/// [`paused`], then every byte consumed while the writer waits: the
+/// emptied blocks are kept.
+fn paused_then_emptied(pool: &Pool, pause: u64, n: usize) -> (Writer, Reader) {
+    let (writer, reader) = paused(pool, pause, n);
+    reader.try_read().unwrap().unwrap().consume(n).unwrap();
+    (writer, reader)
+}
+
 // ---------------------------------------------------------------------------
 // 1. Ownership: shared blocks, full tails, drops.
 // ---------------------------------------------------------------------------
@@ -55,10 +74,8 @@ fn four_block_pool() -> Pool {
 #[test]
 fn shared_blocks_are_never_kept_for_the_writer() {
     let pool = small_pool();
-    let (mut writer, reader) = pipe(&pool, Options::new().pause_at(256).resume_at(128)).unwrap();
+    let (mut writer, reader) = paused(&pool, 256, 256);
     let data = stream(0, 256);
-    writer.put_slice(&data).unwrap();
-    assert!(flush_would_wait(&mut writer));
     let mut read = reader.try_read().unwrap().unwrap();
     // One zero-copy `Bytes` per block, plus one in the (full) tail.
     let frames: Vec<Bytes> = (0..4).map(|i| read.bytes(i * 64 + 1..i * 64 + 63).unwrap()).collect();
@@ -110,11 +127,7 @@ fn a_tail_shared_then_filled_and_kept_is_not_reused() {
 #[test]
 fn a_kept_full_tail_is_not_shared_later() {
     let pool = small_pool();
-    let (mut writer, reader) = pipe(&pool, Options::new().pause_at(128).resume_at(64)).unwrap();
-    writer.put_slice(&stream(0, 128)).unwrap();
-    assert!(flush_would_wait(&mut writer));
-    let read = reader.try_read().unwrap().unwrap();
-    read.consume(128).unwrap();
+    let (mut writer, reader) = paused_then_emptied(&pool, 128, 128);
     // sentinel (no block), one passed node kept, full tail kept.
     assert_eq!(leased(&pool), 2);
     writer.put_slice(&stream(128, 100)).unwrap();
@@ -139,9 +152,7 @@ fn a_kept_full_tail_is_not_shared_later() {
 #[test]
 fn writer_dropped_unclosed_gives_back_kept_blocks() {
     let pool = small_pool();
-    let (mut writer, reader) = pipe(&pool, Options::new().pause_at(256).resume_at(128)).unwrap();
-    writer.put_slice(&stream(0, 300)).unwrap();
-    assert!(flush_would_wait(&mut writer));
+    let (writer, reader) = paused(&pool, 256, 300);
     let read = reader.try_read().unwrap().unwrap();
     read.advance_to(256, 300).unwrap(); // four full blocks emptied
     assert_eq!(leased(&pool), 5, "four kept + the partly read tail");
@@ -161,9 +172,7 @@ fn writer_dropped_unclosed_gives_back_kept_blocks() {
 #[test]
 fn reader_dropped_while_blocks_are_kept() {
     let pool = small_pool();
-    let (mut writer, reader) = pipe(&pool, Options::new().pause_at(256).resume_at(128)).unwrap();
-    writer.put_slice(&stream(0, 320)).unwrap();
-    assert!(flush_would_wait(&mut writer));
+    let (mut writer, reader) = paused(&pool, 256, 320);
     let read = reader.try_read().unwrap().unwrap();
     read.consume(200).unwrap();
     drop(reader);
@@ -193,13 +202,12 @@ fn kept_blocks_stay_bounded_over_many_pause_cycles() {
         // Up to the pause, then one byte per cycle after a resume.
         let n = if cycle % 2 == 0 { 700 } else { 1 + cycle % 7 };
         writer.put_slice(&stream(pos, n)).unwrap();
-        let waits = flush_would_wait(&mut writer);
+        flush_would_wait(&mut writer);
         let read = reader.try_read().unwrap().unwrap();
         assert_eq!(read.to_vec(), stream(pos, read.len()));
         let len = read.len();
         read.consume(len).unwrap();
         pos += n as u64;
-        let _ = waits;
         peak = peak.max(leased(&pool));
     }
     // 700 bytes over 64-byte blocks: at most 12 blocks live, plus slack.
@@ -271,9 +279,7 @@ fn read_vectored_from_over_kept_blocks_many_cycles() {
 #[test]
 fn blocks_kept_after_close_stay_until_the_reader_drops() {
     let pool = small_pool();
-    let (mut writer, reader) = pipe(&pool, Options::new().pause_at(128).resume_at(64)).unwrap();
-    writer.put_slice(&stream(0, 256)).unwrap();
-    assert!(flush_would_wait(&mut writer));
+    let (writer, reader) = paused(&pool, 128, 256);
     let read = reader.try_read().unwrap().unwrap();
     writer.close();
     read.consume(256).unwrap();
@@ -290,11 +296,7 @@ fn blocks_kept_after_close_stay_until_the_reader_drops() {
 #[test]
 fn a_kept_full_tail_survives_close() {
     let pool = small_pool();
-    let (mut writer, reader) = pipe(&pool, Options::new().pause_at(128).resume_at(64)).unwrap();
-    writer.put_slice(&stream(0, 256)).unwrap();
-    assert!(flush_would_wait(&mut writer));
-    let read = reader.try_read().unwrap().unwrap();
-    read.consume(256).unwrap();
+    let (mut writer, reader) = paused_then_emptied(&pool, 128, 256);
     assert_eq!(writer.trim(), 3);
     writer.close();
     assert!(reader.try_read().unwrap().unwrap().is_completed());
@@ -310,11 +312,7 @@ fn a_kept_full_tail_survives_close() {
 #[test]
 fn a_tight_pool_put_slice_after_a_pause() {
     let pool = four_block_pool();
-    let (mut writer, reader) = pipe(&pool, Options::new().pause_at(128).resume_at(64)).unwrap();
-    writer.put_slice(&stream(0, 256)).unwrap();
-    assert!(flush_would_wait(&mut writer));
-    let read = reader.try_read().unwrap().unwrap();
-    read.consume(256).unwrap();
+    let (mut writer, _reader) = paused_then_emptied(&pool, 128, 256);
     let result = writer.put_slice(&stream(256, 64));
     assert!(result.is_ok(), "{result:?} with {} blocks kept in the pipe", leased(&pool));
 }
@@ -323,11 +321,7 @@ fn a_tight_pool_put_slice_after_a_pause() {
 #[test]
 fn a_tight_pool_read_vectored_from_after_a_pause() {
     let pool = four_block_pool();
-    let (mut writer, reader) = pipe(&pool, Options::new().pause_at(128).resume_at(64)).unwrap();
-    writer.put_slice(&stream(0, 256)).unwrap();
-    assert!(flush_would_wait(&mut writer));
-    let read = reader.try_read().unwrap().unwrap();
-    read.consume(256).unwrap();
+    let (mut writer, _reader) = paused_then_emptied(&pool, 128, 256);
     let data = stream(256, 64);
     let result = writer.read_vectored_from(&mut &data[..], 64);
     assert!(result.is_ok(), "{result:?} with {} blocks kept in the pipe", leased(&pool));
@@ -584,6 +578,32 @@ fn threads_with_small_thresholds_move_every_byte_and_return_every_block() {
     for (start, frame) in held.drain(..) {
         assert_eq!(&frame[..], &stream(start, frame.len())[..], "shared bytes changed");
     }
+    drop(reader);
+    assert_eq!(leased(&pool), 0);
+}
+
+/// `trim` while a read holds bytes (and has handed one block out as
+/// `Bytes`): only blocks in passed nodes go back; the held bytes, the
+/// shared block and the partly read ones stay as they are.
+#[test]
+fn trim_while_a_read_holds_bytes_touches_only_passed_nodes() {
+    let pool = small_pool();
+    let (mut writer, reader) = paused(&pool, 256, 320);
+    let read = reader.try_read().unwrap().unwrap();
+    read.advance_to(192, 320).unwrap(); // three blocks emptied and kept
+    writer.put_slice(&stream(320, 100)).unwrap();
+    let mut held = reader.try_read().unwrap().unwrap();
+    let frame = held.bytes(0..64).unwrap();
+    // Three kept; the write leased one (the list's first node had none)
+    // and reused one: two go back, nothing the read holds.
+    let leased_before = leased(&pool);
+    assert_eq!(writer.trim(), 2);
+    assert_eq!(leased(&pool), leased_before - 2);
+    assert_eq!(held.to_vec(), stream(192, 228));
+    assert_eq!(&frame[..], &stream(192, 64)[..]);
+    held.consume(228).unwrap();
+    drop(frame);
+    writer.close();
     drop(reader);
     assert_eq!(leased(&pool), 0);
 }
