@@ -78,6 +78,9 @@ pub(crate) struct Timeouts {
     pub(crate) io: u64,
     pub(crate) keep_alive: u64,
     pub(crate) linger: u64,
+    /// [`Options::min_response_rate`](crate::Options::min_response_rate)
+    /// as (bytes a second, period in ms).
+    pub(crate) min_rate: Option<(u64, u64)>,
 }
 
 impl Timeouts {
@@ -88,8 +91,23 @@ impl Timeouts {
             io: ms(options.io_timeout),
             keep_alive: ms(options.keep_alive_timeout),
             linger: ms(options.linger_timeout),
+            min_rate: options
+                .min_response_rate
+                .map(|rate| (u64::from(rate.bytes_per_second()), ms(rate.grace()))),
         }
     }
+}
+
+/// Where a client stands against [`Options::min_response_rate`](crate::Options::min_response_rate)
+/// while responses wait on it (see [`Conn::check_rate`]).
+#[derive(Clone, Copy, Debug)]
+struct Owed {
+    /// The last tick that judged it (ms since server start).
+    last: u64,
+    /// [`Session::taken`] then.
+    taken: u64,
+    /// Bytes taken beyond the rate (below zero: behind it).
+    balance: i64,
 }
 
 /// Where a connection's closing stands.
@@ -126,6 +144,9 @@ pub(crate) struct Conn<H: Handler> {
     last_progress: u64,
     /// When the current request head's first byte arrived.
     head_started: Option<u64>,
+    /// Its standing against [`Options::min_response_rate`](crate::Options::min_response_rate),
+    /// while responses wait on the client.
+    owed: Option<Owed>,
     /// On its worker's list of connections to drive again
     /// ([`Verdict::Yield`]); the worker clears it when it takes the turn.
     /// A turn that ends with more to read while it is set is not queued a
@@ -145,6 +166,7 @@ impl<H: Handler> Conn<H> {
             client_end: ClientEnd::Open,
             last_progress: now,
             head_started: None,
+            owed: None,
             queued: false,
         }
     }
@@ -340,12 +362,67 @@ impl<H: Handler> Conn<H> {
         }
     }
 
+    /// [`Options::min_response_rate`](crate::Options::min_response_rate),
+    /// judged at each tick while responses wait on the client: the
+    /// client's balance gains what the socket took since the last tick and
+    /// loses the rate's worth for each response waiting, for the time
+    /// since; it closes once the balance is a whole period's worth behind.
+    /// It may bank a period's worth at most, so a fast start buys no long
+    /// dribble after it; that much ahead also lets the kernel take a slow
+    /// reader's bytes a segment at a time (whenever its send buffer has
+    /// room) without the silence between segments counting against it. A
+    /// tick that finds none waiting forgets the balance.
+    fn check_rate(&mut self, now: u64, timeouts: &Timeouts) -> Option<Verdict> {
+        let (rate, grace) = timeouts.min_rate?;
+        let waiting = self.session.waiting_on_client() as u64;
+        if waiting == 0 {
+            self.owed = None;
+            return None;
+        }
+        let Some(mut owed) = self.owed else {
+            self.owed = Some(Owed { last: now, taken: self.session.taken(), balance: 0 });
+            return None;
+        };
+        let per_second = rate.saturating_mul(waiting);
+        let due = per_second.saturating_mul(now.saturating_sub(owed.last)) / 1000;
+        let period = per_second.saturating_mul(grace) / 1000;
+        let mut wrote = false;
+        if self.session.taken().saturating_sub(owed.taken) < due {
+            // Edge-triggered readiness comes back only once a third of the
+            // socket's send buffer has drained: a client reading at the
+            // rate may have made room that no event announced. Offer it
+            // bytes (as the I/O timeout does) before judging.
+            wrote = self.try_write(now);
+        }
+        let taken = self.session.taken();
+        let gained = i64::try_from(taken.saturating_sub(owed.taken)).unwrap_or(i64::MAX);
+        let period = i64::try_from(period).unwrap_or(i64::MAX);
+        let due = i64::try_from(due).unwrap_or(i64::MAX);
+        owed.balance = owed.balance.saturating_add(gained).min(period).saturating_sub(due);
+        owed.last = now;
+        owed.taken = taken;
+        self.owed = Some(owed);
+        if owed.balance >= -period {
+            // Output the timer drained: drive the connection, so what
+            // waits for room goes on (no event will come).
+            return (wrote && self.session.output().is_empty()).then_some(Verdict::Drive);
+        }
+        if self.session.too_slow() {
+            // Best effort: one write, the socket closes either way.
+            self.try_write(now);
+        }
+        Some(Verdict::Close)
+    }
+
     /// The timer's judgement at `now`. A request that timed out gets `408`
     /// and the connection goes on to close as after any final response.
     pub(crate) fn check(&mut self, now: u64, timeouts: &Timeouts, cx: &mut Context) -> Verdict {
         let waited = now.saturating_sub(self.last_progress);
         if self.phase == Phase::Lingering {
             return if waited >= timeouts.linger { Verdict::Close } else { Verdict::Open };
+        }
+        if let Some(verdict) = self.check_rate(now, timeouts) {
+            return verdict;
         }
         if !self.session.output().is_empty() {
             if waited < timeouts.io {

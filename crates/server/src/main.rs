@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use clap::{Parser, ValueEnum};
 use falconet_server::h2::connection::Config as H2Config;
-use falconet_server::{Accept, Handle, Options, Server, ServerError, hello::Demo};
+use falconet_server::{Accept, Handle, MinDataRate, Options, Server, ServerError, hello::Demo};
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
@@ -58,6 +58,15 @@ struct Args {
     /// and /echo included) before closing what is left; units as above.
     #[arg(long, default_value_t = Timeout::seconds(falconet_server::DEFAULT_SHUTDOWN_TIMEOUT), value_parser = parse_duration)]
     shutdown_timeout: Timeout,
+    /// The least rate, bytes a second, at which a client must take the
+    /// responses waiting on it (a full socket, or HTTP/2 credit withheld),
+    /// per waiting response; 0 turns it off.
+    #[arg(long, default_value_t = falconet_server::DEFAULT_MIN_RESPONSE_RATE.bytes_per_second())]
+    min_response_rate: u32,
+    /// How far behind --min-response-rate a client may fall, as time;
+    /// units as above.
+    #[arg(long, default_value_t = Timeout::seconds(falconet_server::DEFAULT_MIN_RESPONSE_RATE.grace()), value_parser = parse_duration)]
+    min_response_grace: Timeout,
     /// Largest request body in bytes (POST /echo streams it back).
     #[arg(long, default_value_t = ECHO_MAX_BODY)]
     max_body: u64,
@@ -230,15 +239,17 @@ fn main() -> ExitCode {
             check_timeout("--header-timeout", args.header_timeout)?,
             check_timeout("--io-timeout", args.io_timeout)?,
             check_timeout("--shutdown-timeout", args.shutdown_timeout)?,
+            check_timeout("--min-response-grace", args.min_response_grace)?,
         ])
     })();
-    let [keep_alive_timeout, header_timeout, io_timeout, shutdown_timeout] = match timeouts {
-        Ok(timeouts) => timeouts,
-        Err(error) => {
-            eprintln!("falconet: {error}");
-            return ExitCode::from(USAGE_ERROR);
-        }
-    };
+    let [keep_alive_timeout, header_timeout, io_timeout, shutdown_timeout, min_response_grace] =
+        match timeouts {
+            Ok(timeouts) => timeouts,
+            Err(error) => {
+                eprintln!("falconet: {error}");
+                return ExitCode::from(USAGE_ERROR);
+            }
+        };
     let mut options = Options::new()
         .accept(match args.accept {
             AcceptMode::ReusePort => Accept::ReusePort,
@@ -249,6 +260,10 @@ fn main() -> ExitCode {
         .header_timeout(header_timeout)
         .io_timeout(io_timeout)
         .shutdown_timeout(shutdown_timeout)
+        .min_response_rate(
+            (args.min_response_rate > 0)
+                .then(|| MinDataRate::new(args.min_response_rate, min_response_grace)),
+        )
         .max_body(args.max_body)
         .http2(H2Config {
             max_concurrent_streams: args.h2_max_concurrent_streams,

@@ -36,6 +36,46 @@ pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(10);
 pub const DEFAULT_MAX_PENDING_OUTPUT: usize = 64 * 1024;
 /// The default bound on the block pool shared by all connections, bytes.
 pub const DEFAULT_MAX_POOL_BYTES: usize = 1 << 30;
+/// The default least rate at which a client must take the responses that
+/// wait on it: Kestrel's `MinResponseDataRate`, 240 bytes a second with a
+/// 5-second grace.
+pub const DEFAULT_MIN_RESPONSE_RATE: MinDataRate = MinDataRate::new(240, Duration::from_secs(5));
+
+/// A least data rate: `bytes_per_second`, with a client allowed to fall
+/// behind it by `grace` (so it may pause for less than that). See
+/// [`Options::min_response_rate`].
+///
+/// ```
+/// use std::time::Duration;
+/// use falconet_server::MinDataRate;
+///
+/// let rate = MinDataRate::new(1024, Duration::from_secs(10));
+/// assert_eq!((rate.bytes_per_second(), rate.grace()), (1024, Duration::from_secs(10)));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MinDataRate {
+    bytes_per_second: u32,
+    grace: Duration,
+}
+
+impl MinDataRate {
+    /// At least `bytes_per_second` (1 or more), up to `grace`
+    /// ([`MIN_TIMEOUT`] to [`MAX_TIMEOUT`]) behind; [`Options::validate`]
+    /// checks both.
+    pub const fn new(bytes_per_second: u32, grace: Duration) -> Self {
+        Self { bytes_per_second, grace }
+    }
+
+    /// Bytes a second at least.
+    pub const fn bytes_per_second(&self) -> u32 {
+        self.bytes_per_second
+    }
+
+    /// How far behind the rate a client may fall, as time.
+    pub const fn grace(&self) -> Duration {
+        self.grace
+    }
+}
 
 /// How connections reach the workers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -82,6 +122,7 @@ pub struct Options {
     pub(crate) shutdown_timeout: Duration,
     pub(crate) max_pending_output: usize,
     pub(crate) max_pool_bytes: usize,
+    pub(crate) min_response_rate: Option<MinDataRate>,
     pub(crate) http2: Http2Config,
 }
 
@@ -110,6 +151,7 @@ impl Options {
             shutdown_timeout: DEFAULT_SHUTDOWN_TIMEOUT,
             max_pending_output: DEFAULT_MAX_PENDING_OUTPUT,
             max_pool_bytes: DEFAULT_MAX_POOL_BYTES,
+            min_response_rate: Some(DEFAULT_MIN_RESPONSE_RATE),
             http2: Http2Config::default(),
         }
     }
@@ -179,6 +221,47 @@ impl Options {
         self
     }
 
+    /// The least rate at which a client must take the responses that wait
+    /// on it ([`DEFAULT_MIN_RESPONSE_RATE`]; `None` turns it off).
+    ///
+    /// A response waits on the client while its bytes are ready but the
+    /// client does not take them: the socket's send buffer is full, or
+    /// HTTP/2 flow control holds them back (the client grants no credit).
+    /// While any does, the client owes `bytes_per_second` for each
+    /// response waiting on it (HTTP/1: one; HTTP/2: each stream held back
+    /// by its window, at least one), and pays with the bytes the socket
+    /// takes (for HTTP/2, frame headers and all). It may fall behind by a
+    /// `grace` period's worth; further behind, the connection is closed
+    /// (HTTP/2 with GOAWAY(ENHANCE_YOUR_CALM) first). It may bank at most
+    /// a period's worth ahead, so a fast start buys no long dribble after
+    /// it. Judged on the workers' timer, so up to a tick late. The kernel
+    /// takes a slow reader's bytes a segment at a time; over loopback a
+    /// segment is 64 KiB, so there a reader slower than about 64 KiB per
+    /// two periods looks slower than it is (over a network, with segments
+    /// of a few KiB at such rates, it does not).
+    ///
+    /// So the slow-read attacks, a client that reads nothing or one that
+    /// grants a byte of credit at a time to many streams (the data
+    /// dribble, CVE-2019-9511), cannot hold a connection and its staged
+    /// responses much past a period. A client that pauses for less than a
+    /// period, or reads at the rate, is never cut off; with the rate off,
+    /// [`io_timeout`](Self::io_timeout) still closes a client that takes
+    /// nothing.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use falconet_server::{MinDataRate, Options};
+    ///
+    /// let options = Options::new()
+    ///     .min_response_rate(Some(MinDataRate::new(1024, Duration::from_secs(10))));
+    /// assert!(options.validate().is_ok());
+    /// assert!(Options::new().min_response_rate(None).validate().is_ok());
+    /// ```
+    pub fn min_response_rate(mut self, rate: Option<MinDataRate>) -> Self {
+        self.min_response_rate = rate;
+        self
+    }
+
     /// Time an idle connection (no request under way) stays open.
     pub fn keep_alive_timeout(mut self, timeout: Duration) -> Self {
         self.keep_alive_timeout = timeout;
@@ -238,8 +321,10 @@ impl Options {
 
     /// The shortest timeout: the workers' timer ticks at a quarter of it.
     pub(crate) fn shortest_timeout(&self) -> Duration {
+        let grace = self.min_response_rate.map(|rate| rate.grace);
         [self.header_timeout, self.io_timeout, self.keep_alive_timeout, self.linger_timeout]
             .into_iter()
+            .chain(grace)
             .min()
             .unwrap_or(DEFAULT_LINGER_TIMEOUT)
     }
@@ -275,9 +360,14 @@ impl Options {
             self.linger_timeout,
             self.shutdown_timeout,
         ];
-        if let Some(&timeout) = timeouts.iter().find(|t| !(MIN_TIMEOUT..=MAX_TIMEOUT).contains(*t))
+        let grace = self.min_response_rate.map(|rate| rate.grace);
+        if let Some(timeout) =
+            timeouts.into_iter().chain(grace).find(|t| !(MIN_TIMEOUT..=MAX_TIMEOUT).contains(t))
         {
             return Err(OptionsError::Timeout(timeout));
+        }
+        if let Some(rate) = self.min_response_rate.filter(|rate| rate.bytes_per_second == 0) {
+            return Err(OptionsError::MinResponseRate(rate));
         }
         if self.max_pending_output == 0 {
             return Err(OptionsError::PendingOutput(self.max_pending_output));
@@ -353,8 +443,11 @@ pub enum OptionsError {
     Head(usize),
     /// `max_headers` outside `1..=`[`MAX_HEADERS_LIMIT`](crate::MAX_HEADERS_LIMIT).
     Headers(usize),
-    /// A timeout outside [`MIN_TIMEOUT`]`..=`[`MAX_TIMEOUT`].
+    /// A timeout outside [`MIN_TIMEOUT`]`..=`[`MAX_TIMEOUT`] (a
+    /// [`MinDataRate`]'s grace included).
     Timeout(Duration),
+    /// A [`MinDataRate`] of 0 bytes a second (`None` turns the rate off).
+    MinResponseRate(MinDataRate),
     /// `max_pending_output` is 0.
     PendingOutput(usize),
     /// `max_pool_bytes` outside [`MIN_POOL_BYTES`]`..=`[`MAX_POOL_BYTES`].
@@ -388,6 +481,9 @@ impl fmt::Display for OptionsError {
             }
             Self::Timeout(t) => {
                 write!(f, "timeouts must be {MIN_TIMEOUT:?} to {MAX_TIMEOUT:?}, not {t:?}")
+            }
+            Self::MinResponseRate(_) => {
+                write!(f, "min_response_rate must be at least 1 byte a second (None turns it off)")
             }
             Self::PendingOutput(n) => {
                 write!(f, "max_pending_output must be at least 1, not {n}")

@@ -143,6 +143,9 @@ pub struct Session<H: Handler> {
     out: Vec<u8>,
     /// Bytes of `out` already sent.
     sent: usize,
+    /// Bytes the socket took, in all (what
+    /// [`min_response_rate`](crate::Options::min_response_rate) counts).
+    taken: u64,
     /// A polled response's body frame, sent after `out` as it is (not
     /// copied into it), then its framing's end.
     staged: Option<Staged>,
@@ -224,6 +227,7 @@ impl<H: Handler> Session<H> {
             pending: None,
             out: Vec::new(),
             sent: 0,
+            taken: 0,
             staged: None,
             bulk: false,
             read_space,
@@ -576,6 +580,7 @@ impl<H: Handler> Session<H> {
 
     /// Marks the first `n` bytes of the output as sent (across its pieces).
     pub fn consume_output(&mut self, mut n: usize) {
+        self.taken += n as u64;
         if let Some(h2) = &mut self.h2 {
             return h2.consume_output(n);
         }
@@ -652,6 +657,35 @@ impl<H: Handler> Session<H> {
     /// shutdown's PING. Returns whether it queued one.
     pub(crate) fn finish_drain(&mut self) -> bool {
         self.h2.as_mut().is_some_and(|h2| h2.finish_shutdown())
+    }
+
+    /// How many responses wait on the client to take their bytes (the
+    /// socket's send buffer is full, or HTTP/2 flow control holds them
+    /// back): what [`Options::min_response_rate`](crate::Options::min_response_rate)
+    /// multiplies its rate by. HTTP/1 has at most one.
+    pub(crate) fn waiting_on_client(&self) -> usize {
+        if let Some(h2) = self.h2() {
+            return h2.waiting_on_client();
+        }
+        usize::from(self.output_len() > 0)
+    }
+
+    /// Bytes the client has taken so far: what the socket took.
+    pub(crate) fn taken(&self) -> u64 {
+        self.taken
+    }
+
+    /// The client takes its responses too slowly: HTTP/2 queues
+    /// GOAWAY(ENHANCE_YOUR_CALM). Returns whether there is something to
+    /// send.
+    pub(crate) fn too_slow(&mut self) -> bool {
+        match &mut self.h2 {
+            Some(h2) => {
+                h2.too_slow();
+                !h2.output().is_empty()
+            }
+            None => false,
+        }
     }
 
     /// An idle connection is about to close (keep-alive timeout, or the

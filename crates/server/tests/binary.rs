@@ -4,7 +4,7 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -114,6 +114,9 @@ fn durations_take_units_and_errors_speak_the_unit_typed() {
     refuses(&["--shutdown-timeout", "0"], "it must be 20ms to 86400s");
     refuses(&["--io-timeout", "0"], "--io-timeout 0s is out of range");
     refuses(&["--header-timeout", "10ms"], "--header-timeout 10ms is out of range");
+    refuses(&["--min-response-grace", "0"], "--min-response-grace 0s is out of range");
+    refuses(&["--min-response-rate", "-1"], "unexpected argument '-1'");
+    refuses(&["--min-response-rate", "4294967296"], "--min-response-rate");
     refuses(&["--keep-alive-timeout", "10x"], "unknown unit \"x\"");
     refuses(&["--keep-alive-timeout", "ms"], "is not a duration");
     // In range, with units: it starts (and is stopped by the test).
@@ -124,6 +127,8 @@ fn durations_take_units_and_errors_speak_the_unit_typed() {
         "500ms",
         "--shutdown-timeout",
         "1m",
+        "--min-response-grace",
+        "2s",
     ]);
     assert_eq!(Client::connect(addr).get("/plaintext").text(), "Hello, World!");
     child.kill().unwrap();
@@ -153,6 +158,37 @@ fn listening_addr(line: &str) -> std::net::SocketAddr {
         .unwrap_or_else(|| panic!("no address in {line:?}"))
         .parse()
         .unwrap()
+}
+
+/// `--min-response-rate 0` turns the rate off: a client that reads
+/// nothing is still connected after twice the grace it would have had.
+#[test]
+fn min_response_rate_0_turns_the_rate_off() {
+    let request = b"GET /bytes?n=67108864 HTTP/1.1\r\nHost: t\r\n\r\n";
+    let open_after = |args: &[&str]| {
+        let (mut child, addr) = spawn(args);
+        let mut client = Client::connect(addr);
+        client.send(request);
+        std::thread::sleep(Duration::from_millis(1500));
+        // Whether the server still holds it: a closed one has sent its FIN
+        // after what the buffers hold, which a full read would reach.
+        let mut stream = client.stream().try_clone().unwrap();
+        stream.set_read_timeout(Some(Duration::from_millis(500))).unwrap();
+        let mut buf = vec![0; 1 << 20];
+        let open = loop {
+            match stream.read(&mut buf) {
+                Ok(0) => break false,
+                Ok(_) => {}
+                Err(_) => break true,
+            }
+        };
+        child.kill().unwrap();
+        child.wait().unwrap();
+        open
+    };
+    let base = ["--addr", "127.0.0.1:0", "--min-response-grace", "200ms"];
+    assert!(!open_after(&base), "a client that read nothing outlived a 200ms grace");
+    assert!(open_after(&[&base[..], &["--min-response-rate", "0"]].concat()));
 }
 
 #[test]
@@ -186,6 +222,8 @@ fn version_and_help_say_what_a_user_needs() {
         "--h2-max-queued-control",
         "--h2-initial-window-size",
         "--h2-connection-window-size",
+        "--min-response-rate",
+        "--min-response-grace",
     ] {
         assert!(help.contains(needed), "--help lacks {needed:?}:\n{help}");
     }

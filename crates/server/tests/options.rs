@@ -5,9 +5,9 @@
 use std::time::Duration;
 
 use falconet_server::{
-    MAX_CONNECTIONS, MAX_HEAD, MAX_HEADERS_LIMIT, MAX_POOL_BYTES, MAX_TIMEOUT, MAX_WORKERS,
-    MIN_POOL_BYTES, MIN_REQUEST_LINE, MIN_TIMEOUT, Options, OptionsError, Server, ServerError,
-    hello::Hello,
+    DEFAULT_MIN_RESPONSE_RATE, MAX_CONNECTIONS, MAX_HEAD, MAX_HEADERS_LIMIT, MAX_POOL_BYTES,
+    MAX_TIMEOUT, MAX_WORKERS, MIN_POOL_BYTES, MIN_REQUEST_LINE, MIN_TIMEOUT, MinDataRate, Options,
+    OptionsError, Server, ServerError, hello::Hello,
 };
 
 /// Binds with `options`, expecting a refusal; returns its reason.
@@ -105,6 +105,25 @@ fn every_timeout_is_from_the_minimum_to_the_maximum() {
         accepted(set(one(), MIN_TIMEOUT));
         accepted(set(one(), MAX_TIMEOUT));
     }
+}
+
+#[test]
+fn the_min_response_rate_is_at_least_1_byte_a_second_over_a_valid_period() {
+    let rate = |bytes, grace| one().min_response_rate(Some(MinDataRate::new(bytes, grace)));
+    let second = Duration::from_secs(1);
+    let zero = MinDataRate::new(0, second);
+    assert_eq!(refused(rate(0, second)), OptionsError::MinResponseRate(zero));
+    accepted(rate(1, second));
+    accepted(rate(u32::MAX, second));
+    let nano = Duration::from_nanos(1);
+    for bad in [Duration::ZERO, MIN_TIMEOUT - nano, MAX_TIMEOUT + nano, Duration::MAX] {
+        assert_eq!(refused(rate(240, bad)), OptionsError::Timeout(bad));
+    }
+    accepted(rate(240, MIN_TIMEOUT));
+    accepted(rate(u32::MAX, MAX_TIMEOUT));
+    accepted(one().min_response_rate(None));
+    assert_eq!(Options::new(), Options::new().min_response_rate(Some(DEFAULT_MIN_RESPONSE_RATE)));
+    assert!(refused(rate(0, second)).to_string().contains("min_response_rate"));
 }
 
 #[test]

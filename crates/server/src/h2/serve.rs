@@ -741,6 +741,27 @@ impl<S: Send + 'static> Http2<S> {
     pub(crate) fn abort(&mut self) {
         self.conn.abort(ErrorCode::NO_ERROR);
     }
+
+    /// Ends the connection now, for taking its responses too slowly
+    /// ([`Options::min_response_rate`](crate::Options::min_response_rate)).
+    pub(crate) fn too_slow(&mut self) {
+        self.conn.abort(ErrorCode::ENHANCE_YOUR_CALM);
+    }
+
+    /// The responses waiting on the client: the streams whose bytes their
+    /// windows hold back, or one if the socket is behind and none is.
+    pub(crate) fn waiting_on_client(&self) -> usize {
+        let held = self
+            .exchanges
+            .iter()
+            .filter(|&(&id, exchange)| {
+                let pipe_held = matches!(exchange.source, Some(Source::Pipe { held: true, .. }));
+                let credit = self.conn.send_credit(id);
+                exchange.head_sent && (exchange.unsent() > credit || (pipe_held && credit == 0))
+            })
+            .count();
+        held.max(usize::from(self.output_len() > 0))
+    }
 }
 
 /// Writes a refusal (`status`, empty body) as the whole response.
