@@ -104,10 +104,13 @@ impl Timeouts {
 struct Owed {
     /// The last tick that judged it (ms since server start).
     last: u64,
-    /// [`Session::taken`] then.
+    /// The most [`Session::taken`] has been (it may dip).
     taken: u64,
-    /// Bytes taken beyond the rate (below zero: behind it).
+    /// Thousandths of a byte taken beyond the rate (below zero: behind
+    /// it), at most a period's worth.
     balance: i64,
+    /// Responses waiting on the client at the last tick.
+    waiting: u64,
 }
 
 /// Where a connection's closing stands.
@@ -380,14 +383,30 @@ impl<H: Handler> Conn<H> {
             return None;
         }
         let Some(mut owed) = self.owed else {
-            self.owed = Some(Owed { last: now, taken: self.session.taken(), balance: 0 });
+            let taken = self.session.taken();
+            self.owed = Some(Owed { last: now, taken, balance: 0, waiting });
             return None;
         };
-        let per_second = rate.saturating_mul(waiting);
-        let due = per_second.saturating_mul(now.saturating_sub(owed.last)) / 1000;
-        let period = per_second.saturating_mul(grace) / 1000;
+        if waiting != owed.waiting && owed.balance < 0 {
+            // A debt is time behind the rate: with more (or fewer)
+            // responses waiting, the same time is more (or less) bytes.
+            // (A credit is not scaled up: banked on one response, it must
+            // not pay for twenty; the cap below trims it.)
+            let scaled = i128::from(owed.balance) * i128::from(waiting) / i128::from(owed.waiting);
+            owed.balance = i64::try_from(scaled).unwrap_or(i64::MIN);
+        }
+        owed.waiting = waiting;
+        // In thousandths of a byte, so that no tick rounds a low rate (or
+        // a short tick's share of one) away.
+        let per_second = i64::try_from(rate.saturating_mul(waiting)).unwrap_or(i64::MAX);
+        let elapsed = i64::try_from(now.saturating_sub(owed.last)).unwrap_or(i64::MAX);
+        let due = per_second.saturating_mul(elapsed);
+        let period = per_second.saturating_mul(i64::try_from(grace).unwrap_or(i64::MAX));
+        let paid = |taken: u64| {
+            i64::try_from(taken.saturating_sub(owed.taken)).unwrap_or(i64::MAX).saturating_mul(1000)
+        };
         let mut wrote = false;
-        if self.session.taken().saturating_sub(owed.taken) < due {
+        if paid(self.session.taken()) < due {
             // Edge-triggered readiness comes back only once a third of the
             // socket's send buffer has drained: a client reading at the
             // rate may have made room that no event announced. Offer it
@@ -395,12 +414,11 @@ impl<H: Handler> Conn<H> {
             wrote = self.try_write(now);
         }
         let taken = self.session.taken();
-        let gained = i64::try_from(taken.saturating_sub(owed.taken)).unwrap_or(i64::MAX);
-        let period = i64::try_from(period).unwrap_or(i64::MAX);
-        let due = i64::try_from(due).unwrap_or(i64::MAX);
-        owed.balance = owed.balance.saturating_add(gained).min(period).saturating_sub(due);
+        // Capped after what is due: a tick late (a stalled worker, a
+        // paused VM) must not lose what the client paid meanwhile.
+        owed.balance = owed.balance.saturating_add(paid(taken)).saturating_sub(due).min(period);
         owed.last = now;
-        owed.taken = taken;
+        owed.taken = owed.taken.max(taken);
         self.owed = Some(owed);
         if owed.balance >= -period {
             // Output the timer drained: drive the connection, so what

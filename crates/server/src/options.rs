@@ -230,11 +230,19 @@ impl Options {
     /// While any does, the client owes `bytes_per_second` for each
     /// response waiting on it (HTTP/1: one; HTTP/2: each stream held back
     /// by its window, at least one), and pays with the bytes the socket
-    /// takes (for HTTP/2, frame headers and all). It may fall behind by a
-    /// `grace` period's worth; further behind, the connection is closed
-    /// (HTTP/2 with GOAWAY(ENHANCE_YOUR_CALM) first). It may bank at most
-    /// a period's worth ahead, so a fast start buys no long dribble after
-    /// it. Judged on the workers' timer, so up to a tick late. The kernel
+    /// takes (for HTTP/2, frame headers and all, but not the PING and
+    /// SETTINGS acknowledgements or resets its own frames asked for). It
+    /// may fall behind by a `grace` period's worth (as time: the debt
+    /// scales with the number of responses waiting); further behind, the
+    /// connection is closed (HTTP/2 with GOAWAY(ENHANCE_YOUR_CALM) first).
+    /// It may bank at most a period's worth ahead, so a fast start buys no
+    /// long dribble after it. Judged on the workers' timer, so up to a
+    /// tick late (a late tick still counts what was paid meanwhile).
+    ///
+    /// HTTP/2 bounds the bytes held back by windows (16 x
+    /// [`max_pending_output`](Self::max_pending_output)); past that, later
+    /// requests wait for room, so a client that holds that much paused
+    /// can pay only by reading it, and is closed past its grace. The kernel
     /// takes a slow reader's bytes a segment at a time; over loopback a
     /// segment is 64 KiB, so there a reader slower than about 64 KiB per
     /// two periods looks slower than it is (over a network, with segments

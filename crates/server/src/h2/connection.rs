@@ -328,6 +328,9 @@ pub struct Connection {
     /// [`IGNORED_ALLOWANCE_MAX`] banked.
     ignored_allowance: u32,
     queued_control: usize,
+    /// Bytes of the acknowledgements and resets the client made us send,
+    /// in all (see [`answer_bytes`](Self::answer_bytes)).
+    answer_bytes: u64,
     empty_frames: u32,
     error: Option<ConnectionError>,
 }
@@ -403,6 +406,7 @@ impl Connection {
             free_refusals: config.max_concurrent_streams,
             ignored_allowance: IGNORED_PER_STREAM,
             queued_control: 0,
+            answer_bytes: 0,
             empty_frames: 0,
             error: None,
         })
@@ -538,12 +542,14 @@ impl Connection {
                         return self.frame_error(error, streams);
                     }
                 }
+                let start = self.out.len();
                 frame::encode_settings_ack(&mut self.out);
-                self.control_queued();
+                self.control_queued(start);
             }
             Frame::Ping { ack: false, payload } => {
+                let start = self.out.len();
                 frame::encode_ping(&mut self.out, payload, true);
-                self.control_queued();
+                self.control_queued(start);
             }
             Frame::Ping { ack: true, payload } => {
                 if self.draining && payload == SHUTDOWN_PING {
@@ -916,9 +922,10 @@ impl Connection {
         if self.phase == Phase::Closed {
             return;
         }
+        let start = self.out.len();
         frame::encode_rst_stream(&mut self.out, id, code);
         self.remember_reset(id);
-        self.control_queued();
+        self.control_queued(start);
         self.spend_budget();
     }
 
@@ -946,7 +953,10 @@ impl Connection {
         false
     }
 
-    fn control_queued(&mut self) {
+    /// An acknowledgement or reset the client made us send was queued, from
+    /// `start` in the output.
+    fn control_queued(&mut self, start: usize) {
+        self.answer_bytes += (self.out.len() - start) as u64;
         self.queued_control += 1;
         if self.queued_control > self.config.max_queued_control.max(1) {
             self.fail(ErrorCode::ENHANCE_YOUR_CALM, "control frame flood");
@@ -1344,6 +1354,14 @@ impl Connection {
     /// Streams open or half-closed.
     pub fn open_streams(&self) -> usize {
         self.streams.len()
+    }
+
+    /// Bytes of the acknowledgements (PING, SETTINGS) and resets the
+    /// client's frames made us queue, in all: output it can have without
+    /// reading a byte of any response, which a measure of how fast it
+    /// takes its responses leaves out.
+    pub fn answer_bytes(&self) -> u64 {
+        self.answer_bytes
     }
 
     /// The connection's send window now (it may be below zero after a

@@ -742,6 +742,11 @@ impl<S: Send + 'static> Http2<S> {
         self.conn.abort(ErrorCode::NO_ERROR);
     }
 
+    /// Bytes of the acknowledgements and resets the client made us send.
+    pub(crate) fn answer_bytes(&self) -> u64 {
+        self.conn.answer_bytes()
+    }
+
     /// Ends the connection now, for taking its responses too slowly
     /// ([`Options::min_response_rate`](crate::Options::min_response_rate)).
     pub(crate) fn too_slow(&mut self) {
