@@ -10,7 +10,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use common::h2raw::{Event, Raw, req};
-use common::{Client, TestServer, options, serve};
+use common::{Client, closed_within, options, serve};
 use falconet_server::h2::frame::{self, ErrorCode, kind};
 use falconet_server::{Handler, MAX_TIMEOUT, MinDataRate, Options, Request, Response};
 
@@ -74,23 +74,6 @@ fn rated(rate: Option<(u32, Duration)>) -> Options {
         .io_timeout(Duration::from_secs(60))
         .shutdown_timeout(Duration::from_millis(200))
         .min_response_rate(rate.map(|(bps, grace)| MinDataRate::new(bps, grace)))
-}
-
-/// How long until the server has no connection open, once it has one.
-fn closed_within<H: Handler>(server: &TestServer<H>, within: Duration) -> Option<Duration> {
-    let opened = Instant::now() + Duration::from_secs(5);
-    while server.handle().stats().connections == 0 {
-        assert!(Instant::now() < opened, "the connection never opened");
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    let began = Instant::now();
-    while server.handle().stats().connections > 0 {
-        if began.elapsed() > within {
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    Some(began.elapsed())
 }
 
 /// Reads `chunk` bytes every 100 ms for `how_long` (or until the

@@ -5,7 +5,7 @@
 
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 pub mod h2raw;
 
@@ -61,6 +61,24 @@ pub async fn h2_client(addr: SocketAddr) -> h2::client::SendRequest<bytes::Bytes
         let _ = connection.await;
     });
     send
+}
+
+/// How long until `server` has no connection open, once it has one (None:
+/// still one after `within`).
+pub fn closed_within<H: Handler>(server: &TestServer<H>, within: Duration) -> Option<Duration> {
+    let opened = Instant::now() + Duration::from_secs(5);
+    while server.handle().stats().connections == 0 {
+        assert!(Instant::now() < opened, "the connection never opened");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let began = Instant::now();
+    while server.handle().stats().connections > 0 {
+        if began.elapsed() > within {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Some(began.elapsed())
 }
 
 /// A server on 127.0.0.1 with a free port.
