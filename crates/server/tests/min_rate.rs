@@ -287,3 +287,50 @@ fn a_paused_stream_beside_a_flowing_one_is_not_cut_off() {
     assert!(received > 200_000, "{received}");
     server.stop();
 }
+
+/// The h2c Upgrade path (RFC 7540 3.2): the request that asked for the
+/// upgrade becomes stream 1, its answer held back by the zero window its
+/// `HTTP2-Settings` asked for. The rate closes it as any other stream.
+#[test]
+fn an_upgraded_connection_owes_the_rate_too() {
+    let server = serve(rated(Some(240)), Big);
+    let mut raw = Raw::connect(server.addr);
+    // SETTINGS_INITIAL_WINDOW_SIZE (0x4) = 0, base64url: 00 04 00 00 00 00.
+    let mut out = b"GET /big?n=100000 HTTP/1.1\r\nHost: h\r\n\
+        Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAQAAAAA\r\n\r\n"
+        .to_vec();
+    out.extend_from_slice(frame::PREFACE);
+    frame::encode_settings(&mut out, &[]);
+    raw.send(&out);
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    raw.tcp.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    while !head.ends_with(b"\r\n\r\n") {
+        assert_eq!(raw.tcp.read(&mut byte).unwrap(), 1, "{}", String::from_utf8_lossy(&head));
+        head.push(byte[0]);
+    }
+    assert!(head.starts_with(b"HTTP/1.1 101"), "{}", String::from_utf8_lossy(&head));
+    let began = Instant::now();
+    let (fate, received) = dribble(&mut raw, &[], 0, Duration::from_secs(10));
+    let calm = format!("GOAWAY({})", u32::from(ErrorCode::ENHANCE_YOUR_CALM));
+    assert_eq!(fate.as_deref(), Some(calm.as_str()));
+    assert_eq!(received, 0, "DATA through a zero window");
+    assert!(began.elapsed() < Duration::from_secs(5), "closed after {:?}", began.elapsed());
+    server.stop();
+}
+
+/// A graceful shutdown waits for the responses in flight up to its
+/// deadline (20 s here); a client that takes none of its answer does not
+/// hold the shutdown that long: the rate closes it, and the workers stop.
+#[test]
+fn a_graceful_shutdown_is_not_held_by_a_client_that_reads_nothing() {
+    let server = serve(rated(Some(240)).shutdown_timeout(Duration::from_secs(20)), Big);
+    let mut client = Client::connect(server.addr);
+    client.send(b"GET /big HTTP/1.1\r\nHost: t\r\n\r\n");
+    // Until the answer fills the socket and waits on the client.
+    std::thread::sleep(Duration::from_millis(300));
+    let began = Instant::now();
+    server.stop();
+    assert!(began.elapsed() < Duration::from_secs(8), "the shutdown took {:?}", began.elapsed());
+    drop(client);
+}
