@@ -880,18 +880,6 @@ fn await_frame(raw: &mut Raw, kind: u8, timeout: Duration) -> Option<Frame> {
     None
 }
 
-/// Reads up to the end of the `101` head.
-fn read_switch(raw: &mut Raw) {
-    let mut head = Vec::new();
-    let mut byte = [0u8; 1];
-    raw.tcp.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    while !head.ends_with(b"\r\n\r\n") {
-        assert_eq!(raw.tcp.read(&mut byte).unwrap(), 1, "{}", String::from_utf8_lossy(&head));
-        head.push(byte[0]);
-    }
-    assert!(head.starts_with(b"HTTP/1.1 101"), "{}", String::from_utf8_lossy(&head));
-}
-
 /// An upgrade request (`UPGRADE`'s fields) for `/up`.
 fn upgrade_request() -> Vec<u8> {
     format!("GET /up HTTP/1.1\r\nHost: h\r\n{UPGRADE}\r\n").into_bytes()
@@ -909,7 +897,7 @@ fn frames_in_the_upgrade_requests_segment_are_answered_without_more_input() {
     frame::encode_settings(&mut out, &[]);
     frame::encode_ping(&mut out, *b"pingpong", false);
     raw.send(&out);
-    read_switch(&mut raw);
+    raw.read_switch();
     let ack = await_frame(&mut raw, kind::PING, Duration::from_secs(5)).expect("no PING ack");
     assert_eq!((ack.flags, &ack.payload[..]), (1, &b"pingpong"[..]));
 }
@@ -923,7 +911,7 @@ fn a_bad_preface_in_the_upgrade_requests_segment_is_refused_at_once() {
     let mut out = upgrade_request();
     out.extend_from_slice(b"GARBAGE GARBAGE GARBAGE GARBAGE\r\n\r\n");
     raw.send(&out);
-    read_switch(&mut raw);
+    raw.read_switch();
     let goaway = await_frame(&mut raw, kind::GOAWAY, Duration::from_secs(5)).expect("no GOAWAY");
     assert_eq!(goaway.code(), u32::from(ErrorCode::PROTOCOL_ERROR));
 }

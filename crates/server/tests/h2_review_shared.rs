@@ -4,7 +4,6 @@
 
 mod common;
 
-use std::io::Read;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
@@ -498,14 +497,7 @@ fn upgrade_answered_with_shared_pieces() {
     out.extend_from_slice(PREFACE);
     frame::encode_settings(&mut out, &[]);
     raw.send(&out);
-    let mut head = Vec::new();
-    let mut byte = [0u8; 1];
-    raw.tcp.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    while !head.ends_with(b"\r\n\r\n") {
-        assert_eq!(raw.tcp.read(&mut byte).unwrap(), 1);
-        head.push(byte[0]);
-    }
-    assert!(head.starts_with(b"HTTP/1.1 101"));
+    raw.read_switch();
     let answer = raw.response(1, Duration::from_secs(3));
     assert_eq!(answer.outcome, "end");
     assert_eq!(answer.body, pattern(2000));

@@ -302,14 +302,7 @@ fn an_upgraded_connection_owes_the_rate_too() {
     out.extend_from_slice(frame::PREFACE);
     frame::encode_settings(&mut out, &[]);
     raw.send(&out);
-    let mut head = Vec::new();
-    let mut byte = [0u8; 1];
-    raw.tcp.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    while !head.ends_with(b"\r\n\r\n") {
-        assert_eq!(raw.tcp.read(&mut byte).unwrap(), 1, "{}", String::from_utf8_lossy(&head));
-        head.push(byte[0]);
-    }
-    assert!(head.starts_with(b"HTTP/1.1 101"), "{}", String::from_utf8_lossy(&head));
+    raw.read_switch();
     let began = Instant::now();
     let (fate, received) = dribble(&mut raw, &[], 0, Duration::from_secs(10));
     let calm = format!("GOAWAY({})", u32::from(ErrorCode::ENHANCE_YOUR_CALM));

@@ -111,6 +111,19 @@ impl Raw {
         raw
     }
 
+    /// Reads up to the end of the `101 Switching Protocols` head of an
+    /// h2c upgrade (the frames follow it).
+    pub fn read_switch(&mut self) {
+        let mut head = Vec::new();
+        let mut byte = [0u8; 1];
+        self.tcp.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        while !head.ends_with(b"\r\n\r\n") {
+            assert_eq!(self.tcp.read(&mut byte).unwrap(), 1, "{}", String::from_utf8_lossy(&head));
+            head.push(byte[0]);
+        }
+        assert!(head.starts_with(b"HTTP/1.1 101"), "{}", String::from_utf8_lossy(&head));
+    }
+
     pub fn send(&mut self, bytes: &[u8]) {
         self.tcp.write_all(bytes).unwrap();
     }
