@@ -114,8 +114,11 @@ impl Options {
     /// pool from the reader's thread to the writer's (64 KiB writes across
     /// cores about 1.2-1.4x faster, `docs/benchmarks.md`); not keeping them
     /// holds the pipe's pool use to its unread bytes at every moment, for
-    /// a server that bounds memory per connection. See
-    /// [`Writer::trim`](crate::Writer::trim).
+    /// a server that bounds memory per connection. With them kept, a
+    /// writer that wakes leases fresh blocks for nodes that keep none, so
+    /// the pipe's peak pool use is its unread peak plus what it keeps,
+    /// and that peak may first come long after a warm-up (the pool then
+    /// carves a slab). See [`Writer::trim`](crate::Writer::trim).
     pub const fn keep_blocks(mut self, keep: bool) -> Self {
         self.keep_blocks = keep;
         self
