@@ -435,6 +435,29 @@ fn ping_flood() {
     assert_eq!(c.conn.error().map(|e| e.code), Some(ErrorCode::ENHANCE_YOUR_CALM));
 }
 
+/// `answer_bytes` counts what the client's own frames made us queue
+/// (acknowledgements, resets), whole frames, and nothing else: not an
+/// acknowledgement of ours coming back, not a response.
+#[test]
+fn answer_bytes_count_acknowledgements_and_resets_only() {
+    let mut c = Client::new();
+    assert_eq!(c.conn.answer_bytes(), 9, "the SETTINGS acknowledgement");
+    c.feed(&raw(kind::PING, 0, 0, &[7; 8]));
+    assert_eq!(c.conn.answer_bytes(), 9 + 17);
+    c.feed(&raw(kind::PING, flag::ACK, 0, &[7; 8]));
+    assert_eq!(c.conn.answer_bytes(), 9 + 17, "an acknowledgement asks for nothing");
+    let headers = c.request(1, "/", true);
+    c.feed(&headers);
+    let mut body = Bytes::from_static(b"response");
+    c.conn.send_headers(1, 200, [], false);
+    c.conn.send_shared(1, &mut body, true);
+    assert_eq!(c.conn.answer_bytes(), 9 + 17, "a response is not an answer to a frame");
+    let headers = c.request(3, "/", false);
+    c.feed(&headers);
+    c.feed(&raw(kind::WINDOW_UPDATE, 0, 3, &[0, 0, 0, 0])); // a stream error: RST_STREAM
+    assert_eq!(c.conn.answer_bytes(), 9 + 17 + 13);
+}
+
 /// CVE-2019-9518: empty DATA frames.
 #[test]
 fn empty_frame_flood() {
