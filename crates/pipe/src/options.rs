@@ -115,10 +115,10 @@ impl Options {
     /// cores about 1.2-1.4x faster, `docs/benchmarks.md`); not keeping them
     /// holds the pipe's pool use to its unread bytes at every moment, for
     /// a server that bounds memory per connection. With them kept, a
-    /// writer that wakes leases fresh blocks for nodes that keep none, so
-    /// the pipe's peak pool use is its unread peak plus what it keeps,
-    /// and that peak may first come long after a warm-up (the pool then
-    /// carves a slab). See [`Writer::trim`](crate::Writer::trim).
+    /// writer that wakes writes into them before it leases, so the pipe's
+    /// pool use stays within what it held when the writer paused; those it
+    /// does not reuse stay until [`Writer::trim`](crate::Writer::trim) or
+    /// the writer's close.
     pub const fn keep_blocks(mut self, keep: bool) -> Self {
         self.keep_blocks = keep;
         self

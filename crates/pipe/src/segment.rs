@@ -40,9 +40,12 @@
 //! what the pipe held when the writer paused; the writer gives back those
 //! it does not reuse when it is closed or dropped, or when asked
 //! ([`Writer::trim`](crate::Writer::trim)), and a reader that finds the
-//! writer closed keeps nothing. The writer looks at the first spare node
-//! only, except when the pool is dry: then it takes a block kept further
-//! along rather than fail. A shared block (handed out as `Bytes`) is never
+//! writer closed keeps nothing. The writer takes kept blocks before it
+//! leases, from whichever spare nodes hold them (the first ones may hold
+//! none: the list's first node never did, and a node passed before the
+//! writer waited gave its block back), looking at each spare node once;
+//! so kept and unread blocks together stay within what the pipe held when
+//! the writer paused. A shared block (handed out as `Bytes`) is never
 //! kept: its node lets go of its handle.
 //!
 //! A node's readable bytes end where its successor starts (`next.start`), or

@@ -58,6 +58,19 @@ pub struct Writer {
     first: *mut Node,
     /// The reader's head as last seen: nodes from `first` up to it are spare.
     head_seen: *mut Node,
+    /// Where the spare nodes that may hold a kept block start: those from
+    /// `first` up to it hold none (looked at, or emptied, by the writer; the
+    /// reader never touches a node again once it is passed). Between
+    /// `first` and `head_seen`; it spares `take_kept_ahead` walking a node
+    /// twice.
+    unkept: *mut Node,
+    /// The writer has set its sleep bit since `take_kept_ahead` last walked
+    /// to the reader's head: blocks may be kept in any spare node, so the
+    /// next look walks as far as it must. Otherwise it looks at one node,
+    /// the one `link` reuses next, as the pipe did before kept blocks could
+    /// sit further along: no walk over nodes whose lines the reader has
+    /// just written, when nothing can be kept in them.
+    kept_ahead: bool,
     tail: *mut Node,
     /// The tail block's first byte; null for the sentinel.
     tail_base: *mut u8,
@@ -96,6 +109,8 @@ impl Writer {
             pool,
             first: sentinel,
             head_seen: sentinel,
+            unkept: sentinel,
+            kept_ahead: false,
             tail: sentinel,
             tail_base: ptr::null_mut(),
             tail_len: 0,
@@ -264,27 +279,15 @@ impl Writer {
         // At least one block when the tail is full: a read into nothing
         // would look like the end of the stream.
         let wanted = max.div_ceil(block_size).max(usize::from(tail_space == 0));
-        // Blocks the spare nodes kept come first, in the order `link` will
-        // reuse those nodes; then the pool's. A pipe that keeps none skips
-        // the walk (`spare` starts at the end).
-        let keeps = self.shared.config.keep_blocks;
-        let mut spare = if keeps && self.has_spare() { self.first } else { self.head_seen };
+        // Blocks the spare nodes kept come first, then the pool's.
+        let keeps = self.shared.config.keep_blocks && self.has_spare();
         for slot in fresh.iter_mut().take(wanted) {
-            let kept = if spare == self.head_seen {
-                None
-            } else {
-                // SAFETY: nodes from `first` up to the head seen are passed,
-                // so ours; their links were written before the reader passed.
-                unsafe {
-                    let kept = Node::take_kept(spare);
-                    spare = (*spare).next.load(Ordering::Relaxed);
-                    kept
-                }
-            };
-            let block = match kept {
+            let block = match keeps.then(|| self.take_kept_ahead()).flatten() {
                 Some(block) => Ok(block),
-                // A dry pool: a block kept further along will do.
-                None => self.pool.try_lease().or_else(|error| self.kept_from(spare).ok_or(error)),
+                // A dry pool: a block kept past the head seen will do.
+                None => {
+                    self.pool.try_lease().or_else(|error| self.kept_from_fresh_head().ok_or(error))
+                }
             };
             match block {
                 Ok(block) => *slot = Some(block),
@@ -442,60 +445,73 @@ impl Writer {
             return Err(WriteError::TooLarge { requested: min, block_size });
         }
         let kept = if self.shared.config.keep_blocks && self.has_spare() {
-            // SAFETY: `has_spare` says `first` is passed, so the writer's.
-            unsafe { Node::take_kept(self.first) }
+            self.take_kept_ahead()
         } else {
             None
         };
         let block = match kept {
             Some(block) => block,
-            // A dry pool: a block kept further along will do.
+            // A dry pool: a block kept past the head seen will do.
             None => {
-                self.pool.try_lease().or_else(|error| self.kept_from(self.first).ok_or(error))?
+                self.pool.try_lease().or_else(|error| self.kept_from_fresh_head().ok_or(error))?
             }
         };
-        // `link` reuses the node `kept` came from (`first`), if any.
         self.link(block);
         Ok(())
     }
 
-    /// The first block kept in a spare node from `node` on (the reader's
-    /// head looked at afresh), for when the pool has none: the first spare
-    /// node need not hold one (the list's first node never did, and a node
-    /// passed while the writer did not wait gave its block back).
-    #[cold]
-    fn kept_from(&mut self, node: *mut Node) -> Option<Block> {
-        let mut found = None;
-        self.take_kept_from(node, |block| {
-            found = Some(block);
-            false
-        });
-        found
-    }
-
-    /// Takes the blocks kept in spare nodes from `node` (`first` or a spare
-    /// node after it) up to the reader's head, looked at afresh, handing
-    /// each to `take` until it returns `false`. Nothing when the pipe keeps
-    /// no blocks.
-    fn take_kept_from(&mut self, mut node: *mut Node, mut take: impl FnMut(Block) -> bool) {
-        if !self.shared.config.keep_blocks {
-            return;
-        }
-        // Acquire pairs with the reader's Release store of its head, as in
-        // `has_spare`.
-        self.head_seen = self.shared.head.load(Ordering::Acquire);
-        while node != self.head_seen {
-            // SAFETY: `node` is before the reader's head: passed, so ours,
-            // its link written before the reader passed it.
-            unsafe {
-                if let Some(block) = Node::take_kept(node)
-                    && !take(block)
-                {
-                    return;
+    /// The next block kept in a spare node, whichever node holds it: the
+    /// first spare nodes need not hold one (the list's first node never
+    /// did, and a node passed before the writer waited gave its block
+    /// back), and leasing for them while kept blocks sit further along
+    /// would add those to the pipe's pool use. Each spare node is looked at
+    /// once (`unkept`), so a write pays at most one node's look on average;
+    /// past the first node, only after a wait (`kept_ahead`), and then up
+    /// to the reader's head looked at afresh once. A block kept after that
+    /// look (the reader still saw the sleep bit) is found when its node
+    /// comes first. The caller checked that the pipe keeps blocks.
+    fn take_kept_ahead(&mut self) -> Option<Block> {
+        loop {
+            if self.unkept == self.head_seen {
+                if !self.kept_ahead {
+                    return None;
                 }
-                node = (*node).next.load(Ordering::Relaxed);
+                // Acquire pairs with the reader's Release store of its head,
+                // as in `has_spare`.
+                let head = self.shared.head.load(Ordering::Acquire);
+                if head == self.head_seen {
+                    self.kept_ahead = false;
+                    return None;
+                }
+                self.head_seen = head;
+            }
+            let node = self.unkept;
+            // SAFETY: `node` is between `first` and the head seen: passed,
+            // so ours, its link written before the reader passed it (the
+            // Acquire load of the head that made it seen pairs with the
+            // reader's Release store).
+            unsafe {
+                self.unkept = (*node).next.load(Ordering::Relaxed);
+                if let Some(block) = Node::take_kept(node) {
+                    return Some(block);
+                }
+            }
+            if !self.kept_ahead {
+                return None;
             }
         }
+    }
+
+    /// [`take_kept_ahead`](Self::take_kept_ahead) walking every spare node
+    /// up to the reader's head, looked at afresh: for when the pool has no
+    /// block, and for `trim`.
+    #[cold]
+    fn kept_from_fresh_head(&mut self) -> Option<Block> {
+        if !self.shared.config.keep_blocks {
+            return None;
+        }
+        self.kept_ahead = true;
+        self.take_kept_ahead()
     }
 
     /// Gives back to the pool the blocks the pipe keeps for this writer:
@@ -509,11 +525,10 @@ impl Writer {
     /// went back.
     pub fn trim(&mut self) -> usize {
         let mut trimmed = 0;
-        self.take_kept_from(self.first, |block| {
+        while let Some(block) = self.kept_from_fresh_head() {
             drop(block);
             trimmed += 1;
-            true
-        });
+        }
         trimmed
     }
 
@@ -555,6 +570,9 @@ impl Writer {
         // SAFETY: `first` is before the reader's head, so it is linked, dead
         // and ours; its `next` was written before the reader passed it.
         self.first = unsafe { (*node).next.load(Ordering::Relaxed) };
+        if self.unkept == node {
+            self.unkept = self.first;
+        }
         if self.first != self.head_seen {
             // The next spare node's line sits in the reader's cache (it
             // walked the node and took its block): start fetching it now,
@@ -626,7 +644,11 @@ impl Writer {
                 Ordering::AcqRel,
                 Ordering::Acquire,
             ) {
-                Ok(_) => return Poll::Pending,
+                Ok(_) => {
+                    // The reader may keep blocks from now on.
+                    self.kept_ahead = true;
+                    return Poll::Pending;
+                }
                 Err(actual) => word = actual,
             }
         }

@@ -276,6 +276,33 @@ fn blocks_kept_for_a_paused_writer_vs_the_reader() {
     });
 }
 
+/// A block passed before the writer waits (given back) ahead of blocks
+/// passed while it waits (kept), in a pool with no block to spare: the
+/// woken writer walks past the node that holds none to the kept ones
+/// while the reader reads on. Every byte arrives once, in order; every
+/// block is back in the pool at the end.
+#[test]
+fn kept_blocks_behind_a_given_back_one_vs_the_reader() {
+    model(|| {
+        let pool = Pool::builder().block_size(64).blocks_per_slab(3).thread_cache(0);
+        let pool = pool.max_bytes(192).build().unwrap();
+        let (mut writer, reader) = pipe(&pool, Options::new().pause_at(128).resume_at(64)).unwrap();
+        let writer = thread::spawn(move || {
+            writer.put_slice(&[1; 64]).unwrap();
+            writer.put_slice(&[2; 128]).unwrap(); // the pool's last two blocks
+            writer.flush_blocking().unwrap(); // pauses until the reader examines
+            writer.put_slice(&[3; 128]).unwrap();
+            writer.close();
+        });
+        let (bytes, _) = drain(&reader);
+        let expected: Vec<u8> = [&[1; 64][..], &[2; 128], &[3; 128]].concat();
+        assert_eq!(bytes, expected);
+        writer.join().unwrap();
+        drop(reader);
+        assert_eq!(pool.stats().leased, 0);
+    });
+}
+
 /// A vectored read links blocks it filled before publishing them, while
 /// the reader consumes (and the writer reuses) the blocks before: every
 /// byte arrives once, in order, each block's bytes its own.

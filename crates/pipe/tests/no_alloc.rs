@@ -58,14 +58,13 @@ fn steady_state_across_threads_allocates_nothing() {
     across_threads(&pool, Options::new().keep_blocks(false));
 }
 
-/// The same with kept blocks (the default). A writer paused by
-/// back-pressure keeps the blocks the reader empties in passed nodes, and
-/// on waking it leases fresh blocks for nodes that hold none: so the
-/// pipe's peak block use is its in-flight peak plus what it keeps, and
-/// that peak may first come long after any warm-up, when the pool carves a
-/// slab for it. The pool is given that capacity first (a slab carved is
-/// the pool's growth, not the pipe's steady state); the pipe itself
-/// allocates nothing.
+/// The same with kept blocks (the default). A paused writer keeps the
+/// blocks the reader empties, but the blocks the reader empties while the
+/// writer does not wait rest in the reader's thread cache, out of the
+/// writer's reach, so the pool may carve a second slab long after any
+/// warm-up (2 runs in 40 without the capacity below, each a single slab:
+/// the pool's growth, not the pipe's steady state). The pool is given that
+/// capacity first; the pipe itself allocates nothing.
 #[test]
 fn steady_state_across_threads_with_kept_blocks_allocates_nothing() {
     let _serial = serial();

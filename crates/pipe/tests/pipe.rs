@@ -793,18 +793,18 @@ fn a_paused_writer_reuses_the_blocks_the_reader_empties() {
     drop(flush);
     let leases = |pool: &Pool| pool.stats().cache_leases + pool.stats().store_leases;
     let before = leases(&pool);
-    writer.put_slice(&[2; 192]).unwrap();
-    // Three blocks: the first spare node is the list's start, which never
-    // held a block, so one lease; then the blocks of the next two spare
-    // nodes. The third kept block waits in its node; the fourth is still
-    // in the full tail the reader has not passed.
-    assert_eq!(leases(&pool) - before, 1);
-    assert_eq!(pool.stats().leased, 5);
+    writer.put_slice(&[2; 128]).unwrap();
+    // Two blocks, both kept ones, though the first spare node is the
+    // list's start, which never held a block: no lease. The third kept
+    // block waits in its node; the fourth is still in the full tail the
+    // reader has not passed.
+    assert_eq!(leases(&pool) - before, 0);
+    assert_eq!(pool.stats().leased, 4);
     let read = reader.try_read().unwrap().unwrap();
-    assert_eq!(read.to_vec(), [2; 192]);
-    read.consume(192).unwrap();
+    assert_eq!(read.to_vec(), [2; 128]);
+    read.consume(128).unwrap();
     // No writer waits now: every block this consume emptied (the old full
-    // tail's and the three new ones) went back at once; the one kept
+    // tail's and the two new ones) went back at once; the one kept
     // block the writer did not reuse goes back on `trim`.
     assert_eq!(pool.stats().leased, 1);
     assert_eq!(writer.trim(), 1);
