@@ -255,7 +255,21 @@ struct Block {
     stream: u32,
     end_stream: bool,
     continuations: usize,
+    /// The block's CONTINUATIONs' bytes, each counted as at least
+    /// [`CONTINUATION_CHARGE`].
+    charged: usize,
+    /// On a stream we reset: decoded for the table's sake, then dropped.
+    discard: bool,
 }
+
+/// The least a CONTINUATION counts against the header-list limit: an
+/// 8 KiB block in 1 KiB frames is served, 32 KiB of 1-byte frames is a
+/// flood ended after 32 frames (with the default 32 KiB limit).
+const CONTINUATION_CHARGE: usize = 1024;
+
+/// CONTINUATIONs per block that are never a flood, whatever the
+/// header-list limit (h2 and nghttp2 allow 5 and 8).
+const FREE_CONTINUATIONS: usize = 8;
 
 /// How many recently reset stream ids are remembered: DATA still in
 /// flight for them is ignored rather than answered (section 5.1).
@@ -697,16 +711,27 @@ impl Connection {
         if id.is_multiple_of(2) {
             return self.fail(ErrorCode::PROTOCOL_ERROR, "HEADERS on an even stream id");
         }
+        let mut discard = false;
         if id <= self.last_stream && !self.streams.contains_key(&id) && !self.ignored(id) {
-            // A stream that lived and closed: STREAM_CLOSED (5.1); an id
-            // below the last one that was never used: PROTOCOL_ERROR (5.1.1).
-            if self.recently_closed.contains(&id) || self.recently_reset.contains(&id) {
+            if self.recently_reset.contains(&id) {
+                // 5.1: a stream we reset may still receive what the client
+                // sent before it saw our RST_STREAM (its trailers): decoded,
+                // because the table must stay in step, then dropped. It does
+                // no work, so it counts against the empty-frame limit.
+                if self.empty_frame() {
+                    return;
+                }
+                discard = true;
+            } else if self.recently_closed.contains(&id) {
+                // A stream that lived and closed: STREAM_CLOSED (5.1).
                 return self.fail(ErrorCode::STREAM_CLOSED, "HEADERS on a closed stream");
+            } else {
+                // An id below the last one that was never used (5.1.1).
+                return self.fail(ErrorCode::PROTOCOL_ERROR, "stream id below the last one");
             }
-            return self.fail(ErrorCode::PROTOCOL_ERROR, "stream id below the last one");
         }
         self.last_stream = self.last_stream.max(id);
-        self.block = Some(Block { stream: id, end_stream, continuations: 0 });
+        self.block = Some(Block { stream: id, end_stream, continuations: 0, charged: 0, discard });
         self.block_bytes.clear();
         self.block_bytes.extend_from_slice(fragment);
         if end_headers {
@@ -725,11 +750,16 @@ impl Connection {
             return self.fail(ErrorCode::PROTOCOL_ERROR, "CONTINUATION without HEADERS");
         };
         debug_assert_eq!(block.stream, id);
+        // A block may be split anywhere (6.10), so the limit is on bytes:
+        // the block's, and its CONTINUATIONs' with each frame counted as
+        // at least `CONTINUATION_CHARGE`, so that a flood of tiny frames
+        // ends as soon as one of big ones would. The first few frames
+        // are free of the charge, for a small header-list limit.
         block.continuations += 1;
+        block.charged += fragment.len().max(CONTINUATION_CHARGE);
         let list = self.config.max_header_list_size as usize;
-        let per_frame = self.local.max_frame_size as usize;
-        let max_continuations = (list / per_frame + list / per_frame / 4).max(5);
-        if block.continuations > max_continuations || self.block_bytes.len() + fragment.len() > list
+        if (block.continuations > FREE_CONTINUATIONS && block.charged > list)
+            || self.block_bytes.len() + fragment.len() > list
         {
             return self.fail(ErrorCode::ENHANCE_YOUR_CALM, "CONTINUATION flood");
         }
@@ -745,15 +775,28 @@ impl Connection {
     /// A field block is complete: decode it (always: 4.3), then open the
     /// stream, deliver trailers, or refuse.
     fn end_block(&mut self, streams: &mut impl Streams) {
-        let Some(Block { stream: id, end_stream, .. }) = self.block.take() else { return };
-        self.empty_frames = self.empty_frames.saturating_sub(1);
+        let Some(Block { stream: id, end_stream, discard, .. }) = self.block.take() else {
+            return;
+        };
         self.head.clear();
         let head = &mut self.head;
         let decoded = self.decoder.decode(&self.block_bytes, |field| head.add(field));
-        if let Err(error) = decoded {
-            if error.is_connection_error() {
-                return self.fail(ErrorCode::COMPRESSION_ERROR, "field block does not decode");
+        if let Err(error) = &decoded
+            && error.is_connection_error()
+        {
+            return self.fail(ErrorCode::COMPRESSION_ERROR, "field block does not decode");
+        }
+        if discard {
+            if end_stream {
+                // The client's last word on it: anything after this is a
+                // closed stream's frame.
+                self.forget_reset(id);
+                self.remember_closed(id);
             }
+            return;
+        }
+        self.empty_frames = self.empty_frames.saturating_sub(1);
+        if decoded.is_err() {
             // Over the header-list or field limit: the table is in step.
             if self.streams.contains_key(&id) {
                 return self.stream_error(id, ErrorCode::PROTOCOL_ERROR, streams);
@@ -1009,6 +1052,15 @@ impl Connection {
     }
 
     /// Stream `id` lived and closed: a later HEADERS on it is STREAM_CLOSED.
+    /// Stream `id` no longer counts as recently reset.
+    fn forget_reset(&mut self, id: u32) {
+        for slot in &mut self.recently_reset {
+            if *slot == id {
+                *slot = 0;
+            }
+        }
+    }
+
     fn remember_closed(&mut self, id: u32) {
         self.recently_closed[self.next_closed_slot] = id;
         self.next_closed_slot = (self.next_closed_slot + 1) % RESET_MEMORY;

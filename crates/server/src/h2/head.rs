@@ -177,7 +177,11 @@ impl Head {
         match name {
             b"connection" | b"keep-alive" | b"proxy-connection" | b"transfer-encoding"
             | b"upgrade" => return self.fail(Malformed::ConnectionField),
-            b"te" if value != b"trailers" => return self.fail(Malformed::ConnectionField),
+            // 8.2.2: `trailers` only; a token, so in any case (RFC 9110
+            // 5.6.2).
+            b"te" if !value.eq_ignore_ascii_case(b"trailers") => {
+                return self.fail(Malformed::ConnectionField);
+            }
             b"content-length" => {
                 let Some(length) = parse_decimal(value) else {
                     return self.fail(Malformed::ContentLength);
@@ -439,9 +443,11 @@ mod tests {
             fields.push((name, "v"));
             assert_eq!(head(&fields).err(), Some(Malformed::Name), "{name}");
         }
-        let mut te = GET.to_vec();
-        te.push(("te", "trailers"));
-        assert!(head(&te).is_ok());
+        for value in ["trailers", "Trailers", "TRAILERS"] {
+            let mut te = GET.to_vec();
+            te.push(("te", value));
+            assert!(head(&te).is_ok(), "te: {value}");
+        }
         let mut lengths = GET.to_vec();
         lengths.extend([("content-length", "5"), ("content-length", "5")]);
         assert!(head(&lengths).is_ok());

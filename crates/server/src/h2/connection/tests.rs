@@ -326,6 +326,87 @@ fn continuation_rules() {
     assert_eq!(c.goaway(), Some(ErrorCode::PROTOCOL_ERROR));
 }
 
+/// 6.10: a field block may be split anywhere; an 8 KiB block in 1 KiB
+/// frames (HEADERS and seven CONTINUATIONs, more than h2's limit of 5) is
+/// no flood.
+#[test]
+fn a_block_in_small_continuations_is_served() {
+    let mut c = Client::new();
+    let value: String = (0..1000).map(|i| char::from(b'!' + (i * 7 % 90) as u8)).collect();
+    let names: Vec<String> = (0..8).map(|i| format!("x-field-{i}")).collect();
+    let mut fields = vec![(":method", "GET"), (":scheme", "http"), (":path", "/split")];
+    fields.extend(names.iter().map(|name| (name.as_str(), value.as_str())));
+    let block = c.block(&fields);
+    assert!(block.len() > 7 * 1024, "{} bytes", block.len());
+    let mut pieces = block.chunks(1024).peekable();
+    c.feed(&raw(kind::HEADERS, flag::END_STREAM, 1, pieces.next().unwrap()));
+    let mut frames = 1;
+    while let Some(piece) = pieces.next() {
+        let flags = if pieces.peek().is_none() { flag::END_HEADERS } else { 0 };
+        c.feed(&raw(kind::CONTINUATION, flags, 1, piece));
+        frames += 1;
+    }
+    assert_eq!(frames, block.len().div_ceil(1024));
+    assert_eq!(c.goaway(), None);
+    assert_eq!(c.events(), ["headers 1 GET /split end=true"]);
+}
+
+/// 5.1: after our RST_STREAM (here for a body longer than its
+/// content-length, 8.1.1) the client may still send what it sent before
+/// it saw it: its trailers are decoded (the table stays in step: the next
+/// request refers to entries added after them) and dropped, not a
+/// connection error. Once they ended the stream, more HEADERS on it are.
+#[test]
+fn trailers_after_our_reset_are_decoded_and_dropped() {
+    let mut c = Client::new();
+    let block = c.block(&[
+        (":method", "POST"),
+        (":scheme", "http"),
+        (":path", "/first"),
+        ("content-length", "1"),
+    ]);
+    c.feed(&raw(kind::HEADERS, flag::END_HEADERS, 1, &block));
+    c.feed(&raw(kind::DATA, 0, 1, b"too long"));
+    let sent = c.sent();
+    assert!(sent.contains(&Sent::Rst { stream: 1, code: ErrorCode::PROTOCOL_ERROR }), "{sent:?}");
+    let trailers = c.block(&[("x-checksum", "abc")]);
+    c.feed(&raw(kind::HEADERS, flag::END_HEADERS | flag::END_STREAM, 1, &trailers));
+    // "/first" now sits one entry further down the client's table.
+    let block = c.block(&[(":method", "POST"), (":scheme", "http"), (":path", "/first")]);
+    assert!(block.len() <= 4, "indexed: {block:?}");
+    c.feed(&raw(kind::HEADERS, flag::END_HEADERS | flag::END_STREAM, 3, &block));
+    assert_eq!(c.goaway(), None);
+    let events = c.events();
+    assert!(events.contains(&"headers 3 POST /first end=true".to_string()), "{events:?}");
+    // The trailers ended stream 1: HEADERS on it now is a closed stream's.
+    let trailers = c.block(&[("x-checksum", "abc")]);
+    c.feed(&raw(kind::HEADERS, flag::END_HEADERS | flag::END_STREAM, 1, &trailers));
+    assert_eq!(c.goaway(), Some(ErrorCode::STREAM_CLOSED));
+}
+
+/// 5.1: a stream refused past MAX_CONCURRENT_STREAMS may still get its
+/// body and trailers; each dropped HEADERS counts as a frame that does no
+/// work, so a client that sends them again and again is a flood.
+#[test]
+fn headers_on_a_reset_stream_again_and_again_are_a_flood() {
+    let mut c = Client::with(Config { max_concurrent_streams: 1, ..Config::default() });
+    let request = c.request(1, "/open", false);
+    c.feed(&request);
+    let request = c.request(3, "/refused", false);
+    c.feed(&request);
+    let sent = c.sent();
+    assert!(sent.contains(&Sent::Rst { stream: 3, code: ErrorCode::REFUSED_STREAM }), "{sent:?}");
+    let mut frames = 0;
+    while c.conn.error().is_none() {
+        // Without END_STREAM: never the stream's last word.
+        let trailers = c.block(&[("x-again", "1")]);
+        c.feed(&raw(kind::HEADERS, flag::END_HEADERS, 3, &trailers));
+        frames += 1;
+        assert!(frames <= 1000, "still reading after {frames} frames");
+    }
+    assert_eq!(c.goaway(), Some(ErrorCode::ENHANCE_YOUR_CALM));
+}
+
 /// A SETTINGS frame of up to MAX_SETTINGS_PARAMS parameters is applied
 /// (the last INITIAL_WINDOW_SIZE wins); one more is
 /// ENHANCE_YOUR_CALM (CVE-2020-11080 class: each such parameter is applied
