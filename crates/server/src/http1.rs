@@ -754,8 +754,8 @@ enum Verdict {
 
 /// The verdict on a request line httparse refused at its version (see
 /// [`Verdict`]): `400` unless the line is `method SP target SP
-/// HTTP/DIGIT...` (a lowercase name, an extra space); `505` for another
-/// major version (`HTTP/2.0`, `HTTP/9`). `None` until the line has ended:
+/// HTTP/DIGIT.DIGIT` (a lowercase name, an extra space, a malformed
+/// version); `505` for another major version (`HTTP/2.0`, `HTTP/3.0`). `None` until the line has ended:
 /// httparse refuses at the first bad byte, and what follows it may still
 /// make a well-formed version malformed (`HTTP/00` of `HTTP/001.1 x`), so
 /// only a whole line is judged, and a line split anywhere gets the same
@@ -773,8 +773,11 @@ fn version_verdict(bytes: &[u8]) -> Option<Verdict> {
         | (Some(_), Some(_), Some(b"HTTP/1.8" | b"HTTP/1.9"), None) => {
             Verdict::AsHttp11(start + end - 1)
         }
-        (Some(_), Some(_), Some([b'H', b'T', b'T', b'P', b'/', major, ..]), None)
-            if major.is_ascii_digit() =>
+        // A well-formed version (RFC 9112 2.3: `HTTP/` DIGIT `.` DIGIT)
+        // of another major one; anything else in the slot is a malformed
+        // line (`HTTP/1.`, `HTTP/1.2.3`, `HTTP/01.1`, `HTTP/9`: 400, 3).
+        (Some(_), Some(_), Some([b'H', b'T', b'T', b'P', b'/', major, b'.', minor]), None)
+            if major.is_ascii_digit() && minor.is_ascii_digit() =>
         {
             Verdict::Refuse(Status::VERSION_NOT_SUPPORTED)
         }
@@ -911,10 +914,17 @@ impl<'a> Fields<'a> {
                 }
                 Field::Upgrade => upgrade_h2c |= crate::h2::upgrade::names_h2c(value),
                 Field::Expect => {
-                    if !value.trim_ascii().eq_ignore_ascii_case(b"100-continue") {
-                        return Err(Status::EXPECTATION_FAILED);
+                    // A list (RFC 9110 10.1.1), empty elements ignored
+                    // (5.6.1.2): `100-continue` is the one expectation.
+                    for element in value.split(|&b| b == b',').map(<[u8]>::trim_ascii) {
+                        if element.is_empty() {
+                            continue;
+                        }
+                        if !element.eq_ignore_ascii_case(b"100-continue") {
+                            return Err(Status::EXPECTATION_FAILED);
+                        }
+                        expect_continue = true;
                     }
-                    expect_continue = true;
                 }
             }
         }
@@ -1093,7 +1103,13 @@ mod tests {
             (b"\r\nGET / HTTP/1.2\r\n\r\n", Verdict::AsHttp11(15)),
             (b"GET /x HTTP/1.9\r\nHost: a\r\n\r\n", Verdict::AsHttp11(14)),
             (b"GET / HTTP/1.2 \r\n\r\n", REFUSE_400),
-            (b"GET / HTTP/9\r\n\r\n", REFUSE_505),
+            (b"GET / HTTP/3.0\r\nHost: a\r\n\r\n", REFUSE_505),
+            (b"GET / HTTP/9\r\n\r\n", REFUSE_400),
+            (b"GET / HTTP/1.\r\n\r\n", REFUSE_400),
+            (b"GET / HTTP/1.a\r\n\r\n", REFUSE_400),
+            (b"GET / HTTP/1.2.3\r\n\r\n", REFUSE_400),
+            (b"GET / HTTP/01.1\r\n\r\n", REFUSE_400),
+            (b"GET / HTTP/1\r\n\r\n", REFUSE_400),
             (b"GET / http/1.1\r\n\r\n", REFUSE_400),
             (b"GET /  HTTP/1.1\r\n\r\n", REFUSE_400),
             (b"GET / HTTP/x.1\r\n\r\n", REFUSE_400),

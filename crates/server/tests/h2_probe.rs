@@ -436,3 +436,28 @@ fn paths_with_bytes_browsers_send_raw() {
     raw.headers(7, &req("GET", "/small"), true);
     assert!(answered(&mut raw, 7).contains(&kind::HEADERS));
 }
+
+/// RFC 9112 9.6: `Connection: close` on an `Upgrade: h2c` request means
+/// no request after it is processed, so there is no switch: the request
+/// is answered over HTTP/1.1 and the connection closed, and HTTP/2 frames
+/// sent after it (a client that assumed the switch) are never answered.
+/// (A second probe, 2026-12-02.)
+#[test]
+fn an_upgrade_request_with_connection_close_is_not_switched() {
+    use std::io::{Read, Write};
+    let server = serve(Options::new().workers(1), Sizes);
+    let mut tcp = std::net::TcpStream::connect(server.addr).unwrap();
+    tcp.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut out = b"GET /small HTTP/1.1\r\nHost: a\r\n\
+        Connection: Upgrade, HTTP2-Settings, close\r\nUpgrade: h2c\r\n\
+        HTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\r\n"
+        .to_vec();
+    out.extend_from_slice(falconet_server::h2::frame::PREFACE);
+    out.extend_from_slice(&[0, 0, 0, kind::SETTINGS, 0, 0, 0, 0, 0]);
+    tcp.write_all(&out).unwrap();
+    let mut reply = Vec::new();
+    tcp.read_to_end(&mut reply).expect("the connection closes");
+    let reply = String::from_utf8_lossy(&reply);
+    assert!(reply.starts_with("HTTP/1.1 200 "), "{reply}");
+    assert!(reply.ends_with("small"), "one HTTP/1.1 response, nothing after: {reply}");
+}

@@ -180,6 +180,42 @@ fn expect_100_continue() {
     }
 }
 
+/// `Expect` is a list (RFC 9110 10.1.1) whose empty elements are ignored
+/// (5.6.1.2): `100-continue` among empty elements, or twice, is still
+/// `100-continue`; an empty `Expect` asks nothing; any other member is 417.
+#[test]
+fn expect_is_a_list() {
+    let server = serve(options(), Echo);
+    let addr = server.addr;
+    let body = format!("len=4 fnv={:x}", fnv(FNV_START, b"body"));
+    for (value, interim) in [
+        ("100-continue,", true),
+        (", 100-continue", true),
+        ("100-continue, ,", true),
+        ("100-continue, 100-continue", true),
+        ("", false),
+        (" , ", false),
+    ] {
+        let mut client = Client::connect(addr);
+        let head = format!(
+            "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 4\r\nExpect: {value}\r\n\r\n"
+        );
+        client.send(head.as_bytes());
+        if interim {
+            assert_eq!(client.reply().unwrap().status, 100, "Expect: {value:?}");
+        }
+        client.send(b"body");
+        let reply = client.reply().unwrap();
+        assert_eq!((reply.status, reply.text()), (200, body.clone()), "Expect: {value:?}");
+    }
+    let mut client = Client::connect(addr);
+    client.send(b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 4\r\nExpect: 100-continue, teapot\r\n\r\nbody");
+    let reply = client.reply().unwrap();
+    assert_eq!(reply.status, 417);
+    assert!(reply.closes());
+    server.stop();
+}
+
 #[test]
 fn streamed_responses_are_chunked() {
     let server = serve(options(), Echo);

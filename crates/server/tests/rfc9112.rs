@@ -313,6 +313,11 @@ fn later_minor_versions_and_target_bytes() {
     assert_eq!(served(addr, &request).text(), echo_of(b"abc"));
     refused_alone(addr, b"GET / HTTP/2.0\r\nHost: a\r\n\r\n", 505);
     refused_alone(addr, b"GET / HTTP/1.10\r\nHost: a\r\n\r\n", 400);
+    // RFC 9112 §2.3: `HTTP/` DIGIT `.` DIGIT; anything else in the slot is
+    // a malformed line (§3: 400), not another version.
+    for version in ["HTTP/1.", "HTTP/1.a", "HTTP/1.2.3", "HTTP/01.1", "HTTP/1", "HTTP/9"] {
+        refused_alone(addr, format!("GET / {version}\r\nHost: a\r\n\r\n").as_bytes(), 400);
+    }
     refused_alone(addr, b"GET / HTTP/1.2 \r\nHost: a\r\n\r\n", 400);
     // Still HTTP/1.1's rules: Host is required.
     refused_alone(addr, b"GET / HTTP/1.2\r\n\r\n", 400);

@@ -49,6 +49,7 @@ pub(crate) fn from_http1(
 ) -> Option<Upgrade> {
     let mut settings = None;
     let mut connection_tokens = (false, false);
+    let mut close = false;
     for header in headers {
         if header.name.eq_ignore_ascii_case("http2-settings") {
             if settings.is_some() {
@@ -59,11 +60,15 @@ pub(crate) fn from_http1(
             for token in header.value.split(|&b| b == b',').map(<[u8]>::trim_ascii) {
                 connection_tokens.0 |= token.eq_ignore_ascii_case(b"upgrade");
                 connection_tokens.1 |= token.eq_ignore_ascii_case(b"http2-settings");
+                close |= token.eq_ignore_ascii_case(b"close");
             }
         }
     }
     let settings = settings?;
-    if connection_tokens != (true, true) || settings.len() % 6 != 0 {
+    // `close` (RFC 9112 9.6): no request after this one may be processed,
+    // so no switch to a protocol whose point is more of them; it is
+    // answered over HTTP/1.1 and the connection closed.
+    if connection_tokens != (true, true) || close || settings.len() % 6 != 0 {
         return None;
     }
     // Values out of range: not an upgrade, rather than a connection error
@@ -175,6 +180,12 @@ mod tests {
         let mut odd = good;
         odd[3] = header("HTTP2-Settings", "AAMA");
         assert!(from_http1("GET", "/", "a", &odd).is_none());
+        let mut close = good;
+        close[1] = header("Connection", "Upgrade, HTTP2-Settings, close");
+        assert!(from_http1("GET", "/", "a", &close).is_none(), "RFC 9112 9.6");
+        let mut apart = good.to_vec();
+        apart.push(header("connection", "Close"));
+        assert!(from_http1("GET", "/", "a", &apart).is_none(), "on a line of its own");
         assert!(names_h2c(b"websocket, h2c"));
         assert!(!names_h2c(b"h2"));
     }
