@@ -471,6 +471,10 @@ impl<S> Http1<S> {
             return refused(out, cx, Status::BAD_REQUEST);
         };
         let line = method.len() + target.len() + " HTTP/1.1".len() + 1;
+        if method.len() > limits.max_request_line {
+            // RFC 9112 3: a method longer than any implemented, 501.
+            return refused(out, cx, Status::NOT_IMPLEMENTED);
+        }
         if line > limits.max_request_line {
             return refused(out, cx, Status::URI_TOO_LONG);
         }
@@ -613,7 +617,15 @@ impl<S> Http1<S> {
         let longest = limits.max_request_line + 2;
         let line_seen = bytes[..bytes.len().min(longest)].contains(&b'\n');
         if !line_seen && bytes.len() >= longest {
-            return refused(out, cx, Status::URI_TOO_LONG);
+            // No space in it either: the method alone is too long (RFC
+            // 9112 3: 501), else the target (414). httparse skips empty
+            // lines first.
+            // As judged once whole: a method longer than the limit.
+            let start = bytes.iter().position(|&b| b != b'\r' && b != b'\n').unwrap_or(0);
+            let end = (start + limits.max_request_line + 1).min(bytes.len());
+            let method_ended = bytes[start..end].contains(&b' ');
+            let status = if method_ended { Status::URI_TOO_LONG } else { Status::NOT_IMPLEMENTED };
+            return refused(out, cx, status);
         }
         if bytes.len() > limits.max_head {
             return refused(out, cx, Status::HEADER_FIELDS_TOO_LARGE);

@@ -73,7 +73,7 @@ fn unsupported_features_get_501_417_505() {
 }
 
 #[test]
-fn limits_get_413_414_431() {
+fn limits_get_413_414_431_501() {
     let server =
         serve(options().max_body(1000).max_request_line(1024).max_head(4096).max_headers(10), Echo);
     let addr = server.addr;
@@ -98,6 +98,17 @@ fn limits_get_413_414_431() {
     let long = format!("GET /{} HTTP/1.1\r\nHost: t\r\n\r\n", "a".repeat(2000));
     refused(addr, long.as_bytes(), 414);
     refused(addr, format!("GET /{}", "a".repeat(3000)).as_bytes(), 414);
+    // A method longer than the line limit: longer than any implemented
+    // (RFC 9112 §3: 501), complete or still arriving.
+    let method = "M".repeat(2000);
+    refused(addr, format!("{method} / HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes(), 501);
+    refused(addr, method.as_bytes(), 501);
+    // At the limit's edge (1,024 bytes): the same answer whole or cut.
+    for (len, status) in [(1024, 414), (1025, 501)] {
+        let line = format!("{} /{}", "M".repeat(len), "a".repeat(100));
+        refused(addr, format!("{line} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes(), status);
+        refused(addr, line.as_bytes(), status);
+    }
     // Too many header bytes, complete or still arriving; too many fields.
     let big = format!("GET / HTTP/1.1\r\nHost: t\r\nX-Big: {}\r\n\r\n", "b".repeat(5000));
     refused(addr, big.as_bytes(), 431);
