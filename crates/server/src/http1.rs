@@ -422,11 +422,17 @@ impl<S> Http1<S> {
             }
             &cx.scratch
         };
-        // Nothing new since the last attempt but bytes without a line end:
-        // the parse would fail the same way.
+        // Nothing new since the last attempt but bytes that neither end a
+        // line nor are wrong wherever they stand: the parse would end the
+        // same way, still partial. (Parsing again for every piece of a
+        // head sent a byte at a time would cost the square of its length.)
+        // A CR, a control byte, or any byte after a CR is judged at once:
+        // `\r\n\rX` or `HTTP/1.a\r` is refused now, not at the header
+        // timeout.
         if self.scanned > 0
             && self.scanned <= bytes.len()
-            && !bytes[self.scanned..].contains(&b'\n')
+            && bytes[self.scanned - 1] != b'\r'
+            && !bytes[self.scanned..].iter().any(|&b| (b < 0x20 && b != b'\t') || b == 0x7f)
         {
             return self.partial(bytes, out, cx);
         }
@@ -617,10 +623,9 @@ impl<S> Http1<S> {
         let longest = limits.max_request_line + 2;
         let line_seen = bytes[..bytes.len().min(longest)].contains(&b'\n');
         if !line_seen && bytes.len() >= longest {
-            // No space in it either: the method alone is too long (RFC
-            // 9112 3: 501), else the target (414). httparse skips empty
-            // lines first.
-            // As judged once whole: a method longer than the limit.
+            // No space in it either: the method alone is longer than the
+            // limit (RFC 9112 3: 501, as judged once whole), else the
+            // target (414). httparse skips empty lines first.
             let start = bytes.iter().position(|&b| b != b'\r' && b != b'\n').unwrap_or(0);
             let end = (start + limits.max_request_line + 1).min(bytes.len());
             let method_ended = bytes[start..end].contains(&b' ');

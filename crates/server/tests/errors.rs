@@ -226,3 +226,30 @@ fn a_trailing_empty_line_keeps_the_connection_idle() {
         );
     }
 }
+
+/// A head made malformed by a piece with no line end (a CR not followed
+/// by LF, a version slot ended by a CR, a control byte) is refused when
+/// that piece arrives, not at the header timeout (20 s here, the client's
+/// read timeout; the replies must come well before it).
+#[test]
+fn a_head_broken_without_a_line_end_is_refused_at_once() {
+    let server = serve(options().header_timeout(Duration::from_secs(20)), Echo);
+    for (first, then, status) in [
+        (&b"GET / HTTP/1.1\r\nHost: t\r\n\r"[..], &b"X"[..], 400),
+        (b"GET / HTTP/1.1\r\nHost: t\r", b"X", 400),
+        (b"GET / HTTP/1.a", b"\r", 400),
+        (b"GET / HTTP/2.0", b"\r", 505),
+        (b"GET / HTTP/1.1\r\nHost: t\r\nX-A: b", b"\x01", 400),
+        (b"GET / HTTP/1.1\r\nHost: t\r\nX-A: b", b"\x7f", 400),
+    ] {
+        let mut client = Client::connect(server.addr);
+        client.send(first);
+        std::thread::sleep(Duration::from_millis(100));
+        client.send(then);
+        let began = Instant::now();
+        let reply = client.reply().unwrap_or_else(|e| panic!("{e} for {first:?} + {then:?}"));
+        assert_eq!(reply.status, status, "{first:?} + {then:?}");
+        assert!(began.elapsed() < Duration::from_secs(5), "{first:?} + {then:?}");
+        assert!(reply.closes());
+    }
+}
