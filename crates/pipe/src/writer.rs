@@ -64,9 +64,9 @@ pub struct Writer {
     /// `first` and `head_seen`; it spares `take_kept_ahead` walking a node
     /// twice.
     unkept: *mut Node,
-    /// The writer has set its sleep bit since `take_kept_ahead` last walked
-    /// to the reader's head: blocks may be kept in any spare node, so the
-    /// next look walks as far as it must. Otherwise it looks at one node,
+    /// The writer has set its sleep bit, and `take_kept_ahead` has not
+    /// since walked to the reader's head with the bit clear: blocks may be
+    /// kept in any spare node, so the next look walks as far as it must. Otherwise it looks at one node,
     /// the one `link` reuses next, as the pipe did before kept blocks could
     /// sit further along: no walk over nodes whose lines the reader has
     /// just written, when nothing can be kept in them.
@@ -466,21 +466,29 @@ impl Writer {
     /// back), and leasing for them while kept blocks sit further along
     /// would add those to the pipe's pool use. Each spare node is looked at
     /// once (`unkept`), so a write pays at most one node's look on average;
-    /// past the first node, only after a wait (`kept_ahead`), and then up
-    /// to the reader's head looked at afresh once. A block kept after that
-    /// look (the reader still saw the sleep bit) is found when its node
-    /// comes first. The caller checked that the pipe keeps blocks.
+    /// past the first node, only after a wait (`kept_ahead`), up to the
+    /// reader's head looked at afresh, until a look finds the sleep bit
+    /// clear. The caller checked that the pipe keeps blocks.
     fn take_kept_ahead(&mut self) -> Option<Block> {
         loop {
             if self.unkept == self.head_seen {
                 if !self.kept_ahead {
                     return None;
                 }
+                // The sleep bit first: the reader keeps blocks only while it
+                // is set, and clears it (waking us) after its head's store,
+                // so once it is seen clear (Acquire, pairing with that
+                // clearing RMW) the head loaded next covers every node a
+                // block was kept in. While it is set (a flush polled once
+                // and dropped leaves it until the reader is below
+                // `resume_at`), the reader may keep more: look again next
+                // time.
+                let waiting = has(self.shared.examined.load(Ordering::Acquire), WRITER_WAITING);
                 // Acquire pairs with the reader's Release store of its head,
                 // as in `has_spare`.
                 let head = self.shared.head.load(Ordering::Acquire);
                 if head == self.head_seen {
-                    self.kept_ahead = false;
+                    self.kept_ahead = waiting;
                     return None;
                 }
                 self.head_seen = head;

@@ -666,3 +666,140 @@ fn trim_while_a_read_holds_bytes_touches_only_passed_nodes() {
     drop(reader);
     assert_eq!(leased(&pool), 0);
 }
+
+/// Reads the next `n` stream bytes from `pos` (of what is there), checks
+/// them, and consumes and examines exactly those.
+fn take_exactly(reader: &Reader, pos: u64, n: usize) {
+    let read = reader.try_read().unwrap().unwrap();
+    assert!(read.len() >= n);
+    assert_eq!(read.to_vec()[..n], stream(pos, n));
+    read.advance_to(n, n).unwrap();
+}
+
+/// From a review: a sleep bit that stays set after the writer's walk (a
+/// flush polled once and dropped, as the server's `wants_input` does, then
+/// writes once a later flush is Ready above `resume_at`).
+/// The writer pauses (sleep bit set, `kept_ahead` set) with ten empty spare
+/// nodes ahead of it; the reader examines one byte (the bit stays: still
+/// above `resume_at`); a flush is now Ready and the writer writes two
+/// blocks: the first takes the one kept block, the second walks to the
+/// reader's head and clears `kept_ahead`, though the bit is still set. The
+/// reader then empties eleven blocks with the bit still set (kept), and
+/// the writer, woken, writes ten blocks: it leases ten fresh ones for the
+/// empty spare nodes while eleven kept blocks wait behind them.
+#[test]
+fn kept_blocks_after_the_walk_while_the_bit_stays_set_come_before_the_pool() {
+    let pool = small_pool();
+    let (mut writer, reader) = pipe(&pool, Options::new().pause_at(640).resume_at(320)).unwrap();
+    writer.put_slice(&stream(0, 1279)).unwrap();
+    take_exactly(&reader, 0, 639); // ten nodes passed before any wait: blocks given back
+    assert!(flush_would_wait(&mut writer)); // bit set
+    take_exactly(&reader, 639, 1); // passes one node while the bit is set: kept
+    assert!(!flush_would_wait(&mut writer), "639 unexamined < pause_at");
+    // 1 byte into the tail, 64 into the kept block, 1 into a fresh one.
+    writer.put_slice(&stream(1279, 66)).unwrap();
+    let written = 1279 + 66;
+    // The reader empties everything with the bit still set (it keeps), and
+    // wakes the writer on the way below resume_at.
+    take_exactly(&reader, 640, written - 640);
+    let held = leased(&pool);
+    assert!(held >= 11, "{held}");
+    // Ten blocks' worth: the eleven kept blocks are enough.
+    writer.put_slice(&stream(written as u64, 640)).unwrap();
+    let after = leased(&pool);
+    take_exactly(&reader, written as u64, 640);
+    writer.close();
+    drop(reader);
+    assert_eq!(leased(&pool), 0);
+    assert!(after <= held, "{after} leased after the write, {held} before");
+}
+
+/// From the same review: the server's flush pattern, randomised, checking every byte, shared `Bytes`, and
+/// the pool's use against what the pipe held at the last pause plus one
+/// write's worth.
+#[test]
+fn server_like_flush_pattern_every_path_random() {
+    let pool = small_pool();
+    let (mut writer, reader) = pipe(&pool, Options::new().pause_at(512).resume_at(128)).unwrap();
+    let total: u64 = if cfg!(miri) { 6_000 } else { 3_000_000 };
+    let mut rng = Rng(0x1234_5678_9ABC);
+    let (mut pos, mut got) = (0u64, Vec::<u8>::new());
+    let mut held: Vec<(u64, Bytes)> = Vec::new();
+    while pos < total {
+        // The server: writes only when a fresh flush is Ready.
+        if flush_would_wait(&mut writer) || rng.below(3) == 0 {
+            // The reader: some of what is there, maybe sharing bytes.
+            if let Some(mut read) = reader.try_read().unwrap() {
+                let len = read.len();
+                if len > 0 && rng.below(3) == 0 {
+                    let a = rng.below(len as u64) as usize;
+                    let b = a + 1 + rng.below((len - a) as u64) as usize;
+                    held.push((got.len() as u64 + a as u64, read.bytes(a..b).unwrap()));
+                }
+                let examined = rng.below(len as u64 + 1) as usize;
+                let consumed = if rng.below(2) == 0 {
+                    examined
+                } else {
+                    rng.below(examined as u64 + 1) as usize
+                };
+                got.extend_from_slice(&read.to_vec()[..consumed]);
+                read.advance_to(consumed, examined).unwrap();
+            }
+            if held.len() > 8 {
+                for (start, frame) in held.drain(..) {
+                    assert_eq!(&frame[..], &stream(start, frame.len())[..], "shared bytes changed");
+                }
+            }
+            continue;
+        }
+        let n = (1 + rng.below(400)).min(total - pos) as usize;
+        match rng.below(4) {
+            0 => {
+                writer.put_slice(&stream(pos, n)).unwrap();
+                pos += n as u64;
+            }
+            1 => {
+                let min = rng.below(65) as usize;
+                let space = writer.buffer(min).unwrap();
+                let k = n.min(space.len());
+                space[..k].copy_from_slice(&stream(pos, k));
+                writer.commit(k).unwrap();
+                pos += k as u64;
+            }
+            2 => {
+                let data = stream(pos, n);
+                let mut src = Trickle { data: &data, limit: n };
+                let k = writer.read_from(&mut src).unwrap();
+                pos += k as u64;
+            }
+            _ => {
+                let data = stream(pos, n);
+                let mut src = Trickle { data: &data, limit: 1 + rng.below(n as u64) as usize };
+                let r = writer.read_vectored_from(&mut src, rng.below(700) as usize).unwrap();
+                pos += r.read as u64;
+            }
+        }
+        if rng.below(200) == 0 {
+            writer.trim();
+        }
+    }
+    writer.close();
+    loop {
+        let read = reader.try_read().unwrap().unwrap();
+        let done = read.is_completed();
+        let len = read.len();
+        got.extend(read.to_vec());
+        read.consume(len).unwrap();
+        if done {
+            break;
+        }
+    }
+    assert_eq!(got.len() as u64, total);
+    let bad = got.iter().enumerate().find(|&(i, &b)| b != byte_at(i as u64));
+    assert!(bad.is_none(), "wrong byte at {bad:?}");
+    for (start, frame) in held.drain(..) {
+        assert_eq!(&frame[..], &stream(start, frame.len())[..], "shared bytes changed");
+    }
+    drop(reader);
+    assert_eq!(leased(&pool), 0);
+}
