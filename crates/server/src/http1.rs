@@ -621,19 +621,25 @@ impl<S> Http1<S> {
         // past that, with no line end, is it certainly too long (as the
         // whole head is judged, wherever the line was split).
         let longest = limits.max_request_line + 2;
-        let line_seen = bytes[..bytes.len().min(longest)].contains(&b'\n');
-        if !line_seen && bytes.len() >= longest {
+        // httparse skips empty lines before the request line.
+        let start = bytes.iter().position(|&b| b != b'\r' && b != b'\n').unwrap_or(bytes.len());
+        let line = &bytes[start..];
+        let line_seen = line[..line.len().min(longest)].contains(&b'\n');
+        if !line_seen && line.len() >= longest {
+            // Malformed so far: what the whole head would get first.
+            if let Some(status) = malformed_so_far(bytes, limits.max_headers) {
+                return refused(out, cx, status);
+            }
             // No space in it either: the method alone is longer than the
             // limit (RFC 9112 3: 501, as judged once whole), else the
-            // target (414). httparse skips empty lines first.
-            let start = bytes.iter().position(|&b| b != b'\r' && b != b'\n').unwrap_or(0);
-            let end = (start + limits.max_request_line + 1).min(bytes.len());
-            let method_ended = bytes[start..end].contains(&b' ');
+            // target (414).
+            let method_ended = line[..=limits.max_request_line].contains(&b' ');
             let status = if method_ended { Status::URI_TOO_LONG } else { Status::NOT_IMPLEMENTED };
             return refused(out, cx, status);
         }
         if bytes.len() > limits.max_head {
-            return refused(out, cx, Status::HEADER_FIELDS_TOO_LARGE);
+            let status = malformed_so_far(bytes, limits.max_headers);
+            return refused(out, cx, status.unwrap_or(Status::HEADER_FIELDS_TOO_LARGE));
         }
         if bytes.len() <= MAX_IGNORED_EMPTY && bytes.iter().all(|&b| b == b'\r' || b == b'\n') {
             // An empty line or two after a request (RFC 9112 §2.2: a
@@ -753,6 +759,24 @@ impl<'g> Cursor<'g> {
             self.chunk = next;
         }
         &self.chunk[pos - self.base..]
+    }
+}
+
+/// The refusal a partial head too long to wait for would get once whole
+/// for its bytes, which comes before any length's: `400` for bytes
+/// httparse refuses, the version's verdict for a bad version slot; `None`
+/// when nothing so far is malformed. (A head that arrived in pieces
+/// without line ends was not parsed as each came.)
+fn malformed_so_far(bytes: &[u8], max_headers: usize) -> Option<Status> {
+    let mut headers = [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_HEADERS_LIMIT];
+    let mut parsed = httparse::Request::new(&mut []);
+    match parsed.parse_with_uninit_headers(bytes, &mut headers[..max_headers]) {
+        Ok(_) | Err(httparse::Error::TooManyHeaders) => None,
+        Err(httparse::Error::Version) => match version_verdict(bytes) {
+            Some(Verdict::Refuse(status)) => Some(status),
+            Some(Verdict::AsHttp11(_)) | None => None,
+        },
+        Err(_) => Some(Status::BAD_REQUEST),
     }
 }
 

@@ -65,8 +65,10 @@
 //!   (A first flight past MAX_CONCURRENT_STREAMS, sent before the client
 //!   acknowledged our SETTINGS, has one limit's worth of free refusals.)
 //! - **CONTINUATION flood (CVE-2024-27316 class):** a field block may take
-//!   at most `max(5, 1.25 * list / frame)` CONTINUATION frames and at most
-//!   [`Config::max_header_list_size`] compressed bytes.
+//!   at most [`Config::max_header_list_size`] compressed bytes, and its
+//!   CONTINUATIONs as many bytes with each frame counted as at least
+//!   `CONTINUATION_CHARGE` (1 KiB) past the first `FREE_CONTINUATIONS` (8): a block
+//!   may be split anywhere into frames of 1 KiB or more.
 //! - **PING and SETTINGS floods (CVE-2019-9512, -9515):** at most
 //!   [`Config::max_queued_control`] acknowledgements wait in the output;
 //!   past that the client is not reading what it asks for.
@@ -263,8 +265,9 @@ struct Block {
 }
 
 /// The least a CONTINUATION counts against the header-list limit: an
-/// 8 KiB block in 1 KiB frames is served, 32 KiB of 1-byte frames is a
-/// flood ended after 32 frames (with the default 32 KiB limit).
+/// 8 KiB block in 1 KiB frames is served; tiny frames are a flood ended at
+/// the 17th with a 16 KiB limit (the 33rd with the server's default 32 KiB
+/// head).
 const CONTINUATION_CHARGE: usize = 1024;
 
 /// CONTINUATIONs per block that are never a flood, whatever the
@@ -610,13 +613,9 @@ impl Connection {
         flow_len: u32,
         streams: &mut impl Streams,
     ) {
-        if data.is_empty() && !end_stream {
-            if self.empty_frame() {
-                return;
-            }
-        } else {
-            // Work done pays back one idle frame.
-            self.empty_frames = self.empty_frames.saturating_sub(1);
+        let work = !data.is_empty() || end_stream;
+        if !work && self.empty_frame() {
+            return;
         }
         let Some(stream) = self.streams.get_mut(&id) else {
             if id > self.last_stream {
@@ -639,7 +638,14 @@ impl Connection {
             return;
         }
         match stream.input.try_advance(flow_len) {
-            Ok((Advance::Accepted, update)) => self.connection_update(update),
+            Ok((Advance::Accepted, update)) => {
+                self.connection_update(update);
+                if work {
+                    // Work done (for an open stream: DATA dropped on a
+                    // closed one does none) pays back one idle frame.
+                    self.empty_frames = self.empty_frames.saturating_sub(1);
+                }
+            }
             Ok((Advance::Aborted, update)) => return self.connection_update(update),
             Err(error) => {
                 self.connection_update(error.connection_update);
@@ -713,18 +719,22 @@ impl Connection {
         }
         let mut discard = false;
         if id <= self.last_stream && !self.streams.contains_key(&id) && !self.ignored(id) {
-            if self.recently_reset.contains(&id) {
+            if self.recently_closed.contains(&id) {
+                // A stream the client ended (its END_STREAM or its
+                // RST_STREAM): STREAM_CLOSED (5.1).
+                return self.fail(ErrorCode::STREAM_CLOSED, "HEADERS on a closed stream");
+            } else if self.recently_reset.contains(&id) {
                 // 5.1: a stream we reset may still receive what the client
-                // sent before it saw our RST_STREAM (its trailers): decoded,
-                // because the table must stay in step, then dropped. It does
-                // no work, so it counts against the empty-frame limit.
-                if self.empty_frame() {
+                // sent before it saw our RST_STREAM: its trailers, decoded
+                // (the table must stay in step), then dropped. With
+                // END_STREAM they close the stream for good, so each reset
+                // (bounded by the reset budget) brings at most one; without
+                // it they are never trailers and count as frames that do
+                // no work.
+                if !end_stream && self.empty_frame() {
                     return;
                 }
                 discard = true;
-            } else if self.recently_closed.contains(&id) {
-                // A stream that lived and closed: STREAM_CLOSED (5.1).
-                return self.fail(ErrorCode::STREAM_CLOSED, "HEADERS on a closed stream");
             } else {
                 // An id below the last one that was never used (5.1.1).
                 return self.fail(ErrorCode::PROTOCOL_ERROR, "stream id below the last one");
@@ -1051,7 +1061,6 @@ impl Connection {
         }
     }
 
-    /// Stream `id` lived and closed: a later HEADERS on it is STREAM_CLOSED.
     /// Stream `id` no longer counts as recently reset.
     fn forget_reset(&mut self, id: u32) {
         for slot in &mut self.recently_reset {
@@ -1061,6 +1070,7 @@ impl Connection {
         }
     }
 
+    /// Stream `id` lived and closed: a later HEADERS on it is STREAM_CLOSED.
     fn remember_closed(&mut self, id: u32) {
         self.recently_closed[self.next_closed_slot] = id;
         self.next_closed_slot = (self.next_closed_slot + 1) % RESET_MEMORY;

@@ -407,6 +407,113 @@ fn headers_on_a_reset_stream_again_and_again_are_a_flood() {
     assert_eq!(c.goaway(), Some(ErrorCode::ENHANCE_YOUR_CALM));
 }
 
+/// Stream 1 reset by us: a body longer than its content-length (8.1.1).
+fn reset_stream_1(c: &mut Client) {
+    let block = c.block(&[
+        (":method", "POST"),
+        (":scheme", "http"),
+        (":path", "/"),
+        ("content-length", "1"),
+    ]);
+    c.feed(&raw(kind::HEADERS, flag::END_HEADERS, 1, &block));
+    c.feed(&raw(kind::DATA, 0, 1, b"too long"));
+    let sent = c.sent();
+    assert!(sent.contains(&Sent::Rst { stream: 1, code: ErrorCode::PROTOCOL_ERROR }), "{sent:?}");
+    assert_eq!(c.events(), ["headers 1 POST / end=false", "reset 1"]);
+}
+
+/// From a review: a DATA frame dropped on a reset stream paid back the
+/// idle-frame count that each discarded HEADERS adds, so HEADERS (15 KiB
+/// of never-indexed fields, decoded every time) and a 1-byte DATA, again
+/// and again, went on for ever. Only DATA that an open stream takes pays
+/// back now.
+#[test]
+fn dropped_data_does_not_pay_for_discarded_headers() {
+    let mut c = Client::new();
+    reset_stream_1(&mut c);
+    let value = "v".repeat(1000);
+    let mut rounds = 0;
+    while c.conn.error().is_none() {
+        let mut block = Vec::new();
+        for i in 0..15 {
+            let name = format!("x-pad-{i}");
+            c.encoder.encode([Field::sensitive(name.as_bytes(), value.as_bytes())], &mut block);
+        }
+        c.feed(&raw(kind::HEADERS, flag::END_HEADERS, 1, &block));
+        c.feed(&raw(kind::DATA, 0, 1, b"x"));
+        rounds += 1;
+        assert!(rounds <= 200, "still reading after {rounds} rounds");
+    }
+    assert_eq!(c.goaway(), Some(ErrorCode::ENHANCE_YOUR_CALM));
+}
+
+/// From a review: after trailers that ended a reset stream, a DATA frame
+/// (answered with RST_STREAM(STREAM_CLOSED)) put the id back among the
+/// reset ones, and the next HEADERS on it was dropped again. A stream the
+/// client ended stays closed: HEADERS on it is STREAM_CLOSED.
+#[test]
+fn a_stream_ended_by_dropped_trailers_stays_closed() {
+    let mut c = Client::new();
+    reset_stream_1(&mut c);
+    let trailers = c.block(&[("x-checksum", "abc")]);
+    c.feed(&raw(kind::HEADERS, flag::END_HEADERS | flag::END_STREAM, 1, &trailers));
+    assert_eq!(c.goaway(), None);
+    c.feed(&raw(kind::DATA, 0, 1, b"after end_stream"));
+    let trailers = c.block(&[("x-checksum", "def")]);
+    c.feed(&raw(kind::HEADERS, flag::END_HEADERS | flag::END_STREAM, 1, &trailers));
+    assert_eq!(c.goaway(), Some(ErrorCode::STREAM_CLOSED));
+}
+
+/// A dropped block in CONTINUATIONs, past the header-list limit midway
+/// (ten references to a 3,000-byte entry), then an entry added after the
+/// overflow: decoded to the end, so the next request's reference to that
+/// entry (its `:path`, index 62) finds it.
+#[test]
+fn a_dropped_block_in_continuations_keeps_the_table_in_step() {
+    let mut c = Client::new();
+    reset_stream_1(&mut c);
+    // A string literal without Huffman coding (RFC 7541 5.2): short, or
+    // the 3,000 bytes below (the length's integer: 127 + 57 + 22 x 128).
+    let string = |out: &mut Vec<u8>, s: &[u8]| {
+        match s.len() {
+            len @ 0..127 => out.push(len as u8),
+            3000 => out.extend([127, 0x80 | 57, 22]),
+            len => panic!("no encoding here for {len}"),
+        }
+        out.extend_from_slice(s);
+    };
+    let big = vec![b'b'; 3000];
+    let mut block = vec![0x40]; // literal, incremental indexing, new name
+    string(&mut block, b"x-big");
+    string(&mut block, &big);
+    block.extend([0x80 | 62; 10]); // 30 KB decoded: past the limit
+    block.push(0x40 | 4); // `:path` (static 4), incremental indexing
+    string(&mut block, b"/from-the-discard");
+    let mut pieces = block.chunks(700).peekable();
+    c.feed(&raw(kind::HEADERS, 0, 1, pieces.next().unwrap()));
+    while let Some(piece) = pieces.next() {
+        let flags = if pieces.peek().is_none() { flag::END_HEADERS } else { 0 };
+        c.feed(&raw(kind::CONTINUATION, flags, 1, piece));
+    }
+    assert_eq!(c.goaway(), None);
+    // :method GET, :scheme http, then index 62: the `:path` entry.
+    c.feed(&raw(kind::HEADERS, flag::END_HEADERS | flag::END_STREAM, 3, &[0x82, 0x86, 0x80 | 62]));
+    assert_eq!(c.goaway(), None);
+    assert_eq!(c.events(), ["headers 3 GET /from-the-discard end=true"]);
+}
+
+/// Another frame inside a dropped block (HEADERS without END_HEADERS on a
+/// reset stream): PROTOCOL_ERROR, as inside any block (6.10).
+#[test]
+fn a_frame_inside_a_dropped_block_is_a_connection_error() {
+    let mut c = Client::new();
+    reset_stream_1(&mut c);
+    let trailers = c.block(&[("x-checksum", "abc")]);
+    c.feed(&raw(kind::HEADERS, 0, 1, &trailers));
+    c.feed(&raw(kind::PING, 0, 0, &[0; 8]));
+    assert_eq!(c.goaway(), Some(ErrorCode::PROTOCOL_ERROR));
+}
+
 /// A SETTINGS frame of up to MAX_SETTINGS_PARAMS parameters is applied
 /// (the last INITIAL_WINDOW_SIZE wins); one more is
 /// ENHANCE_YOUR_CALM (CVE-2020-11080 class: each such parameter is applied
