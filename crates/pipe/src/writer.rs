@@ -66,10 +66,11 @@ pub struct Writer {
     unkept: *mut Node,
     /// The writer has set its sleep bit, and `take_kept_ahead` has not
     /// since walked to the reader's head with the bit clear: blocks may be
-    /// kept in any spare node, so the next look walks as far as it must. Otherwise it looks at one node,
-    /// the one `link` reuses next, as the pipe did before kept blocks could
-    /// sit further along: no walk over nodes whose lines the reader has
-    /// just written, when nothing can be kept in them.
+    /// kept in any spare node, so the next look walks as far as it must.
+    /// Otherwise it looks at one node, the one `link` reuses next, as the
+    /// pipe did before kept blocks could sit further along: no walk over
+    /// nodes whose lines the reader has just written, when nothing can be
+    /// kept in them.
     kept_ahead: bool,
     tail: *mut Node,
     /// The tail block's first byte; null for the sentinel.
@@ -494,10 +495,9 @@ impl Writer {
                 self.head_seen = head;
             }
             let node = self.unkept;
-            // SAFETY: `node` is between `first` and the head seen: passed,
-            // so ours, its link written before the reader passed it (the
-            // Acquire load of the head that made it seen pairs with the
-            // reader's Release store).
+            // SAFETY: `node` lies between `first` and the head seen (whose
+            // Acquire load paired with the reader's Release store): passed,
+            // so ours, with its link written before the reader passed it.
             unsafe {
                 self.unkept = (*node).next.load(Ordering::Relaxed);
                 if let Some(block) = Node::take_kept(node) {

@@ -34,6 +34,28 @@ fn stream(from: u64, n: usize) -> Vec<u8> {
     (0..n as u64).map(|i| byte_at(from + i)).collect()
 }
 
+/// After the writer's close: every byte left in the pipe, into `got`.
+fn read_to_end(reader: &Reader, got: &mut Vec<u8>) {
+    loop {
+        let read = reader.try_read().unwrap().unwrap();
+        let done = read.is_completed();
+        let len = read.len();
+        got.extend(read.to_vec());
+        read.consume(len).unwrap();
+        if done {
+            return;
+        }
+    }
+}
+
+/// The `Bytes` handed out (with their stream positions) still hold their
+/// bytes; checked, then let go.
+fn check_shares(held: &mut Vec<(u64, Bytes)>) {
+    for (start, frame) in held.drain(..) {
+        assert_eq!(&frame[..], &stream(start, frame.len())[..], "shared bytes changed");
+    }
+}
+
 /// A pool of exactly four 64-byte blocks.
 fn four_block_pool() -> Pool {
     Pool::builder()
@@ -257,16 +279,7 @@ fn read_vectored_from_over_kept_blocks_many_cycles() {
     }
     eprintln!("read_vectored_from cycles: peak leased {peak}");
     writer.close();
-    loop {
-        let read = reader.try_read().unwrap().unwrap();
-        let done = read.is_completed();
-        let len = read.len();
-        got.extend(read.to_vec());
-        read.consume(len).unwrap();
-        if done {
-            break;
-        }
-    }
+    read_to_end(&reader, &mut got);
     assert_eq!(got.len(), total);
     assert!(got == data, "bytes differ");
     drop(reader);
@@ -487,29 +500,16 @@ fn every_write_path_under_pause_cycles_single_thread() {
             writer.trim();
         }
         if held.len() > 16 {
-            for (start, frame) in held.drain(..) {
-                assert_eq!(&frame[..], &stream(start, frame.len())[..], "shared bytes changed");
-            }
+            check_shares(&mut held);
         }
         peak = peak.max(leased(&pool));
     }
     writer.close();
-    loop {
-        let read = reader.try_read().unwrap().unwrap();
-        let done = read.is_completed();
-        let len = read.len();
-        got.extend(read.to_vec());
-        read.consume(len).unwrap();
-        if done {
-            break;
-        }
-    }
+    read_to_end(&reader, &mut got);
     assert_eq!(got.len() as u64, total);
     let first_bad = got.iter().enumerate().find(|&(i, &b)| b != byte_at(i as u64));
     assert!(first_bad.is_none(), "wrong byte at {first_bad:?}");
-    for (start, frame) in held.drain(..) {
-        assert_eq!(&frame[..], &stream(start, frame.len())[..], "shared bytes changed");
-    }
+    check_shares(&mut held);
     drop(reader);
     assert_eq!(leased(&pool), 0);
     eprintln!("every write path: peak leased {peak}");
@@ -623,9 +623,7 @@ fn threads_with_small_thresholds_move_every_byte_and_return_every_block() {
         read.advance_to(consumed, len).unwrap();
         got += consumed as u64;
         if held.len() > 8 {
-            for (start, frame) in held.drain(..) {
-                assert_eq!(&frame[..], &stream(start, frame.len())[..], "shared bytes changed");
-            }
+            check_shares(&mut held);
         }
         if done {
             break;
@@ -633,9 +631,7 @@ fn threads_with_small_thresholds_move_every_byte_and_return_every_block() {
     }
     producer.join().unwrap();
     assert_eq!(got, total);
-    for (start, frame) in held.drain(..) {
-        assert_eq!(&frame[..], &stream(start, frame.len())[..], "shared bytes changed");
-    }
+    check_shares(&mut held);
     drop(reader);
     assert_eq!(leased(&pool), 0);
 }
@@ -746,9 +742,7 @@ fn server_like_flush_pattern_every_path_random() {
                 read.advance_to(consumed, examined).unwrap();
             }
             if held.len() > 8 {
-                for (start, frame) in held.drain(..) {
-                    assert_eq!(&frame[..], &stream(start, frame.len())[..], "shared bytes changed");
-                }
+                check_shares(&mut held);
             }
             continue;
         }
@@ -784,22 +778,11 @@ fn server_like_flush_pattern_every_path_random() {
         }
     }
     writer.close();
-    loop {
-        let read = reader.try_read().unwrap().unwrap();
-        let done = read.is_completed();
-        let len = read.len();
-        got.extend(read.to_vec());
-        read.consume(len).unwrap();
-        if done {
-            break;
-        }
-    }
+    read_to_end(&reader, &mut got);
     assert_eq!(got.len() as u64, total);
     let bad = got.iter().enumerate().find(|&(i, &b)| b != byte_at(i as u64));
     assert!(bad.is_none(), "wrong byte at {bad:?}");
-    for (start, frame) in held.drain(..) {
-        assert_eq!(&frame[..], &stream(start, frame.len())[..], "shared bytes changed");
-    }
+    check_shares(&mut held);
     drop(reader);
     assert_eq!(leased(&pool), 0);
 }
