@@ -67,8 +67,8 @@
 //! - **CONTINUATION flood (CVE-2024-27316 class):** a field block may take
 //!   at most [`Config::max_header_list_size`] compressed bytes, and its
 //!   CONTINUATIONs as many bytes with each frame counted as at least
-//!   `CONTINUATION_CHARGE` (1 KiB) past the first `FREE_CONTINUATIONS` (8): a block
-//!   may be split anywhere into frames of 1 KiB or more.
+//!   `CONTINUATION_CHARGE` (1 KiB) past the first `FREE_CONTINUATIONS`
+//!   (8): a block may be split anywhere into frames of 1 KiB or more.
 //! - **PING and SETTINGS floods (CVE-2019-9512, -9515):** at most
 //!   [`Config::max_queued_control`] acknowledgements wait in the output;
 //!   past that the client is not reading what it asks for.
@@ -798,9 +798,8 @@ impl Connection {
         }
         if discard {
             if end_stream {
-                // The client's last word on it: anything after this is a
-                // closed stream's frame.
-                self.forget_reset(id);
+                // The client's last word on it: HEADERS after this is a
+                // closed stream's (`headers` looks at the closed first).
                 self.remember_closed(id);
             }
             return;
@@ -1058,15 +1057,6 @@ impl Connection {
             }
             self.remember_closed(id);
             self.budget = (self.budget + 1).min(self.config.reset_budget);
-        }
-    }
-
-    /// Stream `id` no longer counts as recently reset.
-    fn forget_reset(&mut self, id: u32) {
-        for slot in &mut self.recently_reset {
-            if *slot == id {
-                *slot = 0;
-            }
         }
     }
 
