@@ -51,6 +51,7 @@ use crate::handler::{BodyLength, Handler, Request, Status, Version};
 use crate::link::Returned;
 use crate::response::{Answered, AppSlots, BodyOffer, Response};
 use crate::session::Context;
+use crate::syntax::parse_decimal;
 use crate::target::{self, KnownHost, TargetError};
 use crate::wire::Encoder;
 
@@ -913,7 +914,7 @@ impl<'a> Fields<'a> {
             let value = header.value;
             match field {
                 Field::ContentLength => {
-                    let parsed = parse_length(value.trim_ascii()).ok_or(Status::BAD_REQUEST)?;
+                    let parsed = parse_decimal(value.trim_ascii()).ok_or(Status::BAD_REQUEST)?;
                     if length.is_some_and(|seen| seen != parsed) {
                         return Err(Status::BAD_REQUEST);
                     }
@@ -1038,14 +1039,6 @@ impl Field {
             Self::TransferEncoding => "transfer-encoding",
         }
     }
-}
-
-/// A `Content-Length` value: 1 to 19 digits, nothing else.
-fn parse_length(value: &[u8]) -> Option<u64> {
-    if value.is_empty() || value.len() > 19 || !value.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    Some(value.iter().fold(0, |n, &d| n * 10 + u64::from(d - b'0')))
 }
 
 #[cfg(test)]

@@ -95,9 +95,62 @@ pub(crate) const fn is_whitespace(byte: u8) -> bool {
     matches!(byte, b' ' | b'\t')
 }
 
+/// Significant digits a [`parse_decimal`] value may have: nineteen always
+/// fit a `u64` (its largest value has twenty).
+const MAX_DECIMAL_DIGITS: usize = 19;
+
+/// A `Content-Length` value (RFC 9112 §6.3, RFC 9113 §8.1.1): `1*DIGIT`,
+/// nothing else (no sign, no space, no list). Leading zeros are taken in
+/// any number (`007` is 7, as Go and hyper read it); a value of more than
+/// [`MAX_DECIMAL_DIGITS`] significant digits is `None`, never wrapped
+/// (§6.3: "prevent parsing errors due to integer conversion overflows").
+/// The head's size limit bounds how long the value can be.
+pub(crate) fn parse_decimal(digits: &[u8]) -> Option<u64> {
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let zeros = digits.iter().take_while(|&&d| d == b'0').count();
+    let significant = &digits[zeros..];
+    if significant.len() > MAX_DECIMAL_DIGITS {
+        return None;
+    }
+    Some(significant.iter().fold(0, |n, &d| n * 10 + u64::from(d - b'0')))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn decimals_at_the_edges_of_their_range() {
+        let nines = "9".repeat(MAX_DECIMAL_DIGITS);
+        let zeros = "0".repeat(100);
+        for (value, parsed) in [
+            ("0", Some(0)),
+            ("000", Some(0)),
+            ("007", Some(7)),
+            (&*format!("{zeros}5"), Some(5)),
+            (&*format!("{zeros}{nines}"), Some(9_999_999_999_999_999_999)),
+            (&*zeros, Some(0)),
+            (&*nines, Some(9_999_999_999_999_999_999)),
+            // Twenty significant digits: refused, even those a u64 holds.
+            ("10000000000000000000", None),
+            ("18446744073709551615", None),
+            // Past u64::MAX: a wrapping parse would read 5.
+            ("18446744073709551621", None),
+            ("", None),
+            ("+5", None),
+            ("-0", None),
+            (" 5", None),
+            ("5 ", None),
+            ("5,5", None),
+            ("0x5", None),
+            ("5\0", None),
+            ("\u{0665}", None), // an Arabic-Indic five: a digit, not a DIGIT
+        ] {
+            assert_eq!(parse_decimal(value.as_bytes()), parsed, "{value:?}");
+        }
+    }
 
     #[test]
     fn classes() {

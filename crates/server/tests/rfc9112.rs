@@ -435,3 +435,27 @@ fn every_status_rfc_9110_defines_has_its_reason_phrase() {
     }
     assert_eq!(falconet_server::Status::new(415).unwrap().reason(), "Unsupported Media Type");
 }
+
+/// RFC 9112 §6.3: `Content-Length = 1*DIGIT`. Leading zeros are digits
+/// like any other (`0…05` is 5, in any number, as Go and hyper read it);
+/// a value past what a `u64` is sure to hold is 400, never wrapped, and a
+/// sign, space or list inside the value is 400.
+#[test]
+fn content_length_is_any_run_of_digits() {
+    let server = serve(options(), Echo);
+    let addr = server.addr;
+    let post = |length: &str, body: &str| {
+        format!("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: {length}\r\n\r\n{body}")
+    };
+    for zeros in [1, 19, 20, 100] {
+        let length = format!("{}5", "0".repeat(zeros));
+        let reply = served(addr, post(&length, "hello").as_bytes());
+        assert_eq!(reply.text(), echo_of(b"hello"), "Content-Length: {length}");
+        let reply = served(addr, post(&"0".repeat(zeros), "").as_bytes());
+        assert_eq!(reply.text(), echo_of(b""), "Content-Length: {}", "0".repeat(zeros));
+    }
+    for length in ["18446744073709551621", "100000000000000000005", "+5", "5 5", "5,5", "0x5"] {
+        refused_alone(addr, post(length, "hello").as_bytes(), 400);
+    }
+    server.stop();
+}

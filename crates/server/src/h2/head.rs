@@ -27,6 +27,7 @@
 use core::ops::Range;
 
 use super::hpack::Field;
+use crate::syntax::parse_decimal;
 
 /// Why a request's fields are malformed (RFC 9113 8.1.1): the stream is
 /// reset with `PROTOCOL_ERROR`.
@@ -318,14 +319,6 @@ impl Head {
     }
 }
 
-/// A decimal of at most 19 digits (no sign, no space), or `None`.
-fn parse_decimal(digits: &[u8]) -> Option<u64> {
-    if digits.is_empty() || digits.len() > 19 || !digits.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    Some(digits.iter().fold(0, |n, &d| n * 10 + u64::from(d - b'0')))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -453,5 +446,9 @@ mod tests {
         assert!(head(&lengths).is_ok());
         lengths.push(("content-length", "6"));
         assert_eq!(head(&lengths).err(), Some(Malformed::ContentLength));
+        // Leading zeros are digits too, in any number.
+        let mut zeros = GET.to_vec();
+        zeros.push(("content-length", "0000000000000000000000005"));
+        assert_eq!(head(&zeros).map(|h| h.content_length()), Ok(Some(5)));
     }
 }
