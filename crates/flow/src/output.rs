@@ -17,19 +17,24 @@
 //! # Waiting for credit
 //!
 //! [`reserve`](OutputWindow::reserve) sleeps until the window is *usable*
-//! (positive or aborted). The word has no bit left for "a task waits", so
-//! that flag, `waiting`, is an `AtomicBool` beside it, written only with the
-//! waker's lock held (it mirrors "a waker is stored"). Two roles:
+//! (positive or aborted). Any number of tasks may wait at once (each
+//! stream's writer on the connection's window): their wakers sit in
+//! `waiters` behind a lock. The word has no bit left for "a task waits",
+//! so that flag, `waiting`, is an `AtomicBool` beside it, written only with
+//! the lock held (it mirrors "a waker is stored"). Two roles:
 //!
-//! - the **waiter**, with the lock held, stores its waker, sets `waiting`,
-//!   then reads the word again with a read-modify-write: usable, it goes on
-//!   and takes the credit; still unusable, it sleeps;
+//! - a **waiter**, with the lock held, stores its waker (unless the same
+//!   task's is already there), sets `waiting`, then reads the word again
+//!   with a read-modify-write: usable, it goes on and takes the credit;
+//!   still unusable, it sleeps;
 //! - a **transition** is a change whose CAS takes the word from unusable to
 //!   usable (`increase`, `apply_initial_window_delta`, `give_back`,
-//!   `abort`). After its CAS it reads `waiting`; if set, it takes the waker
-//!   under the lock, clears `waiting` and wakes it. Other changes (a
-//!   reservation, a hold, `sent`, an update that leaves the window
-//!   unusable or found it usable) never look.
+//!   `abort`). After its CAS it reads `waiting`; if set, it takes every
+//!   waker under the lock, clears `waiting` and wakes them all (outside the
+//!   lock). Each woken task takes what credit it finds or waits again: the
+//!   credit is shared, so the window cannot know whom it serves. Other
+//!   changes (a reservation, a hold, `sent`, an update that leaves the
+//!   window unusable or found it usable) never look.
 //!
 //! No wake is lost: every change of the word is a read-modify-write, so they
 //! form one total order (the word's modification order), and each, being
@@ -40,11 +45,10 @@
 //! after the waker was stored) and finds the waker, the lock ordering its
 //! critical section after the waiter's. If a transition came before the
 //! re-read, the re-read sees the usable word, or a later unusable one and
-//! then a later transition wakes. A stale waker left in the slot (a
-//! reservation that found credit, a dropped future) costs one spurious wake.
-//!
-//! One task may wait at a time (a stream's writer); a second waiter
-//! replaces the first's waker.
+//! then a later transition wakes. Each waiter runs this on its own, so two
+//! or more change nothing in the argument. A stale waker left behind (a
+//! reservation that found credit, a dropped future) costs one spurious
+//! wake at the next transition, which empties the list.
 //!
 //! # Ordering
 //!
@@ -54,6 +58,7 @@
 //! word order it, as above; the waker itself is published by the lock.
 
 use core::future::Future;
+use core::mem;
 use core::pin::Pin;
 use core::task::{Context, Poll, Waker};
 
@@ -123,11 +128,35 @@ fn usable(state: OutputState) -> bool {
 #[derive(Debug)]
 pub struct OutputWindow {
     word: AtomicU64,
-    /// A waker is stored in `waiter`: written only with `waiter` locked,
-    /// read by a transition without the lock (see the module docs).
+    /// A waker is stored in `waiters`: written only with `waiters`
+    /// locked, read by a transition without the lock (see the module docs).
     waiting: AtomicBool,
-    /// The waiting task's waker; locked only to wait and to wake.
-    waiter: Mutex<Option<Waker>>,
+    /// The waiting tasks' wakers; locked only to wait and to wake.
+    waiters: Mutex<Waiters>,
+}
+
+/// The wakers of the tasks waiting in [`OutputWindow::reserve`]: the first
+/// inline (one waiter, the usual case, allocates nothing), the others in a
+/// list whose capacity is kept from one wait to the next.
+#[derive(Debug, Default)]
+struct Waiters {
+    first: Option<Waker>,
+    rest: Vec<Waker>,
+}
+
+impl Waiters {
+    /// Stores `waker` unless the same task's is stored already (a task
+    /// polled again, or two reservations awaited in one task).
+    fn register(&mut self, waker: &Waker) {
+        let known = |stored: &Waker| stored.will_wake(waker);
+        if self.first.as_ref().is_some_and(known) || self.rest.iter().any(known) {
+            return;
+        }
+        match self.first {
+            None => self.first = Some(waker.clone()),
+            Some(_) => self.rest.push(waker.clone()),
+        }
+    }
 }
 
 impl OutputWindow {
@@ -139,7 +168,7 @@ impl OutputWindow {
         Ok(Self {
             word: AtomicU64::new(pack(OutputState::new(initial)?)),
             waiting: AtomicBool::new(false),
-            waiter: Mutex::new(None),
+            waiters: Mutex::new(Waiters::default()),
         })
     }
 
@@ -172,8 +201,7 @@ impl OutputWindow {
         }
     }
 
-    /// A transition's half of the wake protocol: wake the stored waker, if
-    /// any.
+    /// A transition's half of the wake protocol: wake every stored waker.
     #[inline]
     fn wake(&self) {
         // Relaxed: the CAS just done (AcqRel) comes after the waiter's RMW
@@ -186,14 +214,26 @@ impl OutputWindow {
 
     #[cold]
     fn wake_slow(&self) {
-        let waker = {
-            let mut waiter = lock(&self.waiter);
-            // Under the lock: `waiting` mirrors the slot.
+        let (first, mut rest) = {
+            let mut waiters = lock(&self.waiters);
+            // Under the lock: `waiting` mirrors the list.
             self.waiting.store(false, Ordering::Relaxed);
-            waiter.take()
+            (waiters.first.take(), mem::take(&mut waiters.rest))
         };
-        if let Some(waker) = waker {
+        // Outside the lock: a waker may run code that waits again.
+        if let Some(waker) = first {
             waker.wake();
+        }
+        for waker in rest.drain(..) {
+            waker.wake();
+        }
+        if rest.capacity() > 0 {
+            // The list's memory goes back for the next wait, unless a
+            // waiter has started a list of its own meanwhile.
+            let mut waiters = lock(&self.waiters);
+            if waiters.rest.capacity() == 0 {
+                waiters.rest = rest;
+            }
         }
     }
 
@@ -319,6 +359,38 @@ impl OutputWindow {
     /// of it (at least 1 when `max > 0`), counted as sent as by
     /// [`try_reserve`](Self::try_reserve).
     ///
+    /// Any number of tasks may wait on one window (every stream's writer
+    /// on the connection's): each credit-giving change (`increase`,
+    /// `give_back`, a growing `apply_initial_window_delta`, `abort`) wakes
+    /// them all, and each takes what it finds in turn or waits again. No
+    /// order among them is kept. Dropping the future cancels the wait;
+    /// nothing is taken until it returns.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use falconet_flow::OutputWindow;
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().build()?.block_on(async {
+    /// let connection = Arc::new(OutputWindow::new(0)?);
+    /// let streams: Vec<_> = (0..3)
+    ///     .map(|_| tokio::spawn({
+    ///         let connection = Arc::clone(&connection);
+    ///         async move { connection.reserve(100).await }
+    ///     }))
+    ///     .collect();
+    /// tokio::task::yield_now().await; // all three wait
+    /// connection.increase(250)?;
+    /// let mut granted = Vec::new();
+    /// for stream in streams {
+    ///     granted.push(stream.await??);
+    /// }
+    /// granted.sort();
+    /// assert_eq!(granted, [50, 100, 100]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     /// [`Aborted`] when the window is aborted, also while waiting.
     pub fn reserve(&self, max: u32) -> Reserve<'_> {
@@ -393,10 +465,8 @@ impl OutputWindow {
             // with an RMW. A transition after that RMW sees `waiting`; one
             // before it left a usable word for the RMW to see.
             {
-                let mut waiter = lock(&self.waiter);
-                if !waiter.as_ref().is_some_and(|old| old.will_wake(cx.waker())) {
-                    *waiter = Some(cx.waker().clone());
-                }
+                let mut waiters = lock(&self.waiters);
+                waiters.register(cx.waker());
                 // Relaxed, under the lock: the RMW below orders it before
                 // every later change of the word.
                 self.waiting.store(true, Ordering::Relaxed);

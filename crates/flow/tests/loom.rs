@@ -202,6 +202,31 @@ fn reserve_waiting_vs_increase_vs_abort() {
     });
 }
 
+/// Two reservations wait on one window (two streams' writers on the
+/// connection's) while updates arrive: both must be woken and served, and
+/// no byte granted twice. A single waker slot loses one of them here.
+#[test]
+fn two_reservations_wait_vs_increase() {
+    model(|| {
+        let window = Arc::new(OutputWindow::new(0).unwrap());
+        let writer = |window: Arc<OutputWindow>| {
+            thread::spawn(move || {
+                let mut granted = 0;
+                while granted < 2 {
+                    granted += loom::future::block_on(window.reserve(2 - granted)).unwrap();
+                }
+                granted
+            })
+        };
+        let a = writer(window.clone());
+        let b = writer(window.clone());
+        window.increase(2).unwrap();
+        window.increase(2).unwrap();
+        assert_eq!(a.join().unwrap() + b.join().unwrap(), 4);
+        assert_eq!(window.state(), OutputState { window: 0, held: 0, aborted: false });
+    });
+}
+
 /// A reservation waits and an update alone must wake it (the lost-wakeup
 /// race between "window empty, sleep" and "credit arrives").
 #[test]
