@@ -210,6 +210,16 @@ impl<T> Registry<T> {
     /// cannot wait for its own pin: the entry is removed as `discard`
     /// removes it, and `remove` returns `None`.
     ///
+    /// "This thread" is the OS thread: on a current-thread tokio runtime or
+    /// a `LocalSet`, a task that keeps a `Ref` across an `.await` makes
+    /// every other task's `remove` of that entry on the thread a discard.
+    ///
+    /// Waiting means a lock order, as with two mutexes: if thread X holds
+    /// a `Ref` to `a` and removes `b` while thread Y holds a `Ref` to `b`
+    /// and removes `a`, each waits for the other for good. Drop your `Ref`s
+    /// before removing another entry, or use [`discard`](Self::discard),
+    /// which never waits.
+    ///
     /// `None` if `id` is not live, if another removal of it won, or if this
     /// thread holds a `Ref` to it or is pinned (removed as above).
     pub fn remove(&self, id: ConnectionId) -> Option<T> {
