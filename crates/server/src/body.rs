@@ -41,6 +41,11 @@ use crate::http1::Framing;
 use crate::link::{Link, Returned};
 use crate::response::BodyOffer;
 
+/// The error of a blocking read on a worker's thread that would wait.
+const ON_WORKER_READ: &str = "a blocking read of a request body on the server's worker thread \
+    would never end (the worker reads the socket): read it on another thread, with AsyncRead, \
+    or with try_read";
+
 /// An HTTP/2 body's receive window: each read releases what it consumed,
 /// on the reading thread, and the WINDOW_UPDATEs that asks for go to the
 /// worker through the link. A body dropped unread gives its bytes back to
@@ -71,6 +76,13 @@ pub(crate) struct BodyFlow {
 /// [`falconet_pipe::ReadError::ConcurrentRead`] for a read that overlapped
 /// another. After an error the body is over; the connection closes after
 /// its response.
+///
+/// A blocking read on a worker's own thread (in a [`Handler`](crate::Handler)
+/// method, which must not block) returns what has arrived, and where it
+/// would wait fails with `io::ErrorKind::Deadlock` instead: that worker is
+/// the thread that would read the rest from the socket. That error ends
+/// nothing: the body can still be read on another thread, or with
+/// `AsyncRead`.
 #[derive(Debug)]
 pub struct RequestBody {
     reader: Arc<Reader>,
@@ -140,7 +152,17 @@ impl RequestBody {
             if let Some(result) = self.finished() {
                 return result;
             }
-            let guard = self.reader.read_blocking().map_err(io::Error::other)?;
+            let guard = if crate::worker::on_worker() {
+                // The worker that would read the socket is this thread:
+                // a wait here would never end (a handler reading its body
+                // in `respond`). Take what has arrived, then refuse.
+                match self.reader.try_read().map_err(io::Error::other)? {
+                    Some(guard) => guard,
+                    None => return Err(io::Error::new(io::ErrorKind::Deadlock, ON_WORKER_READ)),
+                }
+            } else {
+                self.reader.read_blocking().map_err(io::Error::other)?
+            };
             if let Some(n) = self.take(guard, &mut &mut *out)? {
                 return Ok(n);
             }

@@ -63,8 +63,22 @@ pub(crate) struct Worker<H: Handler> {
     pub(crate) again_now: Vec<ConnectionId>,
 }
 
+thread_local! {
+    /// Whether this thread is a worker's event loop (set for good by
+    /// [`Worker::run`]).
+    static ON_WORKER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether this thread runs a worker's event loop, where waiting for a
+/// connection's input never ends: the loop that would read it is the one
+/// waiting ([`RequestBody`](crate::RequestBody)'s blocking reads check it).
+pub(crate) fn on_worker() -> bool {
+    ON_WORKER.with(std::cell::Cell::get)
+}
+
 impl<H: Handler> Worker<H> {
     pub(crate) fn run(mut self) {
+        ON_WORKER.with(|on| on.set(true));
         let mut events = Events::with_capacity(1024);
         let tick = (self.shared.options.shortest_timeout() / 4)
             .clamp(Duration::from_millis(5), Duration::from_millis(500));
