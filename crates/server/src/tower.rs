@@ -798,10 +798,19 @@ async fn respond_later<B>(
             }
         }
     }
-    let _ = match held.sized_body(head_request, length) {
-        Some(body) if !streaming => responder.body(body),
-        _ => responder.finish(),
-    };
+    match held.sized_body(head_request, length) {
+        Some(body) if !streaming => {
+            let _ = responder.body(body);
+        }
+        sized => {
+            // A HEAD answer of unknown length is framed as a stream, as
+            // GET's would be (never `Content-Length: 0`), as on the worker.
+            if sized.is_none() && !streaming && responder.write(b"").await.is_err() {
+                return;
+            }
+            let _ = responder.finish();
+        }
+    }
 }
 
 /// A response body's next frame, its error made `Send`.

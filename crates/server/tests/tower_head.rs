@@ -68,6 +68,14 @@ fn app() -> Router {
             "/slow-pieces",
             get(|| async { AxumBody::new(Pieces::new(&[b"one ", b"two"], true)) }),
         )
+        .route(
+            // Answered later, by a task: the future is pending at first.
+            "/later-pieces",
+            get(|| async {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                AxumBody::new(Pieces::new(&[b"one ", b"two"], false))
+            }),
+        )
         .route("/big", get(|| async { vec![b'x'; 2 << 20] }))
         .route("/no-content", get(|| async { axum::http::StatusCode::NO_CONTENT }))
         .route(
@@ -102,6 +110,23 @@ fn head_of_a_staggered_body_is_in_step_over_http11() {
     let (head, get) = head_then_get(&mut client, "/slow-pieces");
     assert_eq!(head.status, 200);
     assert_eq!(get.text(), "one two");
+}
+
+/// The same when the service answers later (a task writes the answer, not
+/// the worker): HEAD of a body of unknown length is framed as a stream,
+/// never `Content-Length: 0`, and the connection goes on.
+#[test]
+fn head_answered_later_has_no_zero_length() {
+    let runtime = runtime();
+    let server =
+        serve(Options::new().workers(1), TowerHandler::new(app(), runtime.handle().clone()));
+    let mut client = Client::connect(server.addr);
+    for _ in 0..2 {
+        let (head, get) = head_then_get(&mut client, "/later-pieces");
+        assert_eq!(get.text(), "one two");
+        assert_eq!((head.status, head.header("content-length")), (200, None), "{head:?}");
+        assert_eq!(head.header("transfer-encoding"), Some("chunked"), "{head:?}");
+    }
 }
 
 /// > 1 MiB: the service's content-length for HEAD vs GET's framing.
@@ -184,6 +209,7 @@ fn head_over_h2_of_a_body_of_unknown_length() {
         for (method, path) in [
             ("HEAD", "/slow-pieces"),
             ("HEAD", "/ready-pieces"),
+            ("HEAD", "/later-pieces"),
             ("HEAD", "/big"),
             ("HEAD", "/no-content"),
             ("GET", "/slow-pieces"),
