@@ -277,9 +277,13 @@ fn listen(addr: SocketAddr, reuse_port: bool) -> io::Result<std::net::TcpListene
 /// timeout), so a server cannot outlive its `Running` by accident, say
 /// through an early `?`. It starts the shutdown without waiting where the
 /// wait could never end: dropped on one of its own workers (by a handler),
-/// or in the `block_on` of the current-thread tokio runtime the handler's
+/// in the `block_on` of the current-thread tokio runtime the handler's
 /// work runs on (see [`Handler::blocking_here_stalls`]; the in-flight
-/// requests then finish while that runtime keeps running).
+/// requests then finish while that runtime keeps running), or in any tokio
+/// task (a blocked task stalls its runtime's thread, and the handler's
+/// work may need it; tokio cannot tell a `spawn_blocking` thread from a
+/// task, so a drop there does not wait either: await
+/// [`stopped`](Self::stopped) or call [`join`](Self::join) to wait).
 /// [`join`](Self::join) waits without asking for a shutdown, and reports a
 /// worker's panic, which the drop cannot; [`stopped`](Self::stopped) is
 /// the same wait for async code.
@@ -303,11 +307,15 @@ impl<H: Handler> Drop for Running<H> {
         // the server): that worker cannot wait for itself, nor for the
         // others, which may wait for the connection it holds. Dropped on
         // the only thread of the runtime the handler's work runs on: the
-        // work in flight could not finish while the drop blocks it. The
+        // work in flight could not finish while the drop blocks it.
+        // Dropped in a tokio task (a signal-handling task that owns the
+        // server): blocking it would stall that runtime's thread, and if
+        // the handler's work runs there, the work in flight too. The
         // shutdown goes on without the wait.
         let me = std::thread::current().id();
         if self.threads.iter().any(|thread| thread.thread().id() == me)
             || self.would_block_runtime()
+            || in_tokio_task()
         {
             return;
         }
@@ -447,4 +455,17 @@ pub struct Stats {
     pub connections: usize,
     /// The block pool that holds unparsed input.
     pub pool: falconet_pool::Stats,
+}
+
+/// Whether this thread runs a tokio task (or a `spawn_blocking` closure,
+/// which tokio's API cannot tell apart from one).
+fn in_tokio_task() -> bool {
+    #[cfg(feature = "tokio")]
+    {
+        tokio::task::try_id().is_some()
+    }
+    #[cfg(not(feature = "tokio"))]
+    {
+        false
+    }
 }

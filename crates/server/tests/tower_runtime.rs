@@ -131,6 +131,31 @@ fn a_drop_on_the_runtimes_thread_does_not_wait_and_the_request_in_flight_finishe
     });
 }
 
+/// A task that owns the server (one that waits for a signal, say) drops
+/// it: the drop must not block the task's thread, which on a
+/// current-thread runtime, or a multi-thread one with one worker, is the
+/// thread the handler's work needs. It used to wait out the whole
+/// shutdown timeout while the request in flight got no answer.
+#[test]
+fn a_drop_in_a_task_does_not_wait_and_the_request_in_flight_finishes() {
+    let multi_thread_one_worker =
+        tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build();
+    for runtime in [current_thread(), multi_thread_one_worker.unwrap()] {
+        runtime.block_on(async {
+            let handler = TowerHandler::new(app(), tokio::runtime::Handle::current());
+            let options = Options::new().workers(1).shutdown_timeout(Duration::from_secs(3));
+            let server = Server::bind("127.0.0.1:0", options, handler).unwrap();
+            let addr = server.local_addr();
+            let running = server.start().unwrap();
+            let slept = get_later(addr, "/sleep");
+            // The request reaches the worker and its task waits on the timer.
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            tokio::spawn(async move { drop(running) }).await.unwrap();
+            assert_eq!(answer(slept).await.as_deref(), Some("slept"));
+        });
+    }
+}
+
 #[test]
 fn a_multi_thread_runtime_or_a_plain_handler_joins_as_before() {
     // join blocks where nothing the handler needs runs on this thread.
