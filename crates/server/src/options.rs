@@ -86,6 +86,13 @@ pub enum Accept {
     /// wakes for another's. Measured here 6% faster when every request is a
     /// new connection, but 13% slower on keep-alive connections: the hash
     /// can leave one worker with more of them (`docs/benchmarks.md`).
+    ///
+    /// `SO_REUSEPORT` lets any socket of the same user that sets it bind
+    /// the port too: a second server (or a second copy of the program)
+    /// started with `ReusePort` on a port already served this way binds
+    /// without an error, and the kernel splits new connections between
+    /// the two. With [`Shared`](Self::Shared) that bind fails with
+    /// `AddrInUse`.
     ReusePort,
     /// One listening socket, polled by every worker: whichever worker is
     /// free first takes the connection, which spreads long-lived

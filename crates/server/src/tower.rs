@@ -29,6 +29,7 @@
 //! assert!(reply.contains("\r\nContent-Length: 13\r\n"));
 //! assert!(reply.ends_with("\r\n\r\nHello, World!"));
 //!
+//! drop(client); // or the shutdown waits out the linger timeout for it
 //! running.handle().shutdown();
 //! running.join()?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
