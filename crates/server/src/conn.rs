@@ -78,6 +78,8 @@ pub(crate) struct Timeouts {
     pub(crate) io: u64,
     pub(crate) keep_alive: u64,
     pub(crate) linger: u64,
+    /// [`Options::response_timeout`](crate::Options::response_timeout).
+    pub(crate) response: Option<u64>,
     /// [`Options::min_response_rate`](crate::Options::min_response_rate)
     /// as (bytes a second, period in ms).
     pub(crate) min_rate: Option<(u64, u64)>,
@@ -91,6 +93,7 @@ impl Timeouts {
             io: ms(options.io_timeout),
             keep_alive: ms(options.keep_alive_timeout),
             linger: ms(options.linger_timeout),
+            response: options.response_timeout.map(ms),
             min_rate: options
                 .min_response_rate
                 .map(|rate| (u64::from(rate.bytes_per_second()), ms(rate.grace()))),
@@ -481,9 +484,17 @@ impl<H: Handler> Conn<H> {
             }
             return Verdict::Close;
         }
-        let late = if self.session.in_body() || self.session.with_application() {
-            // A body arriving, or the application answering: bytes must
-            // move (or the application answer) within the I/O timeout.
+        // Who keeps the exchange going: the client, which owes bytes (the
+        // I/O timeout, then 408), or only the application (the response
+        // timeout, then 503 for what it has not started to answer).
+        let owes = self.session.client_owes(cx);
+        let application = !owes && self.session.with_application();
+        let late = if owes {
+            waited >= timeouts.io
+        } else if application {
+            timeouts.response.is_some_and(|limit| waited >= limit)
+        } else if self.session.in_body() {
+            // HTTP/2 streams open that neither side is known to hold up.
             waited >= timeouts.io
         } else {
             self.head_started.is_some_and(|started| now.saturating_sub(started) >= timeouts.header)
@@ -491,7 +502,16 @@ impl<H: Handler> Conn<H> {
         if !late {
             return Verdict::Open;
         }
-        self.session.refuse(Status::REQUEST_TIMEOUT, cx);
+        if application {
+            self.session.expire_application(cx);
+            if !self.session.is_closed() {
+                // HTTP/2 answered the late streams and goes on: their
+                // frames go out when the connection is driven.
+                return Verdict::Drive;
+            }
+        } else {
+            self.session.refuse(Status::REQUEST_TIMEOUT, cx);
+        }
         if !self.try_write(now) {
             return Verdict::Close;
         }

@@ -54,6 +54,11 @@ struct Args {
     /// above.
     #[arg(long, default_value_t = Timeout::seconds(falconet_server::DEFAULT_IO_TIMEOUT), value_parser = parse_duration)]
     io_timeout: Timeout,
+    /// How long the application may keep a request waiting, the client
+    /// owing nothing, before it is answered 503 (or cut off, if its
+    /// response had started); units as above; 0 lets it take any time.
+    #[arg(long, default_value_t = Timeout::seconds(falconet_server::DEFAULT_RESPONSE_TIMEOUT), value_parser = parse_duration)]
+    response_timeout: Timeout,
     /// How long a graceful shutdown waits for in-flight requests (/delay
     /// and /echo included) before closing what is left; units as above.
     #[arg(long, default_value_t = Timeout::seconds(falconet_server::DEFAULT_SHUTDOWN_TIMEOUT), value_parser = parse_duration)]
@@ -242,6 +247,17 @@ fn main() -> ExitCode {
             check_timeout("--min-response-grace", args.min_response_grace)?,
         ])
     })();
+    let response_timeout = match args.response_timeout.value {
+        Duration::ZERO => Ok(None),
+        _ => check_timeout("--response-timeout", args.response_timeout).map(Some),
+    };
+    let response_timeout = match response_timeout {
+        Ok(timeout) => timeout,
+        Err(error) => {
+            eprintln!("falconet: {error}");
+            return ExitCode::from(USAGE_ERROR);
+        }
+    };
     let [keep_alive_timeout, header_timeout, io_timeout, shutdown_timeout, min_response_grace] =
         match timeouts {
             Ok(timeouts) => timeouts,
@@ -259,6 +275,7 @@ fn main() -> ExitCode {
         .keep_alive_timeout(keep_alive_timeout)
         .header_timeout(header_timeout)
         .io_timeout(io_timeout)
+        .response_timeout(response_timeout)
         .shutdown_timeout(shutdown_timeout)
         .min_response_rate(
             (args.min_response_rate > 0)

@@ -24,6 +24,10 @@ pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(30);
 /// The default time a request body, or a client that does not read its
 /// responses, may go without progress.
 pub const DEFAULT_IO_TIMEOUT: Duration = Duration::from_secs(30);
+/// The default time the application may keep a request waiting, the
+/// client owing nothing, without a byte of its response moving
+/// ([`Options::response_timeout`]).
+pub const DEFAULT_RESPONSE_TIMEOUT: Duration = Duration::from_secs(30);
 /// The default time an idle keep-alive connection stays open.
 pub const DEFAULT_KEEP_ALIVE_TIMEOUT: Duration = Duration::from_secs(60);
 /// The default time a closing connection waits for the client's end of
@@ -124,6 +128,7 @@ pub struct Options {
     pub(crate) max_body: u64,
     pub(crate) header_timeout: Duration,
     pub(crate) io_timeout: Duration,
+    pub(crate) response_timeout: Option<Duration>,
     pub(crate) keep_alive_timeout: Duration,
     pub(crate) linger_timeout: Duration,
     pub(crate) shutdown_timeout: Duration,
@@ -153,6 +158,7 @@ impl Options {
             max_body: DEFAULT_MAX_BODY,
             header_timeout: DEFAULT_HEADER_TIMEOUT,
             io_timeout: DEFAULT_IO_TIMEOUT,
+            response_timeout: Some(DEFAULT_RESPONSE_TIMEOUT),
             keep_alive_timeout: DEFAULT_KEEP_ALIVE_TIMEOUT,
             linger_timeout: DEFAULT_LINGER_TIMEOUT,
             shutdown_timeout: DEFAULT_SHUTDOWN_TIMEOUT,
@@ -222,9 +228,41 @@ impl Options {
     }
 
     /// Time without progress while a body arrives (then `408`) or while
-    /// responses wait for a client that does not read (then close).
+    /// responses wait for a client that does not read (then close). The
+    /// client owes the bytes here; time the application takes to answer
+    /// is [`response_timeout`](Self::response_timeout)'s.
     pub fn io_timeout(mut self, timeout: Duration) -> Self {
         self.io_timeout = timeout;
+        self
+    }
+
+    /// Time the application may keep a request waiting, once the client
+    /// owes nothing, without a byte of its response moving: until it
+    /// answers (a deferred [`Responder`](crate::Responder), a tower
+    /// service's future), and between the pieces of a streamed body.
+    /// [`DEFAULT_RESPONSE_TIMEOUT`]; `None` lets it take as long as it
+    /// likes (long polling, server-sent events with long gaps).
+    ///
+    /// Past it, a response not yet started is answered
+    /// `503 Service Unavailable` (as Go's `TimeoutHandler` does) and the
+    /// responder's later writes fail; one already started is cut off:
+    /// HTTP/1.1 closes the connection, HTTP/2 resets that stream
+    /// (INTERNAL_ERROR) and the connection goes on. Over HTTP/1.1 the
+    /// connection closes after a `503` too; over HTTP/2 only the streams
+    /// the application held are answered. Judged on the workers' timer,
+    /// so up to a tick late, and from the connection's last progress: an
+    /// HTTP/2 stream waits while its connection's other streams move.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use falconet_server::Options;
+    ///
+    /// let long_polls = Options::new().response_timeout(Some(Duration::from_secs(120)));
+    /// let unbounded = Options::new().response_timeout(None);
+    /// assert!(long_polls.validate().is_ok() && unbounded.validate().is_ok());
+    /// ```
+    pub fn response_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.response_timeout = timeout;
         self
     }
 
@@ -340,6 +378,7 @@ impl Options {
         [self.header_timeout, self.io_timeout, self.keep_alive_timeout, self.linger_timeout]
             .into_iter()
             .chain(grace)
+            .chain(self.response_timeout)
             .min()
             .unwrap_or(DEFAULT_LINGER_TIMEOUT)
     }
@@ -376,8 +415,11 @@ impl Options {
             self.shutdown_timeout,
         ];
         let grace = self.min_response_rate.map(|rate| rate.grace);
-        if let Some(timeout) =
-            timeouts.into_iter().chain(grace).find(|t| !(MIN_TIMEOUT..=MAX_TIMEOUT).contains(t))
+        if let Some(timeout) = timeouts
+            .into_iter()
+            .chain(grace)
+            .chain(self.response_timeout)
+            .find(|t| !(MIN_TIMEOUT..=MAX_TIMEOUT).contains(t))
         {
             return Err(OptionsError::Timeout(timeout));
         }

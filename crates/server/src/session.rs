@@ -706,20 +706,59 @@ impl<H: Handler> Session<H> {
         }
     }
 
+    /// Whether the client owes bytes: a request (head or body) that has
+    /// not all arrived, and that the application does not hold back (an
+    /// HTTP/1 body lent to it and paused because it does not read), or
+    /// (HTTP/2) credit that responses wait for. The I/O timeout applies
+    /// while it does; the response timeout while only the application
+    /// keeps the exchange going.
+    pub(crate) fn client_owes(&mut self, cx: &Context) -> bool {
+        if let Some(h2) = self.h2() {
+            return h2.client_owes();
+        }
+        match () {
+            () if self.http.is_lent() => self.wants_input(cx),
+            () => self.http.in_body(),
+        }
+    }
+
+    /// Whether any byte of the HTTP/1 response in flight has gone to the
+    /// output: then no status can follow it, only the close.
+    fn response_started(&self) -> bool {
+        match &self.pending {
+            Some(Pending::Pipe(pending)) => pending.sent > 0,
+            Some(Pending::Polled(..)) => true,
+            None => false,
+        }
+    }
+
     /// Ends the session with `status` (a timeout): the response is queued
-    /// and nothing more is parsed.
+    /// and nothing more is parsed. A response the application had started
+    /// is cut off by the close instead; one it had not started is
+    /// forgotten (its responder's writes fail).
     pub(crate) fn refuse(&mut self, status: crate::Status, cx: &Context) {
         if let Some(h2) = &mut self.h2 {
             // No status can answer a whole HTTP/2 connection: GOAWAY.
             return h2.abort();
         }
         if !self.http.is_closed() {
-            // With the application holding the exchange, a response may be
-            // half sent: no status can follow it, only the close.
-            if !self.with_application() {
+            if !self.response_started() {
+                self.pending = None;
                 crate::http1::refuse(&mut self.out, cx, status);
             }
             self.http.close();
+        }
+    }
+
+    /// The application kept the exchanges waiting past the response
+    /// timeout, the client owing nothing: HTTP/1 answers `503` (or closes,
+    /// if its response had started) as [`refuse`](Self::refuse) does;
+    /// HTTP/2 answers each stream the application holds the same way and
+    /// keeps the connection (its other streams are not at fault).
+    pub(crate) fn expire_application(&mut self, cx: &Context) {
+        match &mut self.h2 {
+            Some(h2) => h2.expire_application(cx),
+            None => self.refuse(crate::Status::SERVICE_UNAVAILABLE, cx),
         }
     }
 }

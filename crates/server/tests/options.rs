@@ -5,9 +5,9 @@
 use std::time::Duration;
 
 use falconet_server::{
-    DEFAULT_MIN_RESPONSE_RATE, MAX_CONNECTIONS, MAX_HEAD, MAX_HEADERS_LIMIT, MAX_POOL_BYTES,
-    MAX_TIMEOUT, MAX_WORKERS, MIN_POOL_BYTES, MIN_REQUEST_LINE, MIN_TIMEOUT, MinDataRate, Options,
-    OptionsError, Server, ServerError, hello::Hello,
+    DEFAULT_MIN_RESPONSE_RATE, DEFAULT_RESPONSE_TIMEOUT, MAX_CONNECTIONS, MAX_HEAD,
+    MAX_HEADERS_LIMIT, MAX_POOL_BYTES, MAX_TIMEOUT, MAX_WORKERS, MIN_POOL_BYTES, MIN_REQUEST_LINE,
+    MIN_TIMEOUT, MinDataRate, Options, OptionsError, Server, ServerError, hello::Hello,
 };
 
 /// Binds with `options`, expecting a refusal; returns its reason.
@@ -90,9 +90,10 @@ fn max_headers_must_be_1_to_the_parser_limit() {
 
 #[test]
 fn every_timeout_is_from_the_minimum_to_the_maximum() {
-    let setters: [fn(Options, Duration) -> Options; 5] = [
+    let setters: [fn(Options, Duration) -> Options; 6] = [
         Options::header_timeout,
         Options::io_timeout,
+        |options, timeout| options.response_timeout(Some(timeout)),
         Options::keep_alive_timeout,
         Options::linger_timeout,
         Options::shutdown_timeout,
@@ -105,6 +106,12 @@ fn every_timeout_is_from_the_minimum_to_the_maximum() {
         accepted(set(one(), MIN_TIMEOUT));
         accepted(set(one(), MAX_TIMEOUT));
     }
+}
+
+#[test]
+fn the_response_timeout_may_be_off_and_defaults_to_its_constant() {
+    accepted(one().response_timeout(None));
+    assert_eq!(Options::new(), Options::new().response_timeout(Some(DEFAULT_RESPONSE_TIMEOUT)));
 }
 
 #[test]

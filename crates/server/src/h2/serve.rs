@@ -721,6 +721,44 @@ impl<S: Send + 'static> Http2<S> {
         self.conn.is_closed()
     }
 
+    /// Whether the client owes bytes: a request not ended, a stream open
+    /// with no exchange yet, or credit that a response waits for.
+    pub(crate) fn client_owes(&self) -> bool {
+        self.exchanges.values().any(|e| !e.request_ended)
+            || (self.exchanges.is_empty() && self.conn.open_streams() > 0)
+            || self.exchanges.iter().any(|(&id, e)| e.unsent() > self.conn.send_credit(id))
+    }
+
+    /// The response timeout passed with only the application at work:
+    /// each stream whose response it still owes is answered `503` if none
+    /// of it has been framed, or reset (INTERNAL_ERROR) if some has. Its
+    /// responder's writes then fail. The connection goes on.
+    pub(crate) fn expire_application(&mut self, cx: &Context) {
+        let late: Vec<u32> = self
+            .exchanges
+            .iter()
+            .filter(|(_, e)| e.source.is_some() || e.state.is_some())
+            .map(|(&id, _)| id)
+            .collect();
+        for id in late {
+            let Some(exchange) = self.exchanges.get_mut(&id) else { continue };
+            if let Some(writer) = exchange.body.take() {
+                writer.close_with(std::io::Error::from(std::io::ErrorKind::TimedOut));
+            }
+            if exchange.head_sent {
+                self.conn.reset(id, ErrorCode::INTERNAL_ERROR);
+                if let Some(exchange) = self.exchanges.remove(&id) {
+                    recycle(&mut self.spare, exchange.staged);
+                }
+            } else {
+                exchange.state = None;
+                exchange.ready = false;
+                exchange.responded = true;
+                refuse(exchange, cx, Status::SERVICE_UNAVAILABLE);
+            }
+        }
+    }
+
     /// Graceful shutdown: GOAWAY, then the open streams finish.
     pub(crate) fn shutdown(&mut self) {
         self.conn.shutdown();
