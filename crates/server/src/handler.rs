@@ -152,12 +152,21 @@ pub struct Request<'a> {
     pub(crate) body: BodyLength,
     /// [`stream_body`](Self::stream_body) was called.
     pub(crate) stream: std::cell::Cell<bool>,
+    /// The client's address.
+    pub(crate) peer: Option<std::net::SocketAddr>,
 }
 
 impl<'a> Request<'a> {
     /// The method, as sent (`GET`, `POST`, ...).
     pub fn method(&self) -> &'a str {
         self.method
+    }
+
+    /// The client's address: the TCP peer of the connection the request
+    /// came on (a proxy's, behind one). `None` for a
+    /// [`Session`](crate::Session) driven without a socket.
+    pub fn peer_addr(&self) -> Option<std::net::SocketAddr> {
+        self.peer
     }
 
     /// The request target's path and query: as sent for the usual

@@ -96,6 +96,8 @@ pub(crate) struct Http1<S> {
     upgrade: Option<crate::h2::upgrade::Upgrade>,
     /// The last valid Host value, to check the next one against.
     known_host: KnownHost,
+    /// The client's address, for each [`Request`].
+    pub(crate) peer: Option<std::net::SocketAddr>,
 }
 
 #[derive(Debug)]
@@ -179,6 +181,7 @@ impl<S> Http1<S> {
             failure: None,
             upgrade: None,
             known_host: KnownHost::new(),
+            peer: None,
         }
     }
 
@@ -530,6 +533,7 @@ impl<S> Http1<S> {
             headers: parsed.headers,
             body: fields.body,
             stream: std::cell::Cell::new(false),
+            peer: self.peer,
         };
         let state = handler.head(&request);
         let framing = match fields.body {

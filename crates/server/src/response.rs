@@ -695,6 +695,7 @@ mod tests {
             headers: &[],
             body: BodyLength::Empty,
             stream: std::cell::Cell::new(false),
+            peer: None,
         };
         assert_eq!(request("?q=1").path(), "/", "http://a?q=1 in absolute-form");
         assert_eq!(request("/x?q").path(), "/x");

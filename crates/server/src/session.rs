@@ -200,7 +200,9 @@ impl<H: Handler> Session<H> {
         let _ = guard.advance_to(0, 0);
         self.detected = true;
         if first == *PREFACE {
-            self.h2 = Some(Box::new(Http2::new(cx)));
+            let mut h2 = Box::new(Http2::new(cx));
+            h2.peer = self.http.peer;
+            self.h2 = Some(h2);
         }
         true
     }
@@ -287,6 +289,12 @@ impl<H: Handler> Session<H> {
         if let Some(writer) = self.writer.take() {
             writer.close();
         }
+    }
+
+    /// The client's address, which each request reports
+    /// ([`Request::peer_addr`](crate::Request::peer_addr)).
+    pub(crate) fn set_peer(&mut self, peer: std::net::SocketAddr) {
+        self.http.peer = Some(peer);
     }
 
     /// Ties the session to its connection id and its worker's queue, so
@@ -378,6 +386,7 @@ impl<H: Handler> Session<H> {
         self.out.clear();
         self.sent = 0;
         let mut h2 = Box::new(Http2::new(cx));
+        h2.peer = self.http.peer;
         if !h2.upgrade(&prefix, upgrade, handler, cx, &mut self.app) {
             // Checked before the switch: cannot happen.
             self.http.close();

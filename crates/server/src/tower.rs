@@ -112,6 +112,14 @@
 //!   between events) is noticed when a write fails (the kernel takes the
 //!   first one after the client left), not at once: the body lives that
 //!   long.
+//! - axum's `ConnectInfo<SocketAddr>` is filled only by `axum::serve`: build
+//!   the handler [`with_peer_addr`](TowerHandler::with_peer_addr) and read
+//!   [`PeerAddr`], or map it to `ConnectInfo` with one layer (its docs show
+//!   how).
+//! - The application's time is bounded by
+//!   [`response_timeout`](crate::Options::response_timeout) (30 s by
+//!   default; `None` for none): a handler that takes longer is answered
+//!   `503`, a streamed body whose next frame takes longer is cut off.
 //!
 //! # What falconet writes itself
 //!
@@ -215,7 +223,42 @@ const READ_MIN: usize = 4 * 1024;
 pub struct TowerHandler<S> {
     service: S,
     runtime: tokio::runtime::Handle,
+    /// Each request's extensions carry its [`PeerAddr`].
+    peer_addr: bool,
 }
+
+/// The client's address (the connection's TCP peer), in each request's
+/// extensions when the handler is built
+/// [`with_peer_addr`](TowerHandler::with_peer_addr): falconet's
+/// counterpart of axum's `ConnectInfo<SocketAddr>`, which only
+/// `axum::serve` fills.
+///
+/// Read it in an axum handler with `Extension(PeerAddr(addr)):
+/// Extension<PeerAddr>`, or turn it into the `ConnectInfo` that existing
+/// handlers and middleware extract with one layer:
+///
+/// ```
+/// use std::net::SocketAddr;
+///
+/// use axum::extract::{ConnectInfo, Request};
+/// use axum::{Extension, Router, middleware, routing::get};
+/// use falconet_server::tower::{PeerAddr, TowerHandler};
+///
+/// let app: Router = Router::new()
+///     .route("/ip", get(|ConnectInfo(addr): ConnectInfo<SocketAddr>| async move { addr.to_string() }))
+///     .route("/peer", get(|Extension(PeerAddr(addr)): Extension<PeerAddr>| async move { addr.to_string() }))
+///     .layer(middleware::map_request(|mut request: Request| async move {
+///         if let Some(&PeerAddr(addr)) = request.extensions().get::<PeerAddr>() {
+///             request.extensions_mut().insert(ConnectInfo(addr));
+///         }
+///         request
+///     }));
+/// # let runtime = tokio::runtime::Builder::new_current_thread().build()?;
+/// let handler = TowerHandler::new(app, runtime.handle().clone()).with_peer_addr();
+/// # Ok::<(), std::io::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct PeerAddr(pub std::net::SocketAddr);
 
 impl<S> TowerHandler<S> {
     /// Serves `service`, finishing its futures and streaming its bodies on
@@ -224,7 +267,15 @@ impl<S> TowerHandler<S> {
     /// outlive the server: a task spawned on a runtime that shut down is
     /// dropped, and its request answered `500`.
     pub fn new(service: S, runtime: tokio::runtime::Handle) -> Self {
-        Self { service, runtime }
+        Self { service, runtime, peer_addr: false }
+    }
+
+    /// Puts each request's [`PeerAddr`] in its extensions (one insertion
+    /// per request; off by default, as axum's `ConnectInfo` is).
+    #[must_use]
+    pub fn with_peer_addr(mut self) -> Self {
+        self.peer_addr = true;
+        self
     }
 
     /// The service.
@@ -240,7 +291,11 @@ impl<S> TowerHandler<S> {
 
 impl<S: Clone> Clone for TowerHandler<S> {
     fn clone(&self) -> Self {
-        Self { service: self.service.clone(), runtime: self.runtime.clone() }
+        Self {
+            service: self.service.clone(),
+            runtime: self.runtime.clone(),
+            peer_addr: self.peer_addr,
+        }
     }
 }
 
@@ -277,7 +332,11 @@ where
         if length != BodyLength::Empty {
             request.stream_body();
         }
-        TowerState { head: http_head(request).map(|head| (head, length)) }
+        let mut head = http_head(request);
+        if let (true, Ok(head), Some(addr)) = (self.peer_addr, &mut head, request.peer_addr()) {
+            head.extensions_mut().insert(PeerAddr(addr));
+        }
+        TowerState { head: head.map(|head| (head, length)) }
     }
 
     fn respond(&self, state: TowerState, response: &mut Response<'_>) {

@@ -177,7 +177,7 @@ impl<H: Handler> Worker<H> {
                 return true;
             };
             match listener.accept() {
-                Ok((socket, _)) => self.admit(socket, now),
+                Ok((socket, peer)) => self.admit(socket, peer, now),
                 Err(error) if error.kind() == io::ErrorKind::WouldBlock => return true,
                 Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
                 Err(error) if matches!(error.raw_os_error(), Some(ENFILE | EMFILE)) => {
@@ -195,10 +195,13 @@ impl<H: Handler> Worker<H> {
 
     /// Registers a new connection, or refuses it with `503` when the
     /// registry is full.
-    fn admit(&mut self, socket: TcpStream, now: u64) {
+    fn admit(&mut self, socket: TcpStream, peer: std::net::SocketAddr, now: u64) {
         let _ = socket.set_nodelay(true);
         let session = match Session::new(&self.shared.pool) {
-            Ok(session) => session,
+            Ok(mut session) => {
+                session.set_peer(peer);
+                session
+            }
             Err(error) => {
                 tracing::error!(%error, "cannot build a session");
                 return;

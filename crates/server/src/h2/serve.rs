@@ -150,6 +150,8 @@ pub(crate) struct Http2<S> {
     /// Which walks over the exchanges may find work: the others are
     /// skipped (each runs for every event of the connection).
     hints: Hints,
+    /// The client's address, for each [`Request`].
+    pub(crate) peer: Option<std::net::SocketAddr>,
 }
 
 /// Set when an exchange may need a walk's attention; a walk that finds
@@ -198,6 +200,7 @@ impl<S: Send + 'static> Http2<S> {
             input_ended: false,
             updates: Vec::new(),
             hints: Hints::default(),
+            peer: None,
         }
     }
 
@@ -222,6 +225,7 @@ impl<S: Send + 'static> Http2<S> {
             pool: app.pool(),
             cx,
             hints: &mut self.hints,
+            peer: self.peer,
         };
         self.conn.upgrade(prefix, &upgrade.settings, upgrade.head, &mut dispatch).is_ok()
     }
@@ -255,6 +259,7 @@ impl<S: Send + 'static> Http2<S> {
                 pool: app.pool(),
                 cx,
                 hints: &mut self.hints,
+                peer: self.peer,
             };
             // Frames are read where the pipe's blocks hold them (only one
             // cut by a block's end is put together in `input`), a block at
@@ -910,6 +915,7 @@ struct Dispatch<'a, H: Handler> {
     pool: &'a Pool,
     cx: &'a Context,
     hints: &'a mut Hints,
+    peer: Option<std::net::SocketAddr>,
 }
 
 /// Most requests carry a few fields: their `httparse` views fit an array
@@ -984,6 +990,7 @@ impl<H: Handler> Dispatch<'_, H> {
             headers,
             body,
             stream: std::cell::Cell::new(false),
+            peer: self.peer,
         };
         // As HTTP/1 refuses them before the handler: a body over
         // `max_body`, CONNECT (no tunnels, 8.5), an expectation other than
