@@ -167,6 +167,19 @@ mod wrap_tests {
     const NEAR_THE_WRAP: [u64; 3] = [COUNT_MAX - 1000, COUNT_MAX, COUNT_MAX + 1];
 
     #[test]
+    fn unexamined_counts_across_the_wrap() {
+        let pool = Pool::new();
+        for start in NEAR_THE_WRAP {
+            let (mut writer, reader) = pipe_at(&pool, Options::new(), start).unwrap();
+            writer.put_slice(&[7; 3000]).unwrap();
+            assert_eq!(writer.unexamined(), 3000, "start {start}");
+            let read = reader.try_read().unwrap().expect("3,000 bytes buffered");
+            read.advance_to(1000, 2000).unwrap();
+            assert_eq!(writer.unexamined(), 1000, "start {start}");
+        }
+    }
+
+    #[test]
     fn one_thread_pauses_and_resumes_across_the_wrap() {
         let pool = Pool::new();
         for start in NEAR_THE_WRAP {

@@ -389,6 +389,31 @@ impl Writer {
             && self.shared.reader_news.load(Ordering::Acquire) == self.news_seen
     }
 
+    /// Bytes committed that the reader has not examined yet: what
+    /// back-pressure counts. A snapshot, for a caller deciding who holds
+    /// a stream up (the server's timer: a reader with bytes to look at is
+    /// behind; one with none waits on the writer's source). The reader
+    /// may examine more at any moment; it never examines less.
+    ///
+    /// ```
+    /// use falconet_pipe::{Options, pipe};
+    /// use falconet_pool::Pool;
+    ///
+    /// let pool = Pool::new();
+    /// let (mut writer, reader) = pipe(&pool, Options::new())?;
+    /// writer.put_slice(b"hello")?;
+    /// assert_eq!(writer.unexamined(), 5);
+    /// let read = reader.try_read()?.expect("bytes");
+    /// read.advance_to(2, 5)?; // consumed 2, looked at all 5
+    /// assert_eq!(writer.unexamined(), 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn unexamined(&self) -> u64 {
+        // Acquire: pairs with the reader's Release of its examined count,
+        // so the bytes it examined are counted as such.
+        distance(self.written, count(self.shared.examined.load(Ordering::Acquire)))
+    }
+
     /// Whether the reader has been dropped.
     pub fn is_reader_closed(&self) -> bool {
         // Relaxed: a hint; operations that depend on it re-read the word.

@@ -487,7 +487,7 @@ impl<H: Handler> Conn<H> {
         // Who keeps the exchange going: the client, which owes bytes (the
         // I/O timeout, then 408), or only the application (the response
         // timeout, then 503 for what it has not started to answer).
-        let owes = self.session.client_owes(cx);
+        let owes = self.session.client_owes();
         let application = !owes && self.session.with_application();
         let late = if owes {
             waited >= timeouts.io

@@ -98,6 +98,10 @@ pub(crate) struct Http1<S> {
     known_host: KnownHost,
     /// The client's address, for each [`Request`].
     pub(crate) peer: Option<std::net::SocketAddr>,
+    /// Set by each lend, for the session: `Some(length, after)` for a
+    /// `Content-Length` body (`after`: its bytes already in the pipe),
+    /// `None` for a chunked one (whose end only its reader finds).
+    pub(crate) lent_length: Option<Option<(u64, u64)>>,
 }
 
 #[derive(Debug)]
@@ -182,6 +186,7 @@ impl<S> Http1<S> {
             upgrade: None,
             known_host: KnownHost::new(),
             peer: None,
+            lent_length: None,
         }
     }
 
@@ -381,7 +386,14 @@ impl<S> Http1<S> {
                     self.phase = Phase::Closed;
                     return Progress::Close;
                 }
-                Step::Lend(exchange) => self.lend(exchange, input, out, handler, cx, app),
+                Step::Lend(exchange) => {
+                    let after = u64::try_from(len - pos).unwrap_or(u64::MAX);
+                    self.lent_length = Some(match exchange.framing {
+                        Framing::Length(length) => Some((length, after)),
+                        _ => None,
+                    });
+                    self.lend(exchange, input, out, handler, cx, app);
+                }
             }
         }
     }

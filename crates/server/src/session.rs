@@ -140,6 +140,9 @@ pub struct Session<H: Handler> {
     app: AppSlots,
     /// The response in flight that the application answers.
     pending: Option<Pending>,
+    /// The stream position where the body lent last ends (`None`:
+    /// chunked), for the timer's question of who owes bytes.
+    lent_end: Option<u64>,
     out: Vec<u8>,
     /// Bytes of `out` already sent.
     sent: usize,
@@ -227,6 +230,7 @@ impl<H: Handler> Session<H> {
             http: Http1::new(),
             app: AppSlots::new(pool.clone()),
             pending: None,
+            lent_end: None,
             out: Vec::new(),
             sent: 0,
             taken: 0,
@@ -348,6 +352,13 @@ impl<H: Handler> Session<H> {
             let answered = self.pump(cx);
             let progress =
                 self.http.process(&self.reader, &mut self.out, handler, cx, &mut self.app);
+            if let Some(length) = self.http.lent_length.take() {
+                // Only this thread writes the pipe: what it holds is what
+                // the parser just read, so the body's end is known here.
+                let written = self.writer.as_ref().map_or(0, Writer::written);
+                self.lent_end = length
+                    .map(|(length, after)| written.saturating_sub(after).saturating_add(length));
+            }
             if let Some(upgrade) = self.http.take_upgrade() {
                 return self.switch_to_h2(upgrade, handler, cx);
             }
@@ -716,19 +727,28 @@ impl<H: Handler> Session<H> {
     }
 
     /// Whether the client owes bytes: a request (head or body) that has
-    /// not all arrived, and that the application does not hold back (an
-    /// HTTP/1 body lent to it and paused because it does not read), or
-    /// (HTTP/2) credit that responses wait for. The I/O timeout applies
-    /// while it does; the response timeout while only the application
-    /// keeps the exchange going.
-    pub(crate) fn client_owes(&mut self, cx: &Context) -> bool {
+    /// not all arrived, or (HTTP/2) credit that responses wait for. A body
+    /// lent to the application is the client's to send only while the
+    /// application has looked at every byte that came (bytes it has not
+    /// read mean it is behind, and the body may well be whole). The I/O
+    /// timeout applies while the client owes; the response timeout while
+    /// only the application keeps the exchange going.
+    pub(crate) fn client_owes(&self) -> bool {
         if let Some(h2) = self.h2() {
             return h2.client_owes();
         }
-        match () {
-            () if self.http.is_lent() => self.wants_input(cx),
-            () => self.http.in_body(),
+        if self.http.is_lent() {
+            let Some(writer) = &self.writer else { return false };
+            return match self.lent_end {
+                // Known length: the client owes what has not come, unless
+                // the application is so far behind that reads paused.
+                Some(end) => writer.written() < end && writer.unexamined() < INPUT_PAUSE_AT,
+                // Chunked: the client owes only once the application has
+                // looked at everything that came.
+                None => writer.unexamined() == 0,
+            };
         }
+        self.http.in_body()
     }
 
     /// Whether any byte of the HTTP/1 response in flight has gone to the
@@ -752,9 +772,10 @@ impl<H: Handler> Session<H> {
         }
         if !self.http.is_closed() {
             if !self.response_started() {
-                self.pending = None;
                 crate::http1::refuse(&mut self.out, cx, status);
             }
+            // Its responder's writes fail from now on.
+            self.pending = None;
             self.http.close();
         }
     }

@@ -726,12 +726,26 @@ impl<S: Send + 'static> Http2<S> {
         self.conn.is_closed()
     }
 
-    /// Whether the client owes bytes: a request not ended, a stream open
-    /// with no exchange yet, or credit that a response waits for.
+    /// Whether the client owes bytes: a stream open with no exchange yet,
+    /// a request not ended whose body the application is not behind on
+    /// (a lent body with bytes it has not looked at has used up credit
+    /// the client cannot send without), or credit a response waits for.
     pub(crate) fn client_owes(&self) -> bool {
-        self.exchanges.values().any(|e| !e.request_ended)
-            || (self.exchanges.is_empty() && self.conn.open_streams() > 0)
-            || self.exchanges.iter().any(|(&id, e)| e.unsent() > self.conn.send_credit(id))
+        let body_owed = |e: &Exchange<S>| {
+            !e.request_ended && e.body.as_ref().is_none_or(|body| body.unexamined() == 0)
+        };
+        (self.exchanges.is_empty() && self.conn.open_streams() > 0)
+            || self.exchanges.values().any(body_owed)
+            || self.exchanges.iter().any(|(&id, e)| self.waits_for_credit(id, e))
+    }
+
+    /// Whether the response of `exchange` (stream `id`) waits for the
+    /// client's credit: staged bytes past the stream's window, or bytes
+    /// left in its pipe with none.
+    fn waits_for_credit(&self, id: u32, exchange: &Exchange<S>) -> bool {
+        let pipe_held = matches!(exchange.source, Some(Source::Pipe { held: true, .. }));
+        let credit = self.conn.send_credit(id);
+        exchange.head_sent && (exchange.unsent() > credit || (pipe_held && credit == 0))
     }
 
     /// The response timeout passed with only the application at work:
@@ -802,11 +816,7 @@ impl<S: Send + 'static> Http2<S> {
         let held = self
             .exchanges
             .iter()
-            .filter(|&(&id, exchange)| {
-                let pipe_held = matches!(exchange.source, Some(Source::Pipe { held: true, .. }));
-                let credit = self.conn.send_credit(id);
-                exchange.head_sent && (exchange.unsent() > credit || (pipe_held && credit == 0))
-            })
+            .filter(|&(&id, exchange)| self.waits_for_credit(id, exchange))
             .count();
         held.max(usize::from(self.output_len() > 0))
     }
