@@ -19,6 +19,21 @@
 //! A lingering connection has shut its write side and reads (discarding)
 //! until the client's end of stream, so unread input does not make the
 //! kernel reset the connection and drop the response.
+//!
+//! The timer judges an open connection by who keeps it waiting, in this
+//! order (`Conn::check`):
+//!
+//! 1. responses wait on the client to take them: the minimum response
+//!    rate, and `io_timeout` without a byte taken (then close);
+//! 2. idle (nothing under way): `keep_alive_timeout` (then close);
+//! 3. the client owes request bytes (a body not all arrived and not held
+//!    back by the application, HTTP/2 credit a response waits for):
+//!    `io_timeout` without progress (then 408, or a close once a response
+//!    started; HTTP/2: GOAWAY);
+//! 4. only the application (a deferred answer, a body it is behind on, a
+//!    streamed body between pieces): `response_timeout` (then 503, or a
+//!    cut once its response started; HTTP/2: those streams alone);
+//! 5. a head under way: `header_timeout` (then 408).
 
 use std::io::{self, Read, Write};
 use std::net::Shutdown;
