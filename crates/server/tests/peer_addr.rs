@@ -40,6 +40,19 @@ fn a_native_handler_sees_the_clients_address() {
     server.stop();
 }
 
+/// A session driven without a socket (tests, the fuzz target) has no
+/// peer: `None`, not a made-up address.
+#[test]
+fn a_session_without_a_socket_has_no_peer() {
+    let pool = falconet_pool::Pool::new();
+    let mut cx = falconet_server::Context::new(&options()).unwrap();
+    let mut session = falconet_server::Session::<Peer>::new(&pool).unwrap();
+    session.receive(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n").unwrap();
+    session.process(&Peer, &mut cx);
+    let text = String::from_utf8(session.output().to_vec()).unwrap();
+    assert!(text.ends_with("\r\n\r\nNone"), "{text}");
+}
+
 fn app() -> Router {
     Router::new()
         .route(

@@ -116,6 +116,13 @@ impl<S> Exchange<S> {
     fn unsent(&self) -> usize {
         self.staged.len() - self.sent + self.shared.len()
     }
+
+    /// The application holds this exchange: its handler's state waits
+    /// for `respond`, or its response comes from a responder or a polled
+    /// body.
+    fn with_application(&self) -> bool {
+        self.source.is_some() || self.state.is_some()
+    }
 }
 
 /// A response the application answers later.
@@ -718,7 +725,7 @@ impl<S: Send + 'static> Http2<S> {
 
     /// Some stream waits for the application.
     pub(crate) fn with_application(&self) -> bool {
-        self.exchanges.values().any(|e| e.source.is_some() || e.state.is_some())
+        self.exchanges.values().any(Exchange::with_application)
     }
 
     /// The connection is over (it closes once its output is sent).
@@ -756,7 +763,7 @@ impl<S: Send + 'static> Http2<S> {
         let late: Vec<u32> = self
             .exchanges
             .iter()
-            .filter(|(_, e)| e.source.is_some() || e.state.is_some())
+            .filter(|(_, e)| e.with_application())
             .map(|(&id, _)| id)
             .collect();
         for id in late {
