@@ -25,15 +25,18 @@
 //!
 //! 1. responses wait on the client to take them: the minimum response
 //!    rate, and `io_timeout` without a byte taken (then close);
-//! 2. idle (nothing under way): `keep_alive_timeout` (then close);
-//! 3. the client owes request bytes (a body not all arrived and not held
+//! 2. request bodies the client owes and the server would read: the
+//!    minimum request-body rate (then 408, or a close once a response
+//!    started; HTTP/2: GOAWAY);
+//! 3. idle (nothing under way): `keep_alive_timeout` (then close);
+//! 4. the client owes request bytes (a body not all arrived and not held
 //!    back by the application, HTTP/2 credit a response waits for):
 //!    `io_timeout` without progress (then 408, or a close once a response
 //!    started; HTTP/2: GOAWAY);
-//! 4. only the application (a deferred answer, a body it is behind on, a
+//! 5. only the application (a deferred answer, a body it is behind on, a
 //!    streamed body between pieces): `response_timeout` (then 503, or a
 //!    cut once its response started; HTTP/2: those streams alone);
-//! 5. a head under way: `header_timeout` (then 408).
+//! 6. a head under way: `header_timeout` (then 408).
 
 use std::io::{self, Read, Write};
 use std::net::Shutdown;
@@ -43,6 +46,7 @@ use parking_lot::Mutex;
 
 use crate::handler::{Handler, Status};
 use crate::http1::Progress;
+use crate::meter::{Meter, Rate};
 use crate::session::{Context, FINAL_GOAWAY_AFTER_MS, OUTPUT_SLICES, Session};
 
 /// What the registry holds for each connection. Only the worker that
@@ -95,9 +99,10 @@ pub(crate) struct Timeouts {
     pub(crate) linger: u64,
     /// [`Options::response_timeout`](crate::Options::response_timeout).
     pub(crate) response: Option<u64>,
-    /// [`Options::min_response_rate`](crate::Options::min_response_rate)
-    /// as (bytes a second, period in ms).
-    pub(crate) min_rate: Option<(u64, u64)>,
+    /// [`Options::min_response_rate`](crate::Options::min_response_rate).
+    pub(crate) min_rate: Option<Rate>,
+    /// [`Options::min_request_body_rate`](crate::Options::min_request_body_rate).
+    pub(crate) min_body_rate: Option<Rate>,
 }
 
 impl Timeouts {
@@ -109,26 +114,10 @@ impl Timeouts {
             keep_alive: ms(options.keep_alive_timeout),
             linger: ms(options.linger_timeout),
             response: options.response_timeout.map(ms),
-            min_rate: options
-                .min_response_rate
-                .map(|rate| (u64::from(rate.bytes_per_second()), ms(rate.grace()))),
+            min_rate: options.min_response_rate.map(Rate::new),
+            min_body_rate: options.min_request_body_rate.map(Rate::new),
         }
     }
-}
-
-/// Where a client stands against [`Options::min_response_rate`](crate::Options::min_response_rate)
-/// while responses wait on it (see [`Conn::check_rate`]).
-#[derive(Clone, Copy, Debug)]
-struct Owed {
-    /// The last tick that judged it (ms since server start).
-    last: u64,
-    /// The most [`Session::taken`] has been (it may dip).
-    taken: u64,
-    /// Thousandths of a byte taken beyond the rate (below zero: behind
-    /// it), at most a period's worth.
-    balance: i64,
-    /// Responses waiting on the client at the last tick.
-    waiting: u64,
 }
 
 /// Where a connection's closing stands.
@@ -167,7 +156,10 @@ pub(crate) struct Conn<H: Handler> {
     head_started: Option<u64>,
     /// Its standing against [`Options::min_response_rate`](crate::Options::min_response_rate),
     /// while responses wait on the client.
-    owed: Option<Owed>,
+    taking: Option<Meter>,
+    /// Its standing against [`Options::min_request_body_rate`](crate::Options::min_request_body_rate),
+    /// while it owes request bodies.
+    sending: Option<Meter>,
     /// On its worker's list of connections to drive again
     /// ([`Verdict::Yield`]); the worker clears it when it takes the turn.
     /// A turn that ends with more to read while it is set is not queued a
@@ -187,7 +179,8 @@ impl<H: Handler> Conn<H> {
             client_end: ClientEnd::Open,
             last_progress: now,
             head_started: None,
-            owed: None,
+            taking: None,
+            sending: None,
             queued: false,
         }
     }
@@ -384,61 +377,34 @@ impl<H: Handler> Conn<H> {
     }
 
     /// [`Options::min_response_rate`](crate::Options::min_response_rate),
-    /// judged at each tick while responses wait on the client: the
-    /// client's balance gains what the socket took since the last tick and
-    /// loses the rate's worth for each response waiting, for the time
-    /// since; it closes once the balance is a whole period's worth behind.
-    /// It may bank a period's worth at most, so a fast start buys no long
-    /// dribble after it; that much ahead also lets the kernel take a slow
-    /// reader's bytes a segment at a time (whenever its send buffer has
-    /// room) without the silence between segments counting against it. A
-    /// tick that finds none waiting forgets the balance.
+    /// judged at each tick while responses wait on the client (see
+    /// `meter.rs`), paid with the bytes the socket takes. A balance a
+    /// period ahead also lets the kernel take a slow reader's bytes a
+    /// segment at a time (whenever its send buffer has room) without the
+    /// silence between segments counting against it.
     fn check_rate(&mut self, now: u64, timeouts: &Timeouts) -> Option<Verdict> {
-        let (rate, grace) = timeouts.min_rate?;
+        let rate = timeouts.min_rate?;
         let waiting = self.session.waiting_on_client() as u64;
         if waiting == 0 {
-            self.owed = None;
+            self.taking = None;
             return None;
         }
-        let Some(mut owed) = self.owed else {
-            let taken = self.session.taken();
-            self.owed = Some(Owed { last: now, taken, balance: 0, waiting });
+        let Some(mut meter) = self.taking else {
+            self.taking = Some(Meter::start(now, self.session.taken(), waiting));
             return None;
         };
-        if waiting != owed.waiting && owed.balance < 0 {
-            // A debt is time behind the rate: with more (or fewer)
-            // responses waiting, the same time is more (or less) bytes.
-            // (A credit is not scaled up: banked on one response, it must
-            // not pay for twenty; the cap below trims it.)
-            let scaled = i128::from(owed.balance) * i128::from(waiting) / i128::from(owed.waiting);
-            owed.balance = i64::try_from(scaled).unwrap_or(i64::MIN);
-        }
-        owed.waiting = waiting;
-        // In thousandths of a byte, so that no tick rounds a low rate (or
-        // a short tick's share of one) away.
-        let per_second = i64::try_from(rate.saturating_mul(waiting)).unwrap_or(i64::MAX);
-        let elapsed = i64::try_from(now.saturating_sub(owed.last)).unwrap_or(i64::MAX);
-        let due = per_second.saturating_mul(elapsed);
-        let period = per_second.saturating_mul(i64::try_from(grace).unwrap_or(i64::MAX));
-        let paid = |taken: u64| {
-            i64::try_from(taken.saturating_sub(owed.taken)).unwrap_or(i64::MAX).saturating_mul(1000)
-        };
+        let bill = meter.bill(now, waiting, rate);
         let mut wrote = false;
-        if paid(self.session.taken()) < due {
+        if meter.short(&bill, self.session.taken()) {
             // Edge-triggered readiness comes back only once a third of the
             // socket's send buffer has drained: a client reading at the
             // rate may have made room that no event announced. Offer it
             // bytes (as the I/O timeout does) before judging.
             wrote = self.try_write(now);
         }
-        let taken = self.session.taken();
-        // Capped after what is due: a tick late (a stalled worker, a
-        // paused VM) must not lose what the client paid meanwhile.
-        owed.balance = owed.balance.saturating_add(paid(taken)).saturating_sub(due).min(period);
-        owed.last = now;
-        owed.taken = owed.taken.max(taken);
-        self.owed = Some(owed);
-        if owed.balance >= -period {
+        let on_time = meter.settle(bill, self.session.taken());
+        self.taking = Some(meter);
+        if on_time {
             // Output the timer drained: drive the connection, so what
             // waits for room goes on (no event will come).
             return (wrote && self.session.output().is_empty()).then_some(Verdict::Drive);
@@ -450,6 +416,36 @@ impl<H: Handler> Conn<H> {
         Some(Verdict::Close)
     }
 
+    /// [`Options::min_request_body_rate`](crate::Options::min_request_body_rate),
+    /// judged at each tick while the client owes request bodies that the
+    /// server would read (see `meter.rs`), paid with body bytes. Too slow:
+    /// HTTP/1 answers `408` (or closes, once a response started), HTTP/2
+    /// sends GOAWAY(ENHANCE_YOUR_CALM); either way the connection closes.
+    fn check_body_rate(&mut self, now: u64, timeouts: &Timeouts, cx: &Context) -> Option<Verdict> {
+        let rate = timeouts.min_body_rate?;
+        let owed = self.session.bodies_owed(cx) as u64;
+        if owed == 0 {
+            self.sending = None;
+            return None;
+        }
+        let received = self.session.body_received();
+        let Some(mut meter) = self.sending else {
+            self.sending = Some(Meter::start(now, received, owed));
+            return None;
+        };
+        let bill = meter.bill(now, owed, rate);
+        let on_time = meter.settle(bill, received);
+        self.sending = Some(meter);
+        if on_time {
+            return None;
+        }
+        self.session.too_slow_sending(cx);
+        if !self.try_write(now) {
+            return Some(Verdict::Close);
+        }
+        Some(self.settle(self.session.output().is_empty(), now).unwrap_or(Verdict::Close))
+    }
+
     /// The timer's judgement at `now`. A request that timed out gets `408`
     /// and the connection goes on to close as after any final response.
     pub(crate) fn check(&mut self, now: u64, timeouts: &Timeouts, cx: &mut Context) -> Verdict {
@@ -458,6 +454,9 @@ impl<H: Handler> Conn<H> {
             return if waited >= timeouts.linger { Verdict::Close } else { Verdict::Open };
         }
         if let Some(verdict) = self.check_rate(now, timeouts) {
+            return verdict;
+        }
+        if let Some(verdict) = self.check_body_rate(now, timeouts, cx) {
             return verdict;
         }
         if !self.session.output().is_empty() {

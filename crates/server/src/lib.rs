@@ -67,6 +67,7 @@
 //! | `Expect` other than `100-continue` | `417` |
 //! | a version other than 1.0 or 1.1 | `505` |
 //! | head not complete within [`Options::header_timeout`], body stalled by the client for [`Options::io_timeout`] | `408` |
+//! | a request body sent slower than [`Options::min_request_body_rate`] (a large body a byte every few seconds) | `408` and close (a response it had started: close; HTTP/2: GOAWAY(ENHANCE_YOUR_CALM)) |
 //! | the application keeps a request waiting for [`Options::response_timeout`], the client owing nothing | `503` (a response it had started: cut off; HTTP/2: that stream alone, reset) |
 //! | a response the client takes none of for [`Options::io_timeout`] (a slow reader that takes some is not cut off: the timer offers it bytes) | close |
 //! | responses waiting on a client that takes them slower than [`Options::min_response_rate`] (a full socket, or HTTP/2 credit granted a byte at a time) | close (HTTP/2: GOAWAY(ENHANCE_YOUR_CALM) first) |
@@ -108,6 +109,7 @@ mod handler;
 pub mod hello;
 mod http1;
 mod link;
+mod meter;
 mod options;
 mod pieces;
 mod response;
@@ -130,9 +132,10 @@ pub use options::{
     Accept, DEFAULT_HEADER_TIMEOUT, DEFAULT_IO_TIMEOUT, DEFAULT_KEEP_ALIVE_TIMEOUT,
     DEFAULT_LINGER_TIMEOUT, DEFAULT_MAX_BODY, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_HEAD,
     DEFAULT_MAX_HEADERS, DEFAULT_MAX_PENDING_OUTPUT, DEFAULT_MAX_POOL_BYTES,
-    DEFAULT_MAX_REQUEST_LINE, DEFAULT_MIN_RESPONSE_RATE, DEFAULT_RESPONSE_TIMEOUT,
-    DEFAULT_SHUTDOWN_TIMEOUT, MAX_CONNECTIONS, MAX_HEAD, MAX_POOL_BYTES, MAX_TIMEOUT, MAX_WORKERS,
-    MIN_POOL_BYTES, MIN_REQUEST_LINE, MIN_TIMEOUT, MinDataRate, Options, OptionsError,
+    DEFAULT_MAX_REQUEST_LINE, DEFAULT_MIN_REQUEST_BODY_RATE, DEFAULT_MIN_RESPONSE_RATE,
+    DEFAULT_RESPONSE_TIMEOUT, DEFAULT_SHUTDOWN_TIMEOUT, MAX_CONNECTIONS, MAX_HEAD, MAX_POOL_BYTES,
+    MAX_TIMEOUT, MAX_WORKERS, MIN_POOL_BYTES, MIN_REQUEST_LINE, MIN_TIMEOUT, MinDataRate, Options,
+    OptionsError,
 };
 pub use response::{Responder, Response};
 pub use server::{Handle, Running, Server, ServerError, Stats};

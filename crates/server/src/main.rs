@@ -72,6 +72,14 @@ struct Args {
     /// units as above.
     #[arg(long, default_value_t = Timeout::seconds(falconet_server::DEFAULT_MIN_RESPONSE_RATE.grace()), value_parser = parse_duration)]
     min_response_grace: Timeout,
+    /// The least rate, bytes a second, at which a client must send the
+    /// request bodies it owes, per body; 0 turns it off.
+    #[arg(long, default_value_t = falconet_server::DEFAULT_MIN_REQUEST_BODY_RATE.bytes_per_second())]
+    min_request_body_rate: u32,
+    /// How far behind --min-request-body-rate a client may fall, as time;
+    /// units as above.
+    #[arg(long, default_value_t = Timeout::seconds(falconet_server::DEFAULT_MIN_REQUEST_BODY_RATE.grace()), value_parser = parse_duration)]
+    min_request_body_grace: Timeout,
     /// Largest request body in bytes (POST /echo streams it back).
     #[arg(long, default_value_t = ECHO_MAX_BODY)]
     max_body: u64,
@@ -245,6 +253,7 @@ fn main() -> ExitCode {
             check_timeout("--io-timeout", args.io_timeout)?,
             check_timeout("--shutdown-timeout", args.shutdown_timeout)?,
             check_timeout("--min-response-grace", args.min_response_grace)?,
+            check_timeout("--min-request-body-grace", args.min_request_body_grace)?,
         ])
     })();
     let response_timeout = match args.response_timeout.value {
@@ -258,14 +267,20 @@ fn main() -> ExitCode {
             return ExitCode::from(USAGE_ERROR);
         }
     };
-    let [keep_alive_timeout, header_timeout, io_timeout, shutdown_timeout, min_response_grace] =
-        match timeouts {
-            Ok(timeouts) => timeouts,
-            Err(error) => {
-                eprintln!("falconet: {error}");
-                return ExitCode::from(USAGE_ERROR);
-            }
-        };
+    let [
+        keep_alive_timeout,
+        header_timeout,
+        io_timeout,
+        shutdown_timeout,
+        min_response_grace,
+        min_request_body_grace,
+    ] = match timeouts {
+        Ok(timeouts) => timeouts,
+        Err(error) => {
+            eprintln!("falconet: {error}");
+            return ExitCode::from(USAGE_ERROR);
+        }
+    };
     let mut options = Options::new()
         .accept(match args.accept {
             AcceptMode::ReusePort => Accept::ReusePort,
@@ -280,6 +295,10 @@ fn main() -> ExitCode {
         .min_response_rate(
             (args.min_response_rate > 0)
                 .then(|| MinDataRate::new(args.min_response_rate, min_response_grace)),
+        )
+        .min_request_body_rate(
+            (args.min_request_body_rate > 0)
+                .then(|| MinDataRate::new(args.min_request_body_rate, min_request_body_grace)),
         )
         .max_body(args.max_body)
         .http2(H2Config {

@@ -44,10 +44,15 @@ pub const DEFAULT_MAX_POOL_BYTES: usize = 1 << 30;
 /// wait on it: Kestrel's `MinResponseDataRate`, 240 bytes a second with a
 /// 5-second grace.
 pub const DEFAULT_MIN_RESPONSE_RATE: MinDataRate = MinDataRate::new(240, Duration::from_secs(5));
+/// The default least rate at which a client must send the request bodies
+/// it owes: Kestrel's `MinRequestBodyDataRate`, 240 bytes a second with a
+/// 5-second grace.
+pub const DEFAULT_MIN_REQUEST_BODY_RATE: MinDataRate =
+    MinDataRate::new(240, Duration::from_secs(5));
 
 /// A least data rate: `bytes_per_second`, with a client allowed to fall
 /// behind it by `grace` (so it may pause for less than that). See
-/// [`Options::min_response_rate`].
+/// [`Options::min_response_rate`] and [`Options::min_request_body_rate`].
 ///
 /// ```
 /// use std::time::Duration;
@@ -135,6 +140,7 @@ pub struct Options {
     pub(crate) max_pending_output: usize,
     pub(crate) max_pool_bytes: usize,
     pub(crate) min_response_rate: Option<MinDataRate>,
+    pub(crate) min_request_body_rate: Option<MinDataRate>,
     pub(crate) http2: Http2Config,
 }
 
@@ -165,6 +171,7 @@ impl Options {
             max_pending_output: DEFAULT_MAX_PENDING_OUTPUT,
             max_pool_bytes: DEFAULT_MAX_POOL_BYTES,
             min_response_rate: Some(DEFAULT_MIN_RESPONSE_RATE),
+            min_request_body_rate: Some(DEFAULT_MIN_REQUEST_BODY_RATE),
             http2: Http2Config::default(),
         }
     }
@@ -315,6 +322,50 @@ impl Options {
         self
     }
 
+    /// The least rate at which a client must send the request bodies it
+    /// owes ([`DEFAULT_MIN_REQUEST_BODY_RATE`]; `None` turns it off): the
+    /// slow-body attacks ("R-U-Dead-Yet", a large `Content-Length` sent a
+    /// byte every few seconds, each byte within
+    /// [`io_timeout`](Self::io_timeout)) cannot hold a connection much
+    /// past a grace period.
+    ///
+    /// A body is owed while it has not all arrived and the server would
+    /// read it: not while the application is behind on a body lent to it
+    /// (reading it slowly is the application's time, not the client's),
+    /// nor while responses wait at [`max_pending_output`](Self::max_pending_output)
+    /// for the client to take them (the server reads nothing then, and
+    /// [`min_response_rate`](Self::min_response_rate) judges the client),
+    /// nor, over HTTP/2, on a stream whose receive window (or the
+    /// connection's) is spent. While any is owed, the client owes
+    /// `bytes_per_second` for each (HTTP/1.1: one; HTTP/2: each stream),
+    /// paid with body bytes (HTTP/1.1: every byte read, chunk framing
+    /// included; HTTP/2: DATA frames' data, not their padding, nor other
+    /// frames). It may fall behind by a `grace` period's worth (as time:
+    /// the debt scales with the bodies owed) and bank at most a period's
+    /// worth ahead. Further behind, HTTP/1.1 answers `408 Request Timeout`
+    /// (or closes, once a response started) and HTTP/2 sends
+    /// GOAWAY(ENHANCE_YOUR_CALM); the connection closes. Judged on the
+    /// workers' timer, so up to a tick late; metering starts at the first
+    /// tick that finds a body owed, so a body has at least its grace.
+    ///
+    /// With the rate off, a client that sends nothing is still answered
+    /// `408` after [`io_timeout`](Self::io_timeout).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use falconet_server::{MinDataRate, Options};
+    ///
+    /// // Uploads over slow links: 64 bytes a second, 20 s to catch up.
+    /// let options = Options::new()
+    ///     .min_request_body_rate(Some(MinDataRate::new(64, Duration::from_secs(20))));
+    /// assert!(options.validate().is_ok());
+    /// assert!(Options::new().min_request_body_rate(None).validate().is_ok());
+    /// ```
+    pub fn min_request_body_rate(mut self, rate: Option<MinDataRate>) -> Self {
+        self.min_request_body_rate = rate;
+        self
+    }
+
     /// Time an idle connection (no request under way) stays open.
     pub fn keep_alive_timeout(mut self, timeout: Duration) -> Self {
         self.keep_alive_timeout = timeout;
@@ -374,7 +425,10 @@ impl Options {
 
     /// The shortest timeout: the workers' timer ticks at a quarter of it.
     pub(crate) fn shortest_timeout(&self) -> Duration {
-        let grace = self.min_response_rate.map(|rate| rate.grace);
+        let grace = [self.min_response_rate, self.min_request_body_rate]
+            .into_iter()
+            .flatten()
+            .map(|rate| rate.grace);
         [self.header_timeout, self.io_timeout, self.keep_alive_timeout, self.linger_timeout]
             .into_iter()
             .chain(grace)
@@ -414,7 +468,10 @@ impl Options {
             self.linger_timeout,
             self.shutdown_timeout,
         ];
-        let grace = self.min_response_rate.map(|rate| rate.grace);
+        let grace = [self.min_response_rate, self.min_request_body_rate]
+            .into_iter()
+            .flatten()
+            .map(|rate| rate.grace);
         if let Some(timeout) = timeouts
             .into_iter()
             .chain(grace)
@@ -425,6 +482,9 @@ impl Options {
         }
         if let Some(rate) = self.min_response_rate.filter(|rate| rate.bytes_per_second == 0) {
             return Err(OptionsError::MinResponseRate(rate));
+        }
+        if let Some(rate) = self.min_request_body_rate.filter(|rate| rate.bytes_per_second == 0) {
+            return Err(OptionsError::MinRequestBodyRate(rate));
         }
         if self.max_pending_output == 0 {
             return Err(OptionsError::PendingOutput(self.max_pending_output));
@@ -505,6 +565,9 @@ pub enum OptionsError {
     Timeout(Duration),
     /// A [`MinDataRate`] of 0 bytes a second (`None` turns the rate off).
     MinResponseRate(MinDataRate),
+    /// A [`MinDataRate`] of 0 bytes a second for
+    /// [`Options::min_request_body_rate`] (`None` turns the rate off).
+    MinRequestBodyRate(MinDataRate),
     /// `max_pending_output` is 0.
     PendingOutput(usize),
     /// `max_pool_bytes` outside [`MIN_POOL_BYTES`]`..=`[`MAX_POOL_BYTES`].
@@ -542,6 +605,10 @@ impl fmt::Display for OptionsError {
             Self::MinResponseRate(_) => {
                 write!(f, "min_response_rate must be at least 1 byte a second (None turns it off)")
             }
+            Self::MinRequestBodyRate(_) => write!(
+                f,
+                "min_request_body_rate must be at least 1 byte a second (None turns it off)"
+            ),
             Self::PendingOutput(n) => {
                 write!(f, "max_pending_output must be at least 1, not {n}")
             }

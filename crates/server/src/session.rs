@@ -149,6 +149,10 @@ pub struct Session<H: Handler> {
     /// Bytes the socket took, in all (what
     /// [`min_response_rate`](crate::Options::min_response_rate) counts).
     taken: u64,
+    /// Bytes read from the socket, in all (what
+    /// [`min_request_body_rate`](crate::Options::min_request_body_rate)
+    /// counts over HTTP/1.1).
+    received: u64,
     /// A polled response's body frame, sent after `out` as it is (not
     /// copied into it), then its framing's end.
     staged: Option<Staged>,
@@ -234,6 +238,7 @@ impl<H: Handler> Session<H> {
             out: Vec::new(),
             sent: 0,
             taken: 0,
+            received: 0,
             staged: None,
             bulk: false,
             read_space,
@@ -270,6 +275,7 @@ impl<H: Handler> Session<H> {
         if self.bulk {
             let read = writer.read_vectored_from(source, SPILL)?;
             self.bulk = read.read > SPILL / 2;
+            self.received += read.read as u64;
             return Ok((read.read, read.filled()));
         }
         if spill.len() != SPILL {
@@ -284,6 +290,7 @@ impl<H: Handler> Session<H> {
             writer.put_slice(&spill[..n - space])?;
             self.bulk = true;
         }
+        self.received += n as u64;
         Ok((n, n == space + SPILL))
     }
 
@@ -749,6 +756,42 @@ impl<H: Handler> Session<H> {
             };
         }
         self.http.in_body()
+    }
+
+    /// How many request bodies the client owes that the server would read
+    /// now: what [`Options::min_request_body_rate`](crate::Options::min_request_body_rate)
+    /// multiplies its rate by. None while output waits at
+    /// `max_pending_output` (reads stop: the client cannot send, and the
+    /// response rate judges it), nor for a body the application is behind
+    /// on; over HTTP/2, none for a stream without receive credit. HTTP/1
+    /// owes at most one.
+    pub(crate) fn bodies_owed(&self, cx: &Context) -> usize {
+        if self.output_len() >= cx.limits.max_pending_output {
+            return 0;
+        }
+        if let Some(h2) = self.h2() {
+            return h2.bodies_owed();
+        }
+        usize::from(self.http.in_body() && self.client_owes())
+    }
+
+    /// Body bytes received so far, the pay of
+    /// [`Options::min_request_body_rate`](crate::Options::min_request_body_rate):
+    /// over HTTP/2 the DATA frames' data, over HTTP/1.1 every byte read
+    /// (while a body is owed, the socket carries nothing else the rate
+    /// would be asked about).
+    pub(crate) fn body_received(&self) -> u64 {
+        self.h2().map_or(self.received, |h2| h2.body_bytes())
+    }
+
+    /// The client sends its request bodies too slowly: HTTP/1 answers
+    /// `408` as a stalled body gets (closing, once a response started);
+    /// HTTP/2 queues GOAWAY(ENHANCE_YOUR_CALM). The session is over.
+    pub(crate) fn too_slow_sending(&mut self, cx: &Context) {
+        match &mut self.h2 {
+            Some(h2) => h2.too_slow(),
+            None => self.refuse(crate::Status::REQUEST_TIMEOUT, cx),
+        }
     }
 
     /// Whether any byte of the HTTP/1 response in flight has gone to the

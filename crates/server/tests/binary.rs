@@ -4,7 +4,7 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -117,6 +117,8 @@ fn durations_take_units_and_errors_speak_the_unit_typed() {
     refuses(&["--min-response-grace", "0"], "--min-response-grace 0s is out of range");
     refuses(&["--min-response-rate", "-1"], "unexpected argument '-1'");
     refuses(&["--min-response-rate", "4294967296"], "--min-response-rate");
+    refuses(&["--min-request-body-grace", "0"], "--min-request-body-grace 0s is out of range");
+    refuses(&["--min-request-body-rate", "4294967296"], "--min-request-body-rate");
     refuses(&["--keep-alive-timeout", "10x"], "unknown unit \"x\"");
     refuses(&["--keep-alive-timeout", "ms"], "is not a duration");
     // In range, with units: it starts (and is stopped by the test).
@@ -191,6 +193,32 @@ fn min_response_rate_0_turns_the_rate_off() {
     assert!(open_after(&[&base[..], &["--min-response-rate", "0"]].concat()));
 }
 
+/// `--min-request-body-rate 0` turns the body rate off: a body sent at a
+/// tenth of the default rate, which gets `408` past the grace, is all
+/// read and answered.
+#[test]
+fn min_request_body_rate_0_turns_the_rate_off() {
+    let status = |args: &[&str]| {
+        let (mut child, addr) = spawn(args);
+        let mut client = Client::connect(addr);
+        client.send(b"POST /plaintext HTTP/1.1\r\nHost: t\r\nContent-Length: 24\r\n\r\n");
+        for _ in 0..12 {
+            std::thread::sleep(Duration::from_millis(100));
+            if client.stream().write_all(b"xx").is_err() {
+                break;
+            }
+        }
+        let status = client.reply().map(|reply| reply.status);
+        child.kill().unwrap();
+        child.wait().unwrap();
+        status.ok()
+    };
+    let base = ["--addr", "127.0.0.1:0", "--min-request-body-grace", "200ms"];
+    assert_eq!(status(&base), Some(408), "20 bytes a second outlived a 200ms grace");
+    // The demo's `/plaintext` takes GET alone: `405`, once the body is in.
+    assert_eq!(status(&[&base[..], &["--min-request-body-rate", "0"]].concat()), Some(405));
+}
+
 #[test]
 fn addr_takes_a_host_name() {
     let (mut child, addr) = spawn(&["--addr", "localhost:0"]);
@@ -224,6 +252,8 @@ fn version_and_help_say_what_a_user_needs() {
         "--h2-connection-window-size",
         "--min-response-rate",
         "--min-response-grace",
+        "--min-request-body-rate",
+        "--min-request-body-grace",
     ] {
         assert!(help.contains(needed), "--help lacks {needed:?}:\n{help}");
     }

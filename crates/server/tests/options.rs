@@ -5,9 +5,10 @@
 use std::time::Duration;
 
 use falconet_server::{
-    DEFAULT_MIN_RESPONSE_RATE, DEFAULT_RESPONSE_TIMEOUT, MAX_CONNECTIONS, MAX_HEAD,
-    MAX_HEADERS_LIMIT, MAX_POOL_BYTES, MAX_TIMEOUT, MAX_WORKERS, MIN_POOL_BYTES, MIN_REQUEST_LINE,
-    MIN_TIMEOUT, MinDataRate, Options, OptionsError, Server, ServerError, hello::Hello,
+    DEFAULT_MIN_REQUEST_BODY_RATE, DEFAULT_MIN_RESPONSE_RATE, DEFAULT_RESPONSE_TIMEOUT,
+    MAX_CONNECTIONS, MAX_HEAD, MAX_HEADERS_LIMIT, MAX_POOL_BYTES, MAX_TIMEOUT, MAX_WORKERS,
+    MIN_POOL_BYTES, MIN_REQUEST_LINE, MIN_TIMEOUT, MinDataRate, Options, OptionsError, Server,
+    ServerError, hello::Hello,
 };
 
 /// Binds with `options`, expecting a refusal; returns its reason.
@@ -114,23 +115,47 @@ fn the_response_timeout_may_be_off_and_defaults_to_its_constant() {
     assert_eq!(Options::new(), Options::new().response_timeout(Some(DEFAULT_RESPONSE_TIMEOUT)));
 }
 
+/// Both least rates: at least 1 byte a second, a grace in the timeouts'
+/// range, `None` for off, the default constant by default, and an error
+/// that names the setting.
 #[test]
-fn the_min_response_rate_is_at_least_1_byte_a_second_over_a_valid_period() {
-    let rate = |bytes, grace| one().min_response_rate(Some(MinDataRate::new(bytes, grace)));
-    let second = Duration::from_secs(1);
-    let zero = MinDataRate::new(0, second);
-    assert_eq!(refused(rate(0, second)), OptionsError::MinResponseRate(zero));
-    accepted(rate(1, second));
-    accepted(rate(u32::MAX, second));
-    let nano = Duration::from_nanos(1);
-    for bad in [Duration::ZERO, MIN_TIMEOUT - nano, MAX_TIMEOUT + nano, Duration::MAX] {
-        assert_eq!(refused(rate(240, bad)), OptionsError::Timeout(bad));
+fn the_min_rates_are_at_least_1_byte_a_second_over_a_valid_period() {
+    type Setter = fn(Options, Option<MinDataRate>) -> Options;
+    let cases: [(Setter, MinDataRate, fn(MinDataRate) -> OptionsError, &str); 2] = [
+        (
+            Options::min_response_rate,
+            DEFAULT_MIN_RESPONSE_RATE,
+            OptionsError::MinResponseRate,
+            "min_response_rate",
+        ),
+        (
+            Options::min_request_body_rate,
+            DEFAULT_MIN_REQUEST_BODY_RATE,
+            OptionsError::MinRequestBodyRate,
+            "min_request_body_rate",
+        ),
+    ];
+    for (set, default, error, name) in cases {
+        let rate = |bytes, grace| set(one(), Some(MinDataRate::new(bytes, grace)));
+        let second = Duration::from_secs(1);
+        let zero = MinDataRate::new(0, second);
+        assert_eq!(refused(rate(0, second)), error(zero));
+        accepted(rate(1, second));
+        accepted(rate(u32::MAX, second));
+        let nano = Duration::from_nanos(1);
+        for bad in [Duration::ZERO, MIN_TIMEOUT - nano, MAX_TIMEOUT + nano, Duration::MAX] {
+            assert_eq!(refused(rate(240, bad)), OptionsError::Timeout(bad));
+        }
+        accepted(rate(240, MIN_TIMEOUT));
+        accepted(rate(u32::MAX, MAX_TIMEOUT));
+        accepted(set(one(), None));
+        assert_eq!(Options::new(), set(Options::new(), Some(default)));
+        assert!(refused(rate(0, second)).to_string().contains(name));
     }
-    accepted(rate(240, MIN_TIMEOUT));
-    accepted(rate(u32::MAX, MAX_TIMEOUT));
-    accepted(one().min_response_rate(None));
-    assert_eq!(Options::new(), Options::new().min_response_rate(Some(DEFAULT_MIN_RESPONSE_RATE)));
-    assert!(refused(rate(0, second)).to_string().contains("min_response_rate"));
+    // Each rate's error is its own.
+    let zero = MinDataRate::new(0, Duration::from_secs(1));
+    let both = one().min_response_rate(Some(zero)).min_request_body_rate(Some(zero));
+    assert_eq!(refused(both), OptionsError::MinResponseRate(zero));
 }
 
 #[test]

@@ -348,6 +348,9 @@ pub struct Connection {
     /// Bytes of the acknowledgements and resets the client made us send,
     /// in all (see [`answer_bytes`](Self::answer_bytes)).
     answer_bytes: u64,
+    /// Data (padding left out) of the DATA frames open streams took, in
+    /// all (see [`body_bytes`](Self::body_bytes)).
+    body_bytes: u64,
     empty_frames: u32,
     error: Option<ConnectionError>,
 }
@@ -424,6 +427,7 @@ impl Connection {
             ignored_allowance: IGNORED_PER_STREAM,
             queued_control: 0,
             answer_bytes: 0,
+            body_bytes: 0,
             empty_frames: 0,
             error: None,
         })
@@ -658,6 +662,7 @@ impl Connection {
         }
         let Some(stream) = self.streams.get_mut(&id) else { return };
         stream.received += data.len() as u64;
+        self.body_bytes += data.len() as u64;
         let length_broken = stream.content_length.is_some_and(|length| {
             stream.received > length || (end_stream && stream.received != length)
         });
@@ -1414,6 +1419,22 @@ impl Connection {
     /// takes its responses leaves out.
     pub fn answer_bytes(&self) -> u64 {
         self.answer_bytes
+    }
+
+    /// Bytes of request bodies the client sent, in all: the data of the
+    /// DATA frames that open streams took (not their padding, nor DATA on
+    /// closed streams). A measure of how fast a client sends its bodies
+    /// counts these.
+    pub fn body_bytes(&self) -> u64 {
+        self.body_bytes
+    }
+
+    /// The bytes stream `id` may still receive: the smaller of its window
+    /// and the connection's (0 for a stream not open).
+    pub fn receive_credit(&self, id: u32) -> u32 {
+        self.streams
+            .get(&id)
+            .map_or(0, |s| s.input.stream().state().window.min(self.recv.state().window))
     }
 
     /// The connection's send window now (it may be below zero after a

@@ -123,6 +123,13 @@ impl<S> Exchange<S> {
     fn with_application(&self) -> bool {
         self.source.is_some() || self.state.is_some()
     }
+
+    /// The request has not ended and the application is not behind on its
+    /// body (a lent body with bytes it has not looked at has used up
+    /// credit the client cannot send without).
+    fn body_owed(&self) -> bool {
+        !self.request_ended && self.body.as_ref().is_none_or(|body| body.unexamined() == 0)
+    }
 }
 
 /// A response the application answers later.
@@ -738,12 +745,27 @@ impl<S: Send + 'static> Http2<S> {
     /// (a lent body with bytes it has not looked at has used up credit
     /// the client cannot send without), or credit a response waits for.
     pub(crate) fn client_owes(&self) -> bool {
-        let body_owed = |e: &Exchange<S>| {
-            !e.request_ended && e.body.as_ref().is_none_or(|body| body.unexamined() == 0)
-        };
         (self.exchanges.is_empty() && self.conn.open_streams() > 0)
-            || self.exchanges.values().any(body_owed)
+            || self.exchanges.values().any(Exchange::body_owed)
             || self.exchanges.iter().any(|(&id, e)| self.waits_for_credit(id, e))
+    }
+
+    /// The request bodies the client owes and has credit to send: what
+    /// [`Options::min_request_body_rate`](crate::Options::min_request_body_rate)
+    /// multiplies its rate by. A stream whose window (or the connection's)
+    /// is spent waits on the application, not the client.
+    pub(crate) fn bodies_owed(&self) -> usize {
+        self.exchanges
+            .iter()
+            .filter(|&(&id, exchange)| exchange.body_owed() && self.conn.receive_credit(id) > 0)
+            .count()
+    }
+
+    /// DATA the client sent on open streams, in bytes of data (padding
+    /// left out): what [`Options::min_request_body_rate`](crate::Options::min_request_body_rate)
+    /// counts.
+    pub(crate) fn body_bytes(&self) -> u64 {
+        self.conn.body_bytes()
     }
 
     /// Whether the response of `exchange` (stream `id`) waits for the

@@ -1,0 +1,191 @@
+//! A least data rate, metered: what a client owes against a
+//! [`MinDataRate`](crate::MinDataRate) while it owes data, and whether it
+//! has fallen too far behind.
+//!
+//! The timer judges a meter at each tick. Between ticks the client gains
+//! what it moved and loses the rate's worth for each exchange it owes
+//! (responses it must take, or request bodies it must send), for the time
+//! since. Its balance, in thousandths of a byte so that no tick rounds a
+//! low rate (or a short tick's share of one) away, may be a period
+//! (`grace`) behind; further, it is too slow.
+//!
+//! ```text
+//! none --owes--> metering --balance >= -period--> metering
+//!   ^              |   \--balance < -period--> too slow (the caller closes)
+//!   +--owes none---+
+//! ```
+//!
+//! A tick that finds nothing owed forgets the meter. A balance may bank at
+//! most a period's worth ahead, so a fast start buys no long dribble after
+//! it.
+
+/// A rate as the timer uses it: bytes a second, and the grace in ms.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Rate {
+    pub(crate) bytes_per_second: u64,
+    pub(crate) grace_ms: u64,
+}
+
+impl Rate {
+    pub(crate) fn new(rate: crate::MinDataRate) -> Self {
+        Self {
+            bytes_per_second: u64::from(rate.bytes_per_second()),
+            grace_ms: u64::try_from(rate.grace().as_millis()).unwrap_or(u64::MAX),
+        }
+    }
+}
+
+/// Where a client stands against a [`Rate`] while it owes data.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Meter {
+    /// The last tick that judged it (ms since server start).
+    last: u64,
+    /// The most the client's counter of bytes moved has been (it may dip).
+    moved: u64,
+    /// Thousandths of a byte moved beyond the rate (below zero: behind
+    /// it), at most a period's worth.
+    balance: i64,
+    /// Exchanges owed at the last tick.
+    owed: u64,
+}
+
+/// What one tick finds due: made by [`Meter::bill`], settled by
+/// [`Meter::settle`].
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Bill {
+    /// Thousandths of a byte due since the last tick.
+    due: i64,
+    /// A period's worth, in thousandths of a byte: the most a balance may
+    /// bank, and the most it may be behind.
+    period: i64,
+    now: u64,
+}
+
+impl Meter {
+    /// Starts metering at `now`, with `moved` bytes counted so far.
+    pub(crate) fn start(now: u64, moved: u64, owed: u64) -> Self {
+        Self { last: now, moved, balance: 0, owed }
+    }
+
+    /// What is due at `now` with `owed` exchanges owed (at least one).
+    pub(crate) fn bill(&mut self, now: u64, owed: u64, rate: Rate) -> Bill {
+        if owed != self.owed && self.balance < 0 {
+            // A debt is time behind the rate: with more (or fewer)
+            // exchanges owed, the same time is more (or less) bytes. (A
+            // credit is not scaled up: banked on one exchange, it must not
+            // pay for twenty; the cap trims it.)
+            let scaled = i128::from(self.balance) * i128::from(owed) / i128::from(self.owed);
+            self.balance = i64::try_from(scaled).unwrap_or(i64::MIN);
+        }
+        self.owed = owed;
+        let per_second =
+            i64::try_from(rate.bytes_per_second.saturating_mul(owed)).unwrap_or(i64::MAX);
+        let elapsed = i64::try_from(now.saturating_sub(self.last)).unwrap_or(i64::MAX);
+        let period = per_second.saturating_mul(i64::try_from(rate.grace_ms).unwrap_or(i64::MAX));
+        Bill { due: per_second.saturating_mul(elapsed), period, now }
+    }
+
+    /// Whether `moved` bytes (the client's counter now) fall short of the
+    /// bill, before the balance is counted.
+    pub(crate) fn short(&self, bill: &Bill, moved: u64) -> bool {
+        self.paid(moved) < bill.due
+    }
+
+    /// Settles the bill with the client's counter at `moved`: whether the
+    /// client is within a period of the rate.
+    pub(crate) fn settle(&mut self, bill: Bill, moved: u64) -> bool {
+        // Capped after what is due: a tick late (a stalled worker, a
+        // paused VM) must not lose what the client paid meanwhile.
+        self.balance =
+            self.balance.saturating_add(self.paid(moved)).saturating_sub(bill.due).min(bill.period);
+        self.last = bill.now;
+        self.moved = self.moved.max(moved);
+        self.balance >= -bill.period
+    }
+
+    /// Thousandths of a byte moved since the last tick.
+    fn paid(&self, moved: u64) -> i64 {
+        i64::try_from(moved.saturating_sub(self.moved)).unwrap_or(i64::MAX).saturating_mul(1000)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RATE: Rate = Rate { bytes_per_second: 100, grace_ms: 2_000 };
+
+    /// Ticks once: `moved` is the counter now.
+    fn tick(meter: &mut Meter, now: u64, moved: u64, owed: u64) -> bool {
+        let bill = meter.bill(now, owed, RATE);
+        meter.settle(bill, moved)
+    }
+
+    #[test]
+    fn a_client_at_the_rate_is_never_too_slow() {
+        let mut meter = Meter::start(0, 0, 1);
+        for second in 1..=100u64 {
+            assert!(tick(&mut meter, second * 1000, second * 100, 1));
+        }
+    }
+
+    #[test]
+    fn a_silent_client_is_too_slow_just_past_its_grace() {
+        let mut meter = Meter::start(0, 0, 1);
+        assert!(tick(&mut meter, 1_000, 0, 1));
+        assert!(tick(&mut meter, 2_000, 0, 1), "exactly a period behind is within it");
+        assert!(!tick(&mut meter, 2_001, 0, 1));
+    }
+
+    #[test]
+    fn a_fast_start_banks_one_period_at_most() {
+        let mut meter = Meter::start(0, 0, 1);
+        // A megabyte in the first second, then nothing.
+        assert!(tick(&mut meter, 1_000, 1 << 20, 1));
+        assert!(tick(&mut meter, 5_000, 1 << 20, 1), "a period banked, a period of grace");
+        assert!(!tick(&mut meter, 5_001, 1 << 20, 1));
+    }
+
+    #[test]
+    fn more_exchanges_owed_owe_more_and_scale_a_debt() {
+        let mut meter = Meter::start(0, 0, 1);
+        // Half a period behind on one exchange is half a period on four.
+        assert!(tick(&mut meter, 1_000, 0, 1));
+        assert!(tick(&mut meter, 1_000, 0, 4));
+        // Four exchanges at one exchange's rate fall behind.
+        let mut moved = 0;
+        let mut now = 1_000;
+        let mut within = true;
+        while within && now < 10_000 {
+            now += 100;
+            moved += 10;
+            within = tick(&mut meter, now, moved, 4);
+        }
+        assert!(!within, "a quarter of the rate owed is too slow");
+        // The half period left (400 bytes, at four exchanges) runs out at
+        // 300 bytes a second: in 1.4 s, at this tick's granularity.
+        assert_eq!(now, 2_400);
+    }
+
+    #[test]
+    fn a_counter_that_dips_pays_nothing_twice() {
+        let mut meter = Meter::start(0, 500, 1);
+        assert!(tick(&mut meter, 1_000, 600, 1));
+        // The counter dips (acknowledgements counted early), then comes
+        // back: the same bytes do not pay again.
+        assert!(tick(&mut meter, 2_000, 550, 1));
+        assert!(tick(&mut meter, 3_000, 600, 1));
+        assert!(!tick(&mut meter, 3_001, 600, 1), "only the first 100 bytes paid");
+    }
+
+    #[test]
+    fn extremes_saturate_instead_of_overflowing() {
+        let huge = Rate { bytes_per_second: u64::MAX, grace_ms: u64::MAX };
+        let mut meter = Meter::start(0, 0, u64::MAX);
+        let bill = meter.bill(u64::MAX, u64::MAX, huge);
+        assert!(meter.settle(bill, u64::MAX), "saturated due, saturated period");
+        let mut meter = Meter::start(u64::MAX, u64::MAX, 1);
+        let bill = meter.bill(0, 1, RATE);
+        assert!(meter.settle(bill, 0), "a clock that went back owes nothing");
+    }
+}
