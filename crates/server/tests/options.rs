@@ -121,7 +121,8 @@ fn the_response_timeout_may_be_off_and_defaults_to_its_constant() {
 #[test]
 fn the_min_rates_are_at_least_1_byte_a_second_over_a_valid_period() {
     type Setter = fn(Options, Option<MinDataRate>) -> Options;
-    let cases: [(Setter, MinDataRate, fn(MinDataRate) -> OptionsError, &str); 2] = [
+    type Error = fn(MinDataRate) -> OptionsError;
+    let cases: [(Setter, MinDataRate, Error, &str); 2] = [
         (
             Options::min_response_rate,
             DEFAULT_MIN_RESPONSE_RATE,
