@@ -423,15 +423,24 @@ impl<H: Handler> Conn<H> {
     /// sends GOAWAY(ENHANCE_YOUR_CALM); either way the connection closes.
     fn check_body_rate(&mut self, now: u64, timeouts: &Timeouts, cx: &Context) -> Option<Verdict> {
         let rate = timeouts.min_body_rate?;
-        let owed = self.session.bodies_owed(cx) as u64;
-        if owed == 0 {
+        let Some(owed) = self.session.bodies_owed(cx) else {
             self.sending = None;
             return None;
-        }
-        let received = self.session.body_received();
-        let Some(mut meter) = self.sending else {
-            self.sending = Some(Meter::start(now, received, owed));
-            return None;
+        };
+        let (owed, received) = (owed as u64, self.session.body_received());
+        let mut meter = match self.sending {
+            // Paused: the client cannot send for now, so this time is not
+            // billed (a debt stays).
+            Some(mut meter) if owed == 0 => {
+                meter.pause(now, received);
+                self.sending = Some(meter);
+                return None;
+            }
+            Some(meter) => meter,
+            None => {
+                self.sending = (owed > 0).then(|| Meter::start(now, received, owed));
+                return None;
+            }
         };
         let bill = meter.bill(now, owed, rate);
         let on_time = meter.settle(bill, received);

@@ -208,6 +208,20 @@ impl<S> Http1<S> {
         self.awaiting || matches!(self.phase, Phase::Lent)
     }
 
+    /// Whether the request under way was answered in full while its body
+    /// still arrives (answered at once, its rest drained or lent; or a
+    /// deferred answer that finished): no status may follow it.
+    pub(crate) fn answered(&self) -> bool {
+        !self.awaiting
+            && match &self.phase {
+                Phase::Body(exchange) => exchange.state.is_none(),
+                // A lent body's request was answered by the lend (at once,
+                // or deferred and since finished: no longer awaited).
+                Phase::Lent => true,
+                Phase::Head | Phase::Closed => false,
+            }
+    }
+
     /// Whether the request body is lent to the application.
     pub(crate) fn is_lent(&self) -> bool {
         matches!(self.phase, Phase::Lent)

@@ -12,12 +12,13 @@
 //! ```text
 //! none --owes--> metering --balance >= -period--> metering
 //!   ^              |   \--balance < -period--> too slow (the caller closes)
-//!   +--owes none---+
+//!   +--owes none---+         metering --paused--> metering (not billed)
 //! ```
 //!
-//! A tick that finds nothing owed forgets the meter. A balance may bank at
-//! most a period's worth ahead, so a fast start buys no long dribble after
-//! it.
+//! A tick that finds nothing owed forgets the meter, and one that finds the
+//! exchanges paused (the client cannot move data for now) bills nothing
+//! and keeps the balance. A balance may bank at most a period's worth
+//! ahead, so a fast start buys no long dribble after it.
 
 /// A rate as the timer uses it: bytes a second, and the grace in ms.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -65,6 +66,16 @@ impl Meter {
     /// Starts metering at `now`, with `moved` bytes counted so far.
     pub(crate) fn start(now: u64, moved: u64, owed: u64) -> Self {
         Self { last: now, moved, balance: 0, owed }
+    }
+
+    /// Nothing is owed for now, though the exchanges go on (the client
+    /// cannot send: its credit is spent, or the server is not reading):
+    /// the time since the last tick is not billed, what moved in it is
+    /// still paid in, and the balance is kept (the next bill caps it).
+    pub(crate) fn pause(&mut self, now: u64, moved: u64) {
+        self.balance = self.balance.saturating_add(self.paid(moved));
+        self.last = now;
+        self.moved = self.moved.max(moved);
     }
 
     /// What is due at `now` with `owed` exchanges owed (at least one).
@@ -176,6 +187,18 @@ mod tests {
         assert!(tick(&mut meter, 2_000, 550, 1));
         assert!(tick(&mut meter, 3_000, 600, 1));
         assert!(!tick(&mut meter, 3_001, 600, 1), "only the first 100 bytes paid");
+    }
+
+    #[test]
+    fn a_pause_bills_nothing_and_keeps_the_debt_and_the_pay() {
+        let mut meter = Meter::start(0, 0, 1);
+        assert!(tick(&mut meter, 1_500, 0, 1), "a debt of 150 bytes");
+        // Paused for a long time, with 50 bytes moved before it.
+        meter.pause(60_000, 50);
+        // The debt (150, less the 50 paid) is still there: 100 more
+        // bytes behind is past the period (200).
+        assert!(tick(&mut meter, 61_000, 50, 1), "100 + 100 behind is within it");
+        assert!(!tick(&mut meter, 61_001, 50, 1));
     }
 
     #[test]

@@ -338,15 +338,20 @@ impl Options {
     /// nor, over HTTP/2, on a stream whose receive window (or the
     /// connection's) is spent. While any is owed, the client owes
     /// `bytes_per_second` for each (HTTP/1.1: one; HTTP/2: each stream),
-    /// paid with body bytes (HTTP/1.1: every byte read, chunk framing
-    /// included; HTTP/2: DATA frames' data, not their padding, nor other
-    /// frames). It may fall behind by a `grace` period's worth (as time:
-    /// the debt scales with the bodies owed) and bank at most a period's
-    /// worth ahead. Further behind, HTTP/1.1 answers `408 Request Timeout`
-    /// (or closes, once a response started) and HTTP/2 sends
+    /// paid with body bytes (HTTP/1.1: every byte read, chunk framing and
+    /// extensions included, which the chunked decoder bounds; HTTP/2: DATA
+    /// frames' data, not their padding, nor other frames). While a body is
+    /// under way but not owed, its time is not billed and its debt kept.
+    /// It may fall behind by a `grace` period's worth (as time: the debt
+    /// scales with the bodies owed) and bank at most a period's worth
+    /// ahead. Further behind, HTTP/1.1 answers `408 Request Timeout` (or
+    /// closes, once a response started) and HTTP/2 sends
     /// GOAWAY(ENHANCE_YOUR_CALM); the connection closes. Judged on the
     /// workers' timer, so up to a tick late; metering starts at the first
-    /// tick that finds a body owed, so a body has at least its grace.
+    /// tick that finds a body owed, so a body has at least its grace. A
+    /// grace is a pause the client may take: one of milliseconds (the
+    /// shortest is [`MIN_TIMEOUT`]) cuts off any client whose network
+    /// stalls longer, however fast it is otherwise.
     ///
     /// With the rate off, a client that sends nothing is still answered
     /// `408` after [`io_timeout`](Self::io_timeout).

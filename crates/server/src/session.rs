@@ -745,34 +745,43 @@ impl<H: Handler> Session<H> {
             return h2.client_owes();
         }
         if self.http.is_lent() {
-            let Some(writer) = &self.writer else { return false };
-            return match self.lent_end {
-                // Known length: the client owes what has not come, unless
-                // the application is so far behind that reads paused.
-                Some(end) => writer.written() < end && writer.unexamined() < INPUT_PAUSE_AT,
-                // Chunked: the client owes only once the application has
-                // looked at everything that came.
-                None => writer.unexamined() == 0,
-            };
+            return self.lent_body_owed();
         }
         self.http.in_body()
     }
 
-    /// How many request bodies the client owes that the server would read
-    /// now: what [`Options::min_request_body_rate`](crate::Options::min_request_body_rate)
-    /// multiplies its rate by. None while output waits at
-    /// `max_pending_output` (reads stop: the client cannot send, and the
-    /// response rate judges it), nor for a body the application is behind
-    /// on; over HTTP/2, none for a stream without receive credit. HTTP/1
-    /// owes at most one.
-    pub(crate) fn bodies_owed(&self, cx: &Context) -> usize {
-        if self.output_len() >= cx.limits.max_pending_output {
-            return 0;
+    /// Whether the client owes the rest of the body lent to the
+    /// application: a `Content-Length` body not all come, unless the
+    /// application is so far behind that socket reads wait for it (the
+    /// input pipe pauses at [`INPUT_PAUSE_AT`] unexamined, and the
+    /// application's reads resume it only below [`INPUT_RESUME_AT`]: in
+    /// between, whether reads are paused depends on which way it last
+    /// crossed, so only below the lower mark is the client sure to be
+    /// read); a chunked body once the application has looked at all that
+    /// came.
+    fn lent_body_owed(&self) -> bool {
+        let Some(writer) = &self.writer else { return false };
+        match self.lent_end {
+            Some(end) => writer.written() < end && writer.unexamined() < INPUT_RESUME_AT,
+            None => writer.unexamined() == 0,
         }
-        if let Some(h2) = self.h2() {
-            return h2.bodies_owed();
-        }
-        usize::from(self.http.in_body() && self.client_owes())
+    }
+
+    /// The request bodies in progress, for
+    /// [`Options::min_request_body_rate`](crate::Options::min_request_body_rate):
+    /// `None` when none is, else how many the client owes that the server
+    /// would read now (what the rate is multiplied by; 0 pauses the
+    /// meter). None is owed while output waits at `max_pending_output`
+    /// (reads stop: the client cannot send, and the response rate judges
+    /// it), nor a body the application is behind on; over HTTP/2, nor a
+    /// stream without receive credit. HTTP/1 owes at most one.
+    pub(crate) fn bodies_owed(&self, cx: &Context) -> Option<usize> {
+        let owed = match self.h2() {
+            Some(h2) => h2.bodies_owed()?,
+            None if self.http.in_body() => usize::from(self.client_owes()),
+            None => return None,
+        };
+        Some(if self.output_len() >= cx.limits.max_pending_output { 0 } else { owed })
     }
 
     /// Body bytes received so far, the pay of
@@ -794,13 +803,16 @@ impl<H: Handler> Session<H> {
         }
     }
 
-    /// Whether any byte of the HTTP/1 response in flight has gone to the
-    /// output: then no status can follow it, only the close.
+    /// Whether any byte of the HTTP/1 response to the request under way
+    /// has gone to the output: then no status can follow it, only the
+    /// close.
     fn response_started(&self) -> bool {
         match &self.pending {
             Some(Pending::Pipe(pending)) => pending.sent > 0,
             Some(Pending::Polled(..)) => true,
-            None => false,
+            // Answered in full while the body still arrives (drained or
+            // lent): a status now would be a second response.
+            None => self.http.answered(),
         }
     }
 

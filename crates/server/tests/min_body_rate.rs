@@ -8,15 +8,14 @@
 
 mod common;
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
+use std::io::Read;
 use std::sync::mpsc;
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use common::h2raw::{Event, Raw, req};
-use common::{Client, options, serve};
-use falconet_server::h2::frame::{self, ErrorCode, FrameHeader, kind};
+use common::h2raw::{Event, Raw, data_frames, frame_bytes, req};
+use common::{Client, options, pieces, serve, trickle};
+use falconet_server::h2::frame::{self, ErrorCode, kind};
 use falconet_server::{Handler, MinDataRate, Options, Request, Response, Status};
 
 /// The rate the tests judge by: 1,000 bytes a second, a second behind.
@@ -89,28 +88,6 @@ fn uploads(options: Options) -> (common::TestServer<Uploads>, Kept) {
 /// length: whatever closes a client here is the rate.
 fn rated() -> Options {
     options().workers(1).io_timeout(Duration::from_secs(60)).min_request_body_rate(Some(RATE))
-}
-
-/// Sends `pieces` on a clone of `stream`, one every `every`, from a
-/// thread; stops at the first failed write (the server closed).
-fn trickle(stream: &TcpStream, pieces: Vec<Vec<u8>>, every: Duration) -> JoinHandle<usize> {
-    let mut stream = stream.try_clone().unwrap();
-    thread::spawn(move || {
-        let mut sent = 0;
-        for piece in pieces {
-            thread::sleep(every);
-            if stream.write_all(&piece).is_err() {
-                break;
-            }
-            sent += 1;
-        }
-        sent
-    })
-}
-
-/// `n` pieces of `size` bytes each.
-fn pieces(n: usize, size: usize) -> Vec<Vec<u8>> {
-    vec![vec![b'x'; size]; n]
 }
 
 /// A sized body at a tenth of the rate gets `408` and the connection
@@ -216,14 +193,6 @@ fn an_application_reading_slower_than_the_rate_is_not_the_clients_fault() {
     server.stop();
 }
 
-/// A frame's bytes.
-fn frame_bytes(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    FrameHeader { length: payload.len() as u32, kind, flags, stream }.encode(&mut out);
-    out.extend_from_slice(payload);
-    out
-}
-
 /// Reads frames until a GOAWAY (its code) or the end of the connection
 /// (`None`), for at most `within`.
 fn goaway_within(raw: &mut Raw, within: Duration) -> Option<u32> {
@@ -255,7 +224,7 @@ fn trickled_h2(frames: Vec<Vec<u8>>) -> (common::TestServer<Uploads>, Raw, JoinH
 /// GOAWAY(ENHANCE_YOUR_CALM), and then the connection ends.
 #[test]
 fn over_http2_a_body_sent_below_the_rate_gets_goaway() {
-    let data = (0..1000).map(|_| frame_bytes(kind::DATA, 0, 1, &[b'x'; 10])).collect();
+    let data = data_frames(1, 1000, 10, false);
     let (server, mut raw, sender) = trickled_h2(data);
     let code = goaway_within(&mut raw, Duration::from_secs(20));
     assert_eq!(code, Some(u32::from(ErrorCode::ENHANCE_YOUR_CALM)));
@@ -291,8 +260,7 @@ fn over_http2_padding_does_not_pay() {
 /// HTTP/2 DATA at three times the rate is served.
 #[test]
 fn over_http2_a_body_sent_at_the_rate_is_served() {
-    let mut data: Vec<_> = (0..29).map(|_| frame_bytes(kind::DATA, 0, 1, &[b'x'; 300])).collect();
-    data.push(frame_bytes(kind::DATA, frame::flag::END_STREAM, 1, &[b'x'; 300]));
+    let data = data_frames(1, 30, 300, true);
     let (server, mut raw, sender) = trickled_h2(data);
     let deadline = Instant::now() + Duration::from_secs(20);
     let mut body = Vec::new();
@@ -329,13 +297,9 @@ fn over_http2_a_stream_without_credit_owes_nothing() {
     let (server, kept) = uploads(rated().http2(config));
     let mut raw = Raw::handshake(server.addr, &[]);
     raw.headers(1, &req("POST", "/hold"), false);
-    // Spend the connection's whole window on stream 1, in frames of at
-    // most 16 KiB.
-    let mut left = window as usize;
-    while left > 0 {
-        let n = left.min(16_384);
-        raw.data(1, &vec![b'x'; n], false);
-        left -= n;
+    // Spend the connection's whole window on stream 1, in five frames.
+    for frame in data_frames(1, 5, window as usize / 5, false) {
+        raw.send(&frame);
     }
     let (_responder, _body) = kept.recv_timeout(Duration::from_secs(5)).unwrap();
     // Stream 3 owes a body, but no byte of it may be sent.

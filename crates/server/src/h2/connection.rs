@@ -1429,12 +1429,15 @@ impl Connection {
         self.body_bytes
     }
 
-    /// The bytes stream `id` may still receive: the smaller of its window
-    /// and the connection's (0 for a stream not open).
+    /// The bytes stream `id` may still send as the client knows it: the
+    /// smaller of its window and the connection's, less credit given back
+    /// but not yet announced in a WINDOW_UPDATE (0 for a stream not open).
     pub fn receive_credit(&self, id: u32) -> u32 {
+        let announced =
+            |state: falconet_flow::InputState| state.window.saturating_sub(state.pending);
         self.streams
             .get(&id)
-            .map_or(0, |s| s.input.stream().state().window.min(self.recv.state().window))
+            .map_or(0, |s| announced(s.input.stream().state()).min(announced(self.recv.state())))
     }
 
     /// The connection's send window now (it may be below zero after a

@@ -750,15 +750,21 @@ impl<S: Send + 'static> Http2<S> {
             || self.exchanges.iter().any(|(&id, e)| self.waits_for_credit(id, e))
     }
 
-    /// The request bodies the client owes and has credit to send: what
+    /// `None` with no request body under way; else the request bodies the
+    /// client owes and has credit to send: what
     /// [`Options::min_request_body_rate`](crate::Options::min_request_body_rate)
     /// multiplies its rate by. A stream whose window (or the connection's)
     /// is spent waits on the application, not the client.
-    pub(crate) fn bodies_owed(&self) -> usize {
-        self.exchanges
+    pub(crate) fn bodies_owed(&self) -> Option<usize> {
+        if self.exchanges.values().all(|exchange| exchange.request_ended) {
+            return None;
+        }
+        let owed = self
+            .exchanges
             .iter()
             .filter(|&(&id, exchange)| exchange.body_owed() && self.conn.receive_credit(id) > 0)
-            .count()
+            .count();
+        Some(owed)
     }
 
     /// DATA the client sent on open streams, in bytes of data (padding

@@ -52,6 +52,25 @@ pub fn req(method: &str, path: &str) -> Vec<u8> {
     block(&[(":method", method), (":scheme", "http"), (":path", path), (":authority", "localhost")])
 }
 
+/// A frame's bytes.
+pub fn frame_bytes(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    FrameHeader { length: payload.len() as u32, kind, flags, stream }.encode(&mut out);
+    out.extend_from_slice(payload);
+    out
+}
+
+/// `n` DATA frames of `size` bytes on `stream`, the last with END_STREAM
+/// if `end`.
+pub fn data_frames(stream: u32, n: usize, size: usize, end: bool) -> Vec<Vec<u8>> {
+    (0..n)
+        .map(|i| {
+            let flags = if end && i + 1 == n { frame::flag::END_STREAM } else { 0 };
+            frame_bytes(kind::DATA, flags, stream, &vec![b'x'; size])
+        })
+        .collect()
+}
+
 /// A frame the server sent.
 #[derive(Debug, Clone)]
 pub struct Frame {

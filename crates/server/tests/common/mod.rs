@@ -81,6 +81,33 @@ pub fn closed_within<H: Handler>(server: &TestServer<H>, within: Duration) -> Op
     Some(began.elapsed())
 }
 
+/// Sends `pieces` on a clone of `stream`, one every `every`, from a
+/// thread; stops at the first failed write (the server closed). Returns
+/// how many went.
+pub fn trickle(
+    stream: &TcpStream,
+    pieces: Vec<Vec<u8>>,
+    every: Duration,
+) -> std::thread::JoinHandle<usize> {
+    let mut stream = stream.try_clone().unwrap();
+    std::thread::spawn(move || {
+        let mut sent = 0;
+        for piece in pieces {
+            std::thread::sleep(every);
+            if stream.write_all(&piece).is_err() {
+                break;
+            }
+            sent += 1;
+        }
+        sent
+    })
+}
+
+/// `n` pieces of `size` bytes each.
+pub fn pieces(n: usize, size: usize) -> Vec<Vec<u8>> {
+    vec![vec![b'x'; size]; n]
+}
+
 /// A server on 127.0.0.1 with a free port.
 pub fn serve<H: Handler>(options: Options, handler: H) -> TestServer<H> {
     let server = Server::bind("127.0.0.1:0", options, handler).expect("bind");
