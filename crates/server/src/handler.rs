@@ -375,6 +375,15 @@ pub enum ResponseError {
     /// cannot be deferred (one already deferred, or a connection being
     /// driven without an application link).
     CannotDefer,
+    /// [`Responder::write_blocking`](crate::Responder::write_blocking) on a
+    /// server worker's thread (a handler writing its deferred response
+    /// inside `respond`) while the client is behind by the responder's
+    /// pause threshold (256 KiB; 64 KiB on an HTTP/2 stream): the worker
+    /// it would wait for is this thread, so the wait would never end.
+    /// Nothing was written and the responder still works: write from
+    /// another thread or a task, or send the body whole with
+    /// [`Responder::body`](crate::Responder::body).
+    Deadlock,
 }
 
 impl fmt::Display for ResponseError {
@@ -389,6 +398,9 @@ impl fmt::Display for ResponseError {
             Self::Closed => f.write_str("the connection is closed"),
             Self::NoMemory => f.write_str("no buffer memory for the response"),
             Self::CannotDefer => f.write_str("this response cannot be deferred"),
+            Self::Deadlock => f.write_str(
+                "write_blocking on the server's worker thread would wait for that same thread",
+            ),
         }
     }
 }

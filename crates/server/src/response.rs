@@ -364,8 +364,9 @@ impl<'a> Response<'a> {
 /// [`write`](Self::write) (async) or [`write_blocking`](Self::write_blocking)
 /// (sent chunked to HTTP/1.1 clients, close-delimited to HTTP/1.0 ones)
 /// and [`finish`](Self::finish). Pieces wait while 256 KiB of the response
-/// are not yet sent (the output pipe's back-pressure), so a slow client
-/// slows the producer instead of filling memory.
+/// (64 KiB on an HTTP/2 stream, about one window) are not yet sent (the
+/// output pipe's back-pressure), so a slow client slows the producer
+/// instead of filling memory.
 ///
 /// Dropped without finishing (an error, a panic), the connection answers
 /// `500` if nothing was sent yet, and otherwise closes (the client sees a
@@ -448,7 +449,7 @@ impl Responder {
     }
 
     /// Sends a piece of a streamed body, first waiting while the client is
-    /// 256 KiB behind.
+    /// 256 KiB behind (64 KiB on an HTTP/2 stream).
     ///
     /// # Errors
     /// [`ResponseError::Finished`] after [`body`](Self::body) or
@@ -464,11 +465,30 @@ impl Responder {
 
     /// [`write`](Self::write), waiting on this thread.
     ///
+    /// # Not on the server's worker
+    /// Inside [`Handler::respond`](crate::Handler::respond) this runs on
+    /// the worker's thread, which is the one that sends the bytes waited
+    /// for: a wait there would never end (and stall every connection of
+    /// that worker). So there it does not wait: while the client is
+    /// behind by the pause threshold (256 KiB; 64 KiB on an HTTP/2 stream)
+    /// it fails with [`ResponseError::Deadlock`], writing nothing; move the
+    /// responder to a thread or a task to stream more.
+    ///
     /// # Errors
-    /// As [`write`](Self::write).
+    /// As [`write`](Self::write), and [`ResponseError::Deadlock`].
     pub fn write_blocking(&mut self, bytes: &[u8]) -> Result<(), ResponseError> {
         let writer = self.writer.as_mut().ok_or(ResponseError::Closed)?;
-        if let Err(error) = writer.flush_blocking() {
+        let flushed = if crate::worker::on_worker() {
+            // One look, no wait: ready below the pause threshold.
+            let mut cx = Context::from_waker(std::task::Waker::noop());
+            match std::pin::pin!(writer.flush()).poll(&mut cx) {
+                Poll::Ready(flushed) => flushed,
+                Poll::Pending => return Err(ResponseError::Deadlock),
+            }
+        } else {
+            writer.flush_blocking()
+        };
+        if let Err(error) = flushed {
             return Err(self.abandon(error));
         }
         self.write_now(bytes)

@@ -71,7 +71,8 @@ thread_local! {
 
 /// Whether this thread runs a worker's event loop, where waiting for a
 /// connection's input never ends: the loop that would read it is the one
-/// waiting ([`RequestBody`](crate::RequestBody)'s blocking reads check it).
+/// waiting ([`RequestBody`](crate::RequestBody)'s blocking reads and
+/// [`Responder::write_blocking`](crate::Responder::write_blocking) check it).
 pub(crate) fn on_worker() -> bool {
     ON_WORKER.with(std::cell::Cell::get)
 }

@@ -72,3 +72,126 @@ fn a_blocking_body_read_on_the_worker_fails_instead_of_hanging() {
     drop((whole, split, chunked, after));
     server.stop();
 }
+
+/// Defers its response and streams 4 MiB with `write_blocking` inside
+/// `respond`, on the worker's own thread; sends what the write returned
+/// (`Ok` or its error) to the test, then drops the responder.
+struct WritesOnTheWorker {
+    seen: std::sync::mpsc::Sender<Result<usize, falconet_server::ResponseError>>,
+}
+
+impl Handler for WritesOnTheWorker {
+    type State = bool;
+
+    fn head(&self, request: &Request<'_>) -> bool {
+        request.path() == "/stream"
+    }
+
+    fn respond(&self, stream: bool, response: &mut Response<'_>) {
+        if !stream {
+            let _ = response.body(b"small");
+            return;
+        }
+        let Ok(mut responder) = response.defer() else { return };
+        let piece = [b'x'; 64 * 1024];
+        let mut written = 0;
+        let outcome = loop {
+            if written == 64 {
+                break Ok(written);
+            }
+            match responder.write_blocking(&piece) {
+                Ok(()) => written += 1,
+                Err(error) => break Err(error),
+            }
+        };
+        let _ = self.seen.send(outcome.map(|_| written));
+        if outcome.is_ok() {
+            let _ = responder.finish();
+        }
+    }
+}
+
+/// A deferred response streamed with `write_blocking` inside `respond`
+/// waited for good once the client was 256 KiB behind: the worker that
+/// sends those bytes was the one waiting, so every connection of the
+/// worker and `join` hung. It now fails with `ResponseError::Deadlock`
+/// without writing; the worker goes on (the response, cut, closes its
+/// connection, as a dropped responder's does).
+#[test]
+fn a_blocking_response_write_on_the_worker_fails_instead_of_hanging() {
+    let (seen, outcome) = std::sync::mpsc::channel();
+    let server = serve(options().workers(1), WritesOnTheWorker { seen });
+    let mut streamed = Client::connect(server.addr);
+    streamed.send(b"GET /stream HTTP/1.1\r\nHost: t\r\n\r\n");
+    let Ok(outcome) = outcome.recv_timeout(Duration::from_secs(10)) else {
+        // The worker is stuck for good: stopping the server would wait
+        // with it, so leave it (the test process ends it).
+        std::mem::forget(server);
+        panic!("write_blocking on the worker hung it");
+    };
+    assert_eq!(outcome, Err(falconet_server::ResponseError::Deadlock));
+    // Some pieces went before the pipe paused, and the client gets them,
+    // then the close (no status can follow a started response).
+    let mut received = Vec::new();
+    streamed.reader.get_mut().set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let read = streamed.reader.read_to_end(&mut received);
+    assert!(read.is_ok(), "closed, not reset or hung: {read:?}");
+    assert!(received.starts_with(b"HTTP/1.1 200 OK\r\n"));
+    assert!(received.len() > 64 * 1024, "the pieces before the pause: {}", received.len());
+    // The worker serves on, and stops when asked.
+    let mut after = Client::connect(server.addr);
+    assert_eq!(after.get("/small").text(), "small");
+    drop((streamed, after));
+    server.stop();
+}
+
+/// The same over HTTP/2: the write fails with `Deadlock`, the cut
+/// response's stream is reset, and the connection serves on.
+#[test]
+fn over_http2_a_blocking_response_write_on_the_worker_fails_instead_of_hanging() {
+    let (seen, outcome) = std::sync::mpsc::channel();
+    let server = serve(options().workers(1), WritesOnTheWorker { seen });
+    let addr = server.addr;
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let outcome = runtime.block_on(async move {
+        let send = common::h2_client(addr).await;
+        let get = |path: &str| http::Request::get(format!("http://t{path}")).body(()).unwrap();
+        let (streamed, _) =
+            send.clone().ready().await.unwrap().send_request(get("/stream"), true).unwrap();
+        let outcome =
+            tokio::task::spawn_blocking(move || outcome.recv_timeout(Duration::from_secs(10)))
+                .await
+                .unwrap();
+        if outcome.is_ok() {
+            // The head went out, then the stream was reset.
+            let streamed = streamed.await.unwrap();
+            assert_eq!(streamed.status(), 200);
+            let mut body = streamed.into_body();
+            let mut failed = false;
+            while let Some(data) = body.data().await {
+                match data {
+                    Ok(data) => {
+                        let _ = body.flow_control().release_capacity(data.len());
+                    }
+                    Err(_) => {
+                        failed = true;
+                        break;
+                    }
+                }
+            }
+            assert!(failed, "a cut response ends in a reset, not a clean end");
+            let (small, _) = send.ready().await.unwrap().send_request(get("/small"), true).unwrap();
+            let mut small = small.await.unwrap().into_body();
+            let data = small.data().await.unwrap().unwrap();
+            assert_eq!(&data[..], b"small", "the connection serves on");
+        }
+        outcome
+    });
+    let Ok(outcome) = outcome else {
+        std::mem::forget(server);
+        panic!("write_blocking on the worker hung it");
+    };
+    assert_eq!(outcome, Err(falconet_server::ResponseError::Deadlock));
+    drop(runtime);
+    server.stop();
+}
