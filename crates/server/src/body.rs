@@ -46,6 +46,18 @@ const ON_WORKER_READ: &str = "a blocking read of a request body on the server's 
     would never end (the worker reads the socket): read it on another thread, with AsyncRead, \
     or with try_read";
 
+/// The error of a failed body, saying why (an application that shows it,
+/// as axum's extractors do, tells its user what happened).
+fn failure(kind: io::ErrorKind) -> io::Error {
+    let why = match kind {
+        io::ErrorKind::FileTooLarge => "the request body is over the server's max_body",
+        io::ErrorKind::InvalidData => "the request body is malformed",
+        io::ErrorKind::UnexpectedEof => "the client closed the connection before the body's end",
+        _ => "the request body failed",
+    };
+    io::Error::new(kind, why)
+}
+
 /// An HTTP/2 body's receive window: each read releases what it consumed,
 /// on the reading thread, and the WINDOW_UPDATEs that asks for go to the
 /// worker through the link. A body dropped unread gives its bytes back to
@@ -174,7 +186,7 @@ impl RequestBody {
     fn finished(&self) -> Option<io::Result<usize>> {
         let state = self.state.lock();
         match (&state.framing, state.failed) {
-            (_, Some(kind)) => Some(Err(io::Error::new(kind, "the request body failed"))),
+            (_, Some(kind)) => Some(Err(failure(kind))),
             (None, None) => Some(Ok(0)),
             (Some(_), None) => None,
         }
@@ -276,7 +288,7 @@ impl RequestBody {
                 };
                 self.link.hand_back(Returned { framing: None, received, status });
             }
-            return Err(io::Error::new(kind, "the request body failed"));
+            return Err(failure(kind));
         }
         if done {
             self.hand_back(state);
@@ -347,6 +359,15 @@ impl RequestBody {
                     if let Some(n) = self.take(guard, &mut *out)? {
                         return Poll::Ready(Ok(n));
                     }
+                }
+                Ok(None) if crate::worker::waits_forever() => {
+                    // Driven by a `block_on` inside a handler method: the
+                    // worker that would read the socket is the one waiting
+                    // (as for the blocking read).
+                    return Poll::Ready(Err(io::Error::new(
+                        io::ErrorKind::Deadlock,
+                        ON_WORKER_READ,
+                    )));
                 }
                 Ok(None) => self.readable = Some(Readable::new(&self.reader)),
                 Err(error) => return Poll::Ready(Err(io::Error::other(error))),

@@ -367,6 +367,16 @@ impl<H: Handler> Conn<H> {
         }
     }
 
+    /// A handler method panicked during [`ready`](Self::ready): the
+    /// responses before it (and `500` for the request that panicked) go
+    /// out, then the connection closes as after any final response.
+    pub(crate) fn after_panic(&mut self, cx: &Context, now: u64) -> Verdict {
+        if !self.session.after_panic(cx) || self.phase == Phase::Lingering || !self.try_write(now) {
+            return Verdict::Close;
+        }
+        self.settle(self.session.output().is_empty(), now).unwrap_or(Verdict::Close)
+    }
+
     /// The server's shutdown deadline passed with this connection still
     /// open: HTTP/2 gets its final GOAWAY (best effort: one write) before
     /// the socket closes.

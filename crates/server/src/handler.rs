@@ -354,6 +354,12 @@ impl Status {
 pub enum ResponseError {
     /// A status code outside `100..=999`.
     InvalidStatus(u16),
+    /// A 1xx (informational) status as a response's status: a response
+    /// ends with a final one (200 to 999), and a client given a 1xx alone
+    /// waits for the final answer that never comes (HTTP/1.1 pairs the
+    /// next answer with this request). The server sends `100 Continue`
+    /// itself where a request expects it.
+    InformationalStatus(u16),
     /// A header name that is not an HTTP token.
     InvalidHeaderName,
     /// A header value with CR, LF or NUL.
@@ -375,7 +381,8 @@ pub enum ResponseError {
     /// cannot be deferred (one already deferred, or a connection being
     /// driven without an application link).
     CannotDefer,
-    /// [`Responder::write_blocking`](crate::Responder::write_blocking) on a
+    /// [`Responder::write_blocking`](crate::Responder::write_blocking) (or
+    /// [`write`](crate::Responder::write) driven by a `block_on`) on a
     /// server worker's thread (a handler writing its deferred response
     /// inside `respond`) while the client is behind by the responder's
     /// pause threshold (256 KiB; 64 KiB on an HTTP/2 stream): the worker
@@ -390,6 +397,9 @@ impl fmt::Display for ResponseError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::InvalidStatus(code) => write!(f, "status code {code} is outside 100..=999"),
+            Self::InformationalStatus(code) => {
+                write!(f, "status {code} is informational (1xx), not a final response status")
+            }
             Self::InvalidHeaderName => f.write_str("header name is not an HTTP token"),
             Self::InvalidHeaderValue => f.write_str("header value contains CR, LF or NUL"),
             Self::ReservedHeader => f.write_str("the server writes this header itself"),

@@ -102,6 +102,9 @@ pub(crate) struct Http1<S> {
     /// `Content-Length` body (`after`: its bytes already in the pipe),
     /// `None` for a chunked one (whose end only its reader finds).
     pub(crate) lent_length: Option<Option<(u64, u64)>>,
+    /// Where the output stood when `respond` was called, until it returns:
+    /// after a panic in it, what follows is a partial response.
+    answering: Option<usize>,
 }
 
 #[derive(Debug)]
@@ -187,6 +190,7 @@ impl<S> Http1<S> {
             known_host: KnownHost::new(),
             peer: None,
             lent_length: None,
+            answering: None,
         }
     }
 
@@ -220,6 +224,14 @@ impl<S> Http1<S> {
                 Phase::Lent => true,
                 Phase::Head | Phase::Closed => false,
             }
+    }
+
+    /// A handler method panicked while this parser drove it: the output
+    /// to keep is up to where `respond` began (all of it if the panic was
+    /// in `head` or `body`). The session is over.
+    pub(crate) fn after_panic(&mut self, out_len: usize) -> usize {
+        self.phase = Phase::Closed;
+        self.answering.take().unwrap_or(out_len)
     }
 
     /// Whether the request body is lent to the application.
@@ -635,8 +647,10 @@ impl<S> Http1<S> {
     ) where
         H: Handler<State = S>,
     {
+        self.answering = Some(out.len());
         let mut response = Response::new(out, cx.date.fields(), encoder, app);
         handler.respond(state, &mut response);
+        self.answering = None;
         cx.requests += 1;
         match response.finish() {
             Answered::Now { keep_alive: true } => {}

@@ -449,15 +449,24 @@ impl Responder {
     }
 
     /// Sends a piece of a streamed body, first waiting while the client is
-    /// 256 KiB behind (64 KiB on an HTTP/2 stream).
+    /// 256 KiB behind (64 KiB on an HTTP/2 stream). Polled on the server's
+    /// worker (a `block_on` inside `respond`), it does not wait: see
+    /// [`write_blocking`](Self::write_blocking).
     ///
     /// # Errors
     /// [`ResponseError::Finished`] after [`body`](Self::body) or
     /// [`finish`](Self::finish), [`ResponseError::Closed`],
-    /// [`ResponseError::NoMemory`].
+    /// [`ResponseError::NoMemory`], [`ResponseError::Deadlock`].
     pub async fn write(&mut self, bytes: &[u8]) -> Result<(), ResponseError> {
         let writer = self.writer.as_mut().ok_or(ResponseError::Closed)?;
-        if let Err(error) = writer.flush().await {
+        let flushed = if crate::worker::waits_forever() {
+            // Driven on a worker (a `block_on` inside `respond`): see
+            // `write_blocking`.
+            one_look(writer)?
+        } else {
+            writer.flush().await
+        };
+        if let Err(error) = flushed {
             return Err(self.abandon(error));
         }
         self.write_now(bytes)
@@ -478,16 +487,8 @@ impl Responder {
     /// As [`write`](Self::write), and [`ResponseError::Deadlock`].
     pub fn write_blocking(&mut self, bytes: &[u8]) -> Result<(), ResponseError> {
         let writer = self.writer.as_mut().ok_or(ResponseError::Closed)?;
-        let flushed = if crate::worker::on_worker() {
-            // One look, no wait: ready below the pause threshold.
-            let mut cx = Context::from_waker(std::task::Waker::noop());
-            match std::pin::pin!(writer.flush()).poll(&mut cx) {
-                Poll::Ready(flushed) => flushed,
-                Poll::Pending => return Err(ResponseError::Deadlock),
-            }
-        } else {
-            writer.flush_blocking()
-        };
+        let flushed =
+            if crate::worker::on_worker() { one_look(writer)? } else { writer.flush_blocking() };
         if let Err(error) = flushed {
             return Err(self.abandon(error));
         }
@@ -571,6 +572,17 @@ impl Responder {
             WriteError::Lease(_) => ResponseError::NoMemory,
             _ => ResponseError::Closed,
         }
+    }
+}
+
+/// The flush of a responder's pipe on a worker's thread, which must not
+/// wait for the worker: one look, ready below the pause threshold;
+/// [`ResponseError::Deadlock`] where it would wait.
+fn one_look(writer: &mut Writer) -> Result<Result<(), WriteError>, ResponseError> {
+    let mut cx = Context::from_waker(std::task::Waker::noop());
+    match std::pin::pin!(writer.flush()).poll(&mut cx) {
+        Poll::Ready(flushed) => Ok(flushed),
+        Poll::Pending => Err(ResponseError::Deadlock),
     }
 }
 
@@ -683,13 +695,14 @@ mod tests {
         );
     }
 
-    /// RFC 9112 §6.1: no Transfer-Encoding in a 1xx or 204 response, and
-    /// (§6.3) no body after a 1xx, 204 or 304 head, streamed or not, for
-    /// HTTP/1.1 and 1.0 alike (a 1.0 client keeps its connection).
+    /// RFC 9112 §6.1: no Transfer-Encoding in a 204 response, and (§6.3)
+    /// no body after a 204 or 304 head, streamed or not, for HTTP/1.1 and
+    /// 1.0 alike (a 1.0 client keeps its connection). A 1xx is no final
+    /// status at all: refused.
     #[test]
     fn a_bodiless_status_streams_no_framing_and_no_body() {
         for version in [Version::Http11, Version::Http10] {
-            for status in [Status::NO_CONTENT, Status::new(304).unwrap(), Status::CONTINUE] {
+            for status in [Status::NO_CONTENT, Status::new(304).unwrap()] {
                 let (text, keep_alive) = respond(version, false, |r| {
                     r.status(status).unwrap();
                     r.write(b"ignored").unwrap();
@@ -732,6 +745,21 @@ mod tests {
             r.status(Status::new(299).unwrap()).unwrap();
         });
         assert!(text.starts_with("HTTP/1.1 299 \r\n"), "{text}");
+    }
+
+    /// A 1xx alone would leave the client waiting for the final answer
+    /// (and pair the next one with this request): refused, and the
+    /// response goes on with its status unchanged.
+    #[test]
+    fn an_informational_status_is_no_final_answer() {
+        for code in [100, 101, 103, 199] {
+            let status = Status::new(code).unwrap();
+            let (text, _) = respond(Version::Http11, false, |r| {
+                assert_eq!(r.status(status).unwrap_err(), ResponseError::InformationalStatus(code));
+                r.body(b"ok").unwrap();
+            });
+            assert!(text.starts_with("HTTP/1.1 200 OK\r\n"), "{text}");
+        }
     }
 
     #[test]

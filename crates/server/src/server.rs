@@ -64,6 +64,14 @@ pub enum ServerError {
     /// the shutdown; `run` starts nothing). Await [`Running::stopped`] there
     /// instead.
     WouldBlockRuntime,
+    /// [`Running::join`] called, or [`Running::stopped`] awaited (by a
+    /// `block_on`), on one of the server's own worker threads: inside a
+    /// handler, such as an admin endpoint that stops the server. A worker
+    /// cannot wait for itself to stop, so the call returns at once: the
+    /// shutdown starts (`join` also lets the workers go without waiting
+    /// for them) and nothing waits. Stop the server there with
+    /// [`Handle::shutdown`], and wait where it was started.
+    OnWorker,
 }
 
 impl fmt::Display for ServerError {
@@ -76,6 +84,11 @@ impl fmt::Display for ServerError {
                 "Running::join would block the current-thread tokio runtime the handler's work \
                  runs on (so that work could never finish); await Running::stopped() instead",
             ),
+            Self::OnWorker => f.write_str(
+                "a server worker cannot wait for the server to stop (Running::join or \
+                 Running::stopped inside a handler); call Handle::shutdown there and wait where \
+                 the server was started",
+            ),
         }
     }
 }
@@ -85,7 +98,7 @@ impl std::error::Error for ServerError {
         match self {
             Self::Options(error) => Some(error),
             Self::Io(error) => Some(error),
-            Self::WorkerPanicked | Self::WouldBlockRuntime => None,
+            Self::WorkerPanicked | Self::WouldBlockRuntime | Self::OnWorker => None,
         }
     }
 }
@@ -336,7 +349,9 @@ impl<H: Handler> Running<H> {
     /// From async code, await [`stopped`](Self::stopped) instead.
     ///
     /// # Errors
-    /// [`ServerError::WorkerPanicked`]; [`ServerError::WouldBlockRuntime`]
+    /// [`ServerError::WorkerPanicked`]; [`ServerError::OnWorker`] at once,
+    /// on one of the server's worker threads (inside a handler: a worker
+    /// cannot wait for itself); [`ServerError::WouldBlockRuntime`]
     /// at once, when called in the `block_on` of the current-thread tokio
     /// runtime the handler's work runs on (a
     /// [`TowerHandler`](crate::TowerHandler) given that runtime's handle in
@@ -348,6 +363,13 @@ impl<H: Handler> Running<H> {
     /// `spawn_blocking` one, where blocking is fine: await
     /// [`stopped`](Self::stopped) in async code.
     pub fn join(mut self) -> Result<(), ServerError> {
+        if crate::worker::on_worker() {
+            // A worker waiting for the workers waits for itself: as the
+            // drop there, the shutdown starts and nothing waits.
+            self.handle.shutdown();
+            self.threads.clear();
+            return Err(ServerError::OnWorker);
+        }
         if self.would_block_runtime() {
             // As the drop there: the shutdown starts, nothing waits.
             self.handle.shutdown();

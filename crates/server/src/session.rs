@@ -793,6 +793,28 @@ impl<H: Handler> Session<H> {
         self.h2().map_or(self.received, |h2| h2.body_bytes())
     }
 
+    /// A handler method panicked while this session drove it (HTTP/1.1;
+    /// HTTP/2 contains its handlers' panics per stream). The responses
+    /// before the panicking request's are kept, a partial one it wrote is
+    /// dropped (none of it has been sent: the socket is written after the
+    /// handler returns), and the request gets `500` with `Connection:
+    /// close` unless the application's response to it had started; then
+    /// the session is over. Without this the connection was dropped with
+    /// the pipelined answers before the panic unsent. False (HTTP/2, whose
+    /// panics here are falconet's): nothing to send, close.
+    pub(crate) fn after_panic(&mut self, cx: &Context) -> bool {
+        if self.h2.is_some() {
+            return false;
+        }
+        let keep = self.http.after_panic(self.out.len()).max(self.sent);
+        self.out.truncate(keep);
+        if self.pending.is_none() {
+            crate::http1::refuse(&mut self.out, cx, crate::Status::INTERNAL_SERVER_ERROR);
+        }
+        self.pending = None;
+        true
+    }
+
     /// The client sends its request bodies too slowly: HTTP/1 answers
     /// `408` as a stalled body gets (closing, once a response started);
     /// HTTP/2 queues GOAWAY(ENHANCE_YOUR_CALM). The session is over.
@@ -816,17 +838,31 @@ impl<H: Handler> Session<H> {
         }
     }
 
+    /// Whether a request answered in full waits behind its lent body with
+    /// the next request already arriving (bytes past the body's end): a
+    /// status now answers that next request, which cannot be parsed while
+    /// the application holds the body.
+    fn next_request_waiting(&self) -> bool {
+        let past_end = match (&self.writer, self.lent_end) {
+            (Some(writer), Some(end)) => writer.written() > end,
+            _ => false,
+        };
+        self.pending.is_none() && self.http.is_lent() && past_end
+    }
+
     /// Ends the session with `status` (a timeout): the response is queued
     /// and nothing more is parsed. A response the application had started
     /// is cut off by the close instead; one it had not started is
-    /// forgotten (its responder's writes fail).
+    /// forgotten (its responder's writes fail). A request answered in full
+    /// gets no second response; a next one waiting behind its lent body
+    /// gets `status`.
     pub(crate) fn refuse(&mut self, status: crate::Status, cx: &Context) {
         if let Some(h2) = &mut self.h2 {
             // No status can answer a whole HTTP/2 connection: GOAWAY.
             return h2.abort();
         }
         if !self.http.is_closed() {
-            if !self.response_started() {
+            if !self.response_started() || self.next_request_waiting() {
                 crate::http1::refuse(&mut self.out, cx, status);
             }
             // Its responder's writes fail from now on.

@@ -71,7 +71,10 @@ impl Drop for Exit {
 /// Made by [`Running::stopped`]; it borrows the [`Running`], so dropping
 /// it (a `select!` that took another branch) leaves the server as it was.
 ///
-/// Its output is [`ServerError::WorkerPanicked`] when a worker panicked.
+/// Its output is [`ServerError::WorkerPanicked`] when a worker panicked,
+/// and [`ServerError::OnWorker`] when polled on one of the server's worker
+/// threads before they all stopped (a `block_on` in a handler, which
+/// would wait for its own worker).
 #[must_use = "a future does nothing unless awaited"]
 #[derive(Debug)]
 pub struct Stopped<'a, H: Handler> {
@@ -83,6 +86,11 @@ impl<H: Handler> Future for Stopped<'_, H> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         if !self.running.exits.all_out_or_wake(cx.waker()) {
+            if crate::worker::waits_forever() {
+                // Driven on a worker (a `block_on` in a handler): that
+                // worker would wait for itself to stop.
+                return Poll::Ready(Err(ServerError::OnWorker));
+            }
             return Poll::Pending;
         }
         // Every worker has left its loop: joining waits only for the

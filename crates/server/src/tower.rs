@@ -165,7 +165,6 @@ use std::fmt;
 use std::future::{Future, poll_fn};
 use std::io;
 use std::marker::PhantomData;
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::{Pin, pin};
 use std::task::{Context, Poll, Waker};
 
@@ -266,6 +265,16 @@ impl<S> TowerHandler<S> {
     /// (`enable_all` for axum handlers that use timers or sockets) and
     /// outlive the server: a task spawned on a runtime that shut down is
     /// dropped, and its request answered `500`.
+    ///
+    /// A current-thread runtime runs its tasks only while its thread is
+    /// in `block_on` (or `#[tokio::main(flavor = "current_thread")]`'s
+    /// body) and awaits: given the handle of one that nobody drives (built,
+    /// then left while the main thread calls [`Running::join`](crate::Running::join)),
+    /// the answers a service gives at once still go out (falconet polls
+    /// them on its worker), but any that awaits waits until
+    /// [`Options::response_timeout`](crate::Options::response_timeout),
+    /// then gets `503`. Drive it (await [`Running::stopped`](crate::Running::stopped)
+    /// in its `block_on`), or use a multi-thread runtime.
     pub fn new(service: S, runtime: tokio::runtime::Handle) -> Self {
         Self { service, runtime, peer_addr: false }
     }
@@ -358,7 +367,7 @@ where
         let _runtime = self.runtime.enter();
         let mut cx = Context::from_waker(Waker::noop());
 
-        match catch_unwind(AssertUnwindSafe(|| service.poll_ready(&mut cx))) {
+        match crate::worker::polling(|| service.poll_ready(&mut cx)) {
             Ok(Poll::Ready(Ok(()))) => {}
             Ok(Poll::Pending) => {
                 if let Some(responder) = defer(response) {
@@ -371,11 +380,11 @@ where
         }
 
         let mut future = Place::<S::Future>::take();
-        let polled = catch_unwind(AssertUnwindSafe(|| {
+        let polled = crate::worker::polling(|| {
             let mut slot = future.pinned();
             slot.set(Some(service.call(request)));
             slot.as_pin_mut().map(|future| future.poll(&mut cx))
-        }));
+        });
         match polled {
             Ok(Some(Poll::Ready(Ok(answer)))) => {
                 drop(future);
@@ -531,9 +540,9 @@ fn answer_now<B>(
     let mut held = Held::Nothing;
     let mut cx = Context::from_waker(Waker::noop());
     loop {
-        let polled = catch_unwind(AssertUnwindSafe(|| {
+        let polled = crate::worker::polling(|| {
             place.pinned().as_pin_mut().map(|body| body.poll_frame(&mut cx))
-        }));
+        });
         match polled {
             Ok(Some(Poll::Ready(None))) => break,
             Ok(Some(Poll::Ready(Some(Ok(frame))))) => {
@@ -629,7 +638,7 @@ impl<B: http_body::Body> Drop for OnWorker<B> {
     fn drop(&mut self) {
         let _runtime = self.runtime.enter();
         let body = &mut self.body;
-        if catch_unwind(AssertUnwindSafe(|| body.set(None))).is_err() {
+        if crate::worker::polling(|| body.set(None)).is_err() {
             tracing::error!("a response body panicked when dropped");
             // Half dropped: never drop it again (its box is leaked).
             std::mem::forget(std::mem::replace(&mut self.body, Box::pin(None)));
@@ -676,9 +685,9 @@ where
             return Poll::Ready(if sent.is_ok() { Step::Done } else { Step::Failed });
         }
         let _runtime = self.runtime.enter();
-        let polled = catch_unwind(AssertUnwindSafe(|| {
+        let polled = crate::worker::polling(|| {
             self.body.as_mut().as_pin_mut().map(|body| body.poll_frame(cx))
-        }));
+        });
         match polled {
             Ok(Some(Poll::Ready(Some(Ok(frame))))) => {
                 if let Ok(data) = frame.into_data() {
@@ -926,8 +935,13 @@ impl Head for Responder {
 /// Writes the status and the fields falconet does not write itself;
 /// returns the service's `content-length`, if it sent one.
 fn write_head(head: &mut impl Head, parts: &http::response::Parts) -> Option<u64> {
-    // http's codes are 100..=999, which is what Status accepts.
-    let status = Status::new(parts.status.as_u16()).unwrap_or(Status::INTERNAL_SERVER_ERROR);
+    // http's codes are 100..=999, which is what Status accepts; a 1xx is
+    // no final answer (a protocol upgrade, which falconet does not do):
+    // the service's answer cannot be sent, so 500.
+    let status = Status::new(parts.status.as_u16())
+        .ok()
+        .filter(|status| status.code() >= 200)
+        .unwrap_or(Status::INTERNAL_SERVER_ERROR);
     let _ = head.status(status);
     let mut length = None;
     for (name, value) in &parts.headers {

@@ -61,6 +61,9 @@ impl Encoder {
         if self.phase != Phase::Status {
             return Err(ResponseError::HeadSent);
         }
+        if status.code() < 200 {
+            return Err(ResponseError::InformationalStatus(status.code()));
+        }
         self.status = status;
         Ok(())
     }

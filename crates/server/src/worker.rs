@@ -69,6 +69,37 @@ thread_local! {
     static ON_WORKER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
+thread_local! {
+    /// Whether the worker is polling a future itself (a tower service's or
+    /// its body's, [`polling`]): a `Pending` there is a registered wake,
+    /// not a wait.
+    static POLLING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `poll`, a poll of a future the worker drives itself (a tower
+/// service's first poll, a response body's frames), with [`waits_forever`]
+/// false inside it; it catches a panic, which the caller turns into an
+/// answer.
+#[cfg_attr(not(feature = "tower"), allow(dead_code))]
+pub(crate) fn polling<T>(poll: impl FnOnce() -> T) -> std::thread::Result<T> {
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            POLLING.with(|polling| polling.set(self.0));
+        }
+    }
+    let _restore = Restore(POLLING.with(|polling| polling.replace(true)));
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(poll))
+}
+
+/// Whether a wait on this thread for a connection's progress would never
+/// end: it is a worker's (a `block_on`, or a blocking call, inside a
+/// handler method), and not one of the worker's own polls ([`polling`]),
+/// whose `Pending` is a wake registered, not a wait.
+pub(crate) fn waits_forever() -> bool {
+    on_worker() && !POLLING.with(std::cell::Cell::get)
+}
+
 /// Whether this thread runs a worker's event loop, where waiting for a
 /// connection's input never ends: the loop that would read it is the one
 /// waiting ([`RequestBody`](crate::RequestBody)'s blocking reads and
@@ -249,7 +280,11 @@ impl<H: Handler> Worker<H> {
             let mut conn = entry.inner.lock();
             let handler = &self.shared.handler;
             let cx = &mut self.cx;
-            contained(|| conn.ready(readiness, handler, cx, now))
+            contained(|| conn.ready(readiness, handler, cx, now)).unwrap_or_else(|| {
+                // The answers before the panic still go out (a panic
+                // there again only closes).
+                contained(|| conn.after_panic(cx, now)).unwrap_or(Verdict::Close)
+            })
         };
         match verdict {
             // The value (and its socket) drops with the last reference,
@@ -310,7 +345,8 @@ impl<H: Handler> Worker<H> {
         self.shared.registry.sweep(|id, connection| {
             // The 408 path drops the request's state, handler code: a panic
             // there must not take the timer's worker down with it.
-            let verdict = contained(|| connection.inner.lock().check(now, &timeouts, cx));
+            let verdict = contained(|| connection.inner.lock().check(now, &timeouts, cx))
+                .unwrap_or(Verdict::Close);
             match verdict {
                 Verdict::Open | Verdict::Yield => true,
                 Verdict::Close => false,
@@ -345,11 +381,13 @@ impl<H: Handler> Worker<H> {
     }
 }
 
-/// Runs one step of a connection (an event, the timer's check); a panic in
-/// it, from the handler's code, closes that connection only.
-fn contained(step: impl FnOnce() -> Verdict) -> Verdict {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(step)).unwrap_or_else(|_| {
-        tracing::error!("the handler panicked; the connection is closed");
-        Verdict::Close
-    })
+/// Runs one step of a connection (an event, the timer's check); `None`
+/// after a panic in it, from the handler's code, which ends that
+/// connection only.
+fn contained(step: impl FnOnce() -> Verdict) -> Option<Verdict> {
+    let stepped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(step));
+    if stepped.is_err() {
+        tracing::error!("the handler panicked; its connection closes");
+    }
+    stepped.ok()
 }

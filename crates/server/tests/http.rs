@@ -241,6 +241,9 @@ fn a_panicking_handler_closes_only_its_connection() {
     assert_eq!(bystander.get("/before").text(), "/before");
     let mut client = Client::connect(addr);
     client.send(b"GET /panic HTTP/1.1\r\nHost: t\r\n\r\n");
+    let reply = client.reply().unwrap();
+    assert_eq!(reply.status, 500, "the panicking request gets 500");
+    assert!(reply.closes());
     client.expect_closed();
     assert_eq!(bystander.get("/after").text(), "/after");
     assert_eq!(Client::connect(addr).get("/new").text(), "/new");
