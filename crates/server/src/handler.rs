@@ -81,10 +81,14 @@ use crate::syntax::TOKEN;
 ///
 /// Every method runs on a worker's thread, inside its event loop and
 /// outside any async runtime: `tokio::spawn` there panics ("no reactor
-/// running"), and the panic closes the connection. Keep a
-/// `tokio::runtime::Handle` in the handler and spawn with it
-/// (`handle.spawn(...)`, as `hello::Demo` does), and never block: a
-/// blocked method stalls every connection of its worker.
+/// running"), and the panic ends the request (`500`, then the HTTP/1.1
+/// connection closes). Keep a `tokio::runtime::Handle` in the handler
+/// and spawn with it (`handle.spawn(...)`, as `hello::Demo` does), and
+/// never block: a blocked method stalls every connection of its worker.
+/// The waits that could never end there (a blocking read of the body,
+/// `Responder::write_blocking`, either one's async form under a
+/// `block_on`, `Running::join`) fail with a `Deadlock` or
+/// [`ServerError::OnWorker`](crate::ServerError::OnWorker) error instead.
 pub trait Handler: Send + Sync + 'static {
     /// What a request carries from its head to its response.
     type State: Send + 'static;
