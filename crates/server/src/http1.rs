@@ -226,12 +226,11 @@ impl<S> Http1<S> {
             }
     }
 
-    /// A handler method panicked while this parser drove it: the output
-    /// to keep is up to where `respond` began (all of it if the panic was
-    /// in `head` or `body`). The session is over.
-    pub(crate) fn after_panic(&mut self, out_len: usize) -> usize {
-        self.phase = Phase::Closed;
-        self.answering.take().unwrap_or(out_len)
+    /// A handler method panicked while this parser drove it: where the
+    /// output stood when the panicking `respond` began (`None`: the panic
+    /// was elsewhere, in `head`, `body` or a state's drop).
+    pub(crate) fn panic_mark(&mut self) -> Option<usize> {
+        self.answering.take()
     }
 
     /// Whether the request body is lent to the application.

@@ -700,7 +700,9 @@ where
             }
             Ok(Some(Poll::Ready(None))) => {
                 self.ended = true;
-                self.body.set(None);
+                // The service's body may panic in its drop: contained, as
+                // its polls are (the response is whole either way).
+                let _ = crate::worker::polling(|| self.body.set(None));
                 Poll::Ready(Step::Wrote)
             }
             Ok(Some(Poll::Pending)) => {

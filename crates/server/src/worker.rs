@@ -345,8 +345,14 @@ impl<H: Handler> Worker<H> {
         self.shared.registry.sweep(|id, connection| {
             // The 408 path drops the request's state, handler code: a panic
             // there must not take the timer's worker down with it.
-            let verdict = contained(|| connection.inner.lock().check(now, &timeouts, cx))
-                .unwrap_or(Verdict::Close);
+            let verdict = {
+                let mut conn = connection.inner.lock();
+                contained(|| conn.check(now, &timeouts, cx)).unwrap_or_else(|| {
+                    // A state's drop panicked as the timer refused its
+                    // request: the refusal queued still goes out.
+                    contained(|| conn.after_panic(cx, now)).unwrap_or(Verdict::Close)
+                })
+            };
             match verdict {
                 Verdict::Open | Verdict::Yield => true,
                 Verdict::Close => false,

@@ -13,9 +13,9 @@ use std::collections::VecDeque;
 use std::future::Future;
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::pin::{Pin, pin};
+use std::pin::Pin;
 use std::sync::{Arc, Mutex, mpsc};
-use std::task::{Context, Poll, Wake, Waker};
+use std::task::{Context, Poll};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -25,7 +25,9 @@ use axum::extract::DefaultBodyLimit;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::routing::{get, post};
 use bytes::Bytes;
-use common::{Client, Echo, options, serve};
+use common::{
+    Client, Echo, End, block_on, connect, current_thread, options, read_for, runtime, serve, text,
+};
 use falconet_server::tower::TowerHandler;
 use falconet_server::{
     Accept, Handler, Options, Request, RequestBody, Responder, Response, ResponseError, Server,
@@ -36,26 +38,6 @@ use http_body::Frame;
 // ---------------------------------------------------------------------------
 // Helpers
 // ---------------------------------------------------------------------------
-
-/// `futures::executor::block_on`, as a user would reach for it: polls on
-/// this thread, parks until woken.
-fn block_on<F: Future>(future: F) -> F::Output {
-    struct Unpark(thread::Thread);
-    impl Wake for Unpark {
-        fn wake(self: Arc<Self>) {
-            self.0.unpark();
-        }
-    }
-    let waker = Waker::from(Arc::new(Unpark(thread::current())));
-    let mut cx = Context::from_waker(&waker);
-    let mut future = pin!(future);
-    loop {
-        if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
-            return output;
-        }
-        thread::park();
-    }
-}
 
 /// How a user drives a future inside `respond`.
 #[derive(Clone, Copy, Debug)]
@@ -79,63 +61,11 @@ impl Driver {
     }
 }
 
-/// How the server's side of a connection ended, as the client saw it.
-#[derive(Debug, PartialEq, Eq, Clone, Copy)]
-enum End {
-    /// End of stream.
-    Eof,
-    /// A reset.
-    Reset,
-    /// Nothing more within the time allowed (the connection is still open).
-    Quiet,
-}
-
-/// Reads what comes on `stream` for up to `limit`.
-fn read_for(stream: &mut TcpStream, limit: Duration) -> (Vec<u8>, End) {
-    let deadline = Instant::now() + limit;
-    let mut got = Vec::new();
-    let mut buf = vec![0u8; 64 * 1024];
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return (got, End::Quiet);
-        }
-        stream.set_read_timeout(Some(left.max(Duration::from_millis(1)))).unwrap();
-        match stream.read(&mut buf) {
-            Ok(0) => return (got, End::Eof),
-            Ok(n) => got.extend_from_slice(&buf[..n]),
-            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
-                return (got, End::Quiet);
-            }
-            Err(e) if e.kind() == io::ErrorKind::ConnectionReset => return (got, End::Reset),
-            Err(e) => panic!("read failed: {e}"),
-        }
-    }
-}
-
-fn connect(addr: SocketAddr) -> TcpStream {
-    let stream = TcpStream::connect(addr).expect("connect");
-    stream.set_nodelay(true).unwrap();
-    stream
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
 /// A client whose reads give up after `secs`.
 fn client(addr: SocketAddr, secs: u64) -> Client {
     let client = Client::connect(addr);
     client.stream().set_read_timeout(Some(Duration::from_secs(secs))).unwrap();
     client
-}
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap()
-}
-
-fn current_thread() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
 }
 
 // ---------------------------------------------------------------------------

@@ -108,6 +108,82 @@ pub fn pieces(n: usize, size: usize) -> Vec<Vec<u8>> {
     vec![vec![b'x'; size]; n]
 }
 
+/// How the server's side of a connection ended, as the client saw it.
+#[derive(Debug, PartialEq, Eq, Clone, Copy)]
+pub enum End {
+    /// End of stream.
+    Eof,
+    /// A reset.
+    Reset,
+    /// Nothing more within the time allowed (the connection is still open).
+    Quiet,
+}
+
+/// Reads what comes on `stream` for up to `limit`, and how it ended.
+pub fn read_for(stream: &mut TcpStream, limit: Duration) -> (Vec<u8>, End) {
+    let deadline = Instant::now() + limit;
+    let mut got = Vec::new();
+    let mut buf = vec![0u8; 256 * 1024];
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return (got, End::Quiet);
+        }
+        stream.set_read_timeout(Some(left.max(Duration::from_millis(1)))).unwrap();
+        match stream.read(&mut buf) {
+            Ok(0) => return (got, End::Eof),
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
+                return (got, End::Quiet);
+            }
+            Err(e) if e.kind() == io::ErrorKind::ConnectionReset => return (got, End::Reset),
+            Err(e) => panic!("read failed: {e}"),
+        }
+    }
+}
+
+/// A raw TCP connection to `addr`, with Nagle off.
+pub fn connect(addr: SocketAddr) -> TcpStream {
+    let stream = TcpStream::connect(addr).expect("connect");
+    stream.set_nodelay(true).unwrap();
+    stream
+}
+
+/// Bytes as text, lossily.
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// `block_on` as a user writes it (what `futures::executor::block_on`
+/// does): polls on this thread, parks until woken.
+pub fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    struct Unpark(std::thread::Thread);
+    impl std::task::Wake for Unpark {
+        fn wake(self: std::sync::Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = std::task::Waker::from(std::sync::Arc::new(Unpark(std::thread::current())));
+    let mut cx = std::task::Context::from_waker(&waker);
+    let mut future = std::pin::pin!(future);
+    loop {
+        if let std::task::Poll::Ready(output) = future.as_mut().poll(&mut cx) {
+            return output;
+        }
+        std::thread::park();
+    }
+}
+
+/// A tokio runtime of one worker thread, with every driver.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap()
+}
+
+/// A current-thread tokio runtime, with every driver.
+pub fn current_thread() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
+}
+
 /// A server on 127.0.0.1 with a free port.
 pub fn serve<H: Handler>(options: Options, handler: H) -> TestServer<H> {
     let server = Server::bind("127.0.0.1:0", options, handler).expect("bind");
