@@ -280,11 +280,7 @@ impl<H: Handler> Worker<H> {
             let mut conn = entry.inner.lock();
             let handler = &self.shared.handler;
             let cx = &mut self.cx;
-            contained(|| conn.ready(readiness, handler, cx, now)).unwrap_or_else(|| {
-                // The answers before the panic still go out (a panic
-                // there again only closes).
-                contained(|| conn.after_panic(cx, now)).unwrap_or(Verdict::Close)
-            })
+            recovered(&mut conn, cx, now, |conn, cx| conn.ready(readiness, handler, cx, now))
         };
         match verdict {
             // The value (and its socket) drops with the last reference,
@@ -347,11 +343,7 @@ impl<H: Handler> Worker<H> {
             // there must not take the timer's worker down with it.
             let verdict = {
                 let mut conn = connection.inner.lock();
-                contained(|| conn.check(now, &timeouts, cx)).unwrap_or_else(|| {
-                    // A state's drop panicked as the timer refused its
-                    // request: the refusal queued still goes out.
-                    contained(|| conn.after_panic(cx, now)).unwrap_or(Verdict::Close)
-                })
+                recovered(&mut conn, cx, now, |conn, cx| conn.check(now, &timeouts, cx))
             };
             match verdict {
                 Verdict::Open | Verdict::Yield => true,
@@ -385,6 +377,20 @@ impl<H: Handler> Worker<H> {
             self.sweep(now);
         }
     }
+}
+
+/// Runs one step of a connection (an event, the timer's check) under
+/// [`contained`]; after a panic in it (a handler method, or a request
+/// state's drop as the timer refused it), the answers queued before it
+/// still go out ([`Conn::after_panic`]; a panic there again only closes).
+fn recovered<H: Handler>(
+    conn: &mut Conn<H>,
+    cx: &mut Context,
+    now: u64,
+    step: impl FnOnce(&mut Conn<H>, &mut Context) -> Verdict,
+) -> Verdict {
+    contained(|| step(conn, cx))
+        .unwrap_or_else(|| contained(|| conn.after_panic(cx, now)).unwrap_or(Verdict::Close))
 }
 
 /// Runs one step of a connection (an event, the timer's check); `None`
