@@ -149,10 +149,6 @@ pub struct Session<H: Handler> {
     /// Bytes the socket took, in all (what
     /// [`min_response_rate`](crate::Options::min_response_rate) counts).
     taken: u64,
-    /// Bytes read from the socket, in all (what
-    /// [`min_request_body_rate`](crate::Options::min_request_body_rate)
-    /// counts over HTTP/1.1).
-    received: u64,
     /// A polled response's body frame, sent after `out` as it is (not
     /// copied into it), then its framing's end.
     staged: Option<Staged>,
@@ -238,7 +234,6 @@ impl<H: Handler> Session<H> {
             out: Vec::new(),
             sent: 0,
             taken: 0,
-            received: 0,
             staged: None,
             bulk: false,
             read_space,
@@ -275,7 +270,6 @@ impl<H: Handler> Session<H> {
         if self.bulk {
             let read = writer.read_vectored_from(source, SPILL)?;
             self.bulk = read.read > SPILL / 2;
-            self.received += read.read as u64;
             return Ok((read.read, read.filled()));
         }
         if spill.len() != SPILL {
@@ -290,7 +284,6 @@ impl<H: Handler> Session<H> {
             writer.put_slice(&spill[..n - space])?;
             self.bulk = true;
         }
-        self.received += n as u64;
         Ok((n, n == space + SPILL))
     }
 
@@ -787,10 +780,15 @@ impl<H: Handler> Session<H> {
     /// Body bytes received so far, the pay of
     /// [`Options::min_request_body_rate`](crate::Options::min_request_body_rate):
     /// over HTTP/2 the DATA frames' data, over HTTP/1.1 every byte read
-    /// (while a body is owed, the socket carries nothing else the rate
-    /// would be asked about).
+    /// (all of which the input pipe takes; while a body is owed, the
+    /// socket carries nothing else the rate would be asked about). After
+    /// the client's end it reads 0, which the meter's high-water mark
+    /// takes as nothing paid.
     pub(crate) fn body_received(&self) -> u64 {
-        self.h2().map_or(self.received, |h2| h2.body_bytes())
+        match self.h2() {
+            Some(h2) => h2.body_bytes(),
+            None => self.writer.as_ref().map_or(0, Writer::written),
+        }
     }
 
     /// A handler method panicked while this session drove it (HTTP/1.1;
