@@ -194,7 +194,10 @@ impl<'a> Response<'a> {
         Ok(self)
     }
 
-    /// Adds a header field.
+    /// Adds a header field. A `Server` field replaces the server's own
+    /// (`Server: falconet`, written at the end of the head otherwise);
+    /// `Date`, `Content-Length`, `Transfer-Encoding` and `Connection` are
+    /// the server's alone.
     ///
     /// # Errors
     /// [`ResponseError::InvalidHeaderName`], [`ResponseError::InvalidHeaderValue`],
@@ -591,8 +594,7 @@ mod tests {
     use super::*;
     use crate::handler::{BodyLength, Request, Version};
 
-    const FIELDS: &[u8; FIELDS_LEN] =
-        b"Server: falconet\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\n";
+    const FIELDS: &[u8; FIELDS_LEN] = b"Date: Sun, 06 Nov 1994 08:49:37 GMT\r\n";
 
     fn respond(
         version: Version,
@@ -630,7 +632,10 @@ mod tests {
             let piece = response.write_bytes(Bytes::from_static(b"three"));
             assert_eq!(piece, Err(ResponseError::Finished), "share={share}");
             // Only the first body: in place when shared, copied otherwise.
-            assert!(out.ends_with(b"Content-Length: 3\r\n\r\n") == share, "share={share}");
+            assert!(
+                out.ends_with(b"Content-Length: 3\r\nServer: falconet\r\n\r\n") == share,
+                "share={share}"
+            );
             assert!(out.ends_with(b"\r\n\r\none") != share, "share={share}");
             assert_eq!((pieces.count(), pieces.len()), if share { (1, 3) } else { (0, 0) });
 
@@ -656,10 +661,31 @@ mod tests {
         });
         assert_eq!(
             text,
-            "HTTP/1.1 200 OK\r\nServer: falconet\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\n\
-             Content-Type: text/plain\r\nContent-Length: 2\r\n\r\nhi"
+            "HTTP/1.1 200 OK\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\n\
+             Content-Type: text/plain\r\nContent-Length: 2\r\nServer: falconet\r\n\r\nhi"
         );
         assert!(keep_alive);
+    }
+
+    #[test]
+    fn the_application_names_the_server_once() {
+        for name in ["Server", "server", "SERVER"] {
+            let (text, _) = respond(Version::Http11, false, |r| {
+                r.header(name, "mine/1.0").unwrap().body(b"").unwrap();
+            });
+            assert_eq!(text.matches("falconet").count(), 0, "{text}");
+            assert_eq!(text.to_ascii_lowercase().matches("server:").count(), 1, "{text}");
+        }
+        let (text, _) = respond(Version::Http11, false, |r| {
+            r.field(Field::new("Server: mine/1.0")).unwrap().body(b"").unwrap();
+        });
+        assert_eq!(text.matches("Server:").count(), 1, "{text}");
+        assert!(text.contains("Server: mine/1.0\r\n"), "{text}");
+        // A name that only starts like it is another field.
+        let (text, _) = respond(Version::Http11, false, |r| {
+            r.header("Server-Timing", "db;dur=1").unwrap().body(b"").unwrap();
+        });
+        assert!(text.contains("Server: falconet\r\n"), "{text}");
     }
 
     #[test]
@@ -669,28 +695,34 @@ mod tests {
             r.write(b"").unwrap();
             r.write(b"world, twenty bytes.").unwrap();
         });
-        assert!(text.ends_with("Transfer-Encoding: chunked\r\n\r\n6\r\nhello \r\n14\r\nworld, twenty bytes.\r\n0\r\n\r\n"));
+        assert!(text.ends_with("Transfer-Encoding: chunked\r\nServer: falconet\r\n\r\n6\r\nhello \r\n14\r\nworld, twenty bytes.\r\n0\r\n\r\n"));
         assert!(keep_alive);
         let (text, keep_alive) = respond(Version::Http10, false, |r| r.write(b"old").unwrap());
-        assert!(text.ends_with("Connection: close\r\n\r\nold"), "{text}");
+        assert!(text.ends_with("Server: falconet\r\nConnection: close\r\n\r\nold"), "{text}");
         assert!(!keep_alive);
     }
 
     #[test]
     fn head_requests_get_the_length_but_no_body() {
         let (text, _) = respond(Version::Http11, true, |r| r.body(b"12345").unwrap());
-        assert!(text.ends_with("Content-Length: 5\r\n\r\n"), "{text}");
+        assert!(text.ends_with("Content-Length: 5\r\nServer: falconet\r\n\r\n"), "{text}");
     }
 
     #[test]
     fn an_empty_response_has_length_zero_and_1_0_keep_alive_is_announced() {
         let (text, _) = respond(Version::Http10, false, |_| {});
-        assert!(text.ends_with("Content-Length: 0\r\nConnection: keep-alive\r\n\r\n"), "{text}");
+        assert!(
+            text.ends_with(
+                "Content-Length: 0\r\nServer: falconet\r\nConnection: keep-alive\r\n\r\n"
+            ),
+            "{text}"
+        );
         let (text, _) = respond(Version::Http11, false, |r| {
             r.status(Status::NO_CONTENT).unwrap();
         });
         assert!(
-            text.starts_with("HTTP/1.1 204 No Content\r\n") && text.ends_with("GMT\r\n\r\n"),
+            text.starts_with("HTTP/1.1 204 No Content\r\n")
+                && text.ends_with("GMT\r\nServer: falconet\r\n\r\n"),
             "{text}"
         );
     }
@@ -710,7 +742,8 @@ mod tests {
                 });
                 assert!(!text.contains("Transfer-Encoding"), "{text}");
                 assert!(
-                    text.ends_with("GMT\r\n\r\n") || text.ends_with("keep-alive\r\n\r\n"),
+                    text.ends_with("GMT\r\nServer: falconet\r\n\r\n")
+                        || text.ends_with("keep-alive\r\n\r\n"),
                     "{text}"
                 );
                 assert!(keep_alive, "{version:?} {status:?}");
@@ -788,7 +821,9 @@ mod tests {
             r.field(TEXT).unwrap().body(b"x").unwrap();
         });
         assert!(
-            text.contains("\r\nContent-Type: text/plain\r\nContent-Length: 1\r\n\r\nx"),
+            text.contains(
+                "\r\nContent-Type: text/plain\r\nContent-Length: 1\r\nServer: falconet\r\n\r\nx"
+            ),
             "{text}"
         );
         for bad in ["", "No colon", ": empty", "Bad Name: x", "X:no-space", "Date: now", "X: a\rb"]

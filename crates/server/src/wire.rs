@@ -44,11 +44,20 @@ pub(crate) struct Encoder {
     version: Version,
     head_only: bool,
     keep_alive: bool,
+    /// The application wrote its own `Server` field: ours is left out.
+    server_named: bool,
 }
 
 impl Encoder {
     pub(crate) fn new(version: Version, head_only: bool, keep_alive: bool) -> Self {
-        Self { phase: Phase::Status, status: Status::OK, version, head_only, keep_alive }
+        Self {
+            phase: Phase::Status,
+            status: Status::OK,
+            version,
+            head_only,
+            keep_alive,
+            server_named: false,
+        }
     }
 
     /// Whether this encodes an HTTP/2 stream's response.
@@ -88,6 +97,7 @@ impl Encoder {
             return Err(ResponseError::ReservedHeader);
         }
         self.start_head(out, fields)?;
+        self.server_named |= is_server(name.as_bytes());
         out.extend_from_slice(name.as_bytes());
         out.extend_from_slice(b": ");
         out.extend_from_slice(value);
@@ -103,6 +113,8 @@ impl Encoder {
         line: &str,
     ) -> Result<(), ResponseError> {
         self.start_head(out, fields)?;
+        self.server_named |=
+            line.find(':').is_some_and(|colon| is_server(&line.as_bytes()[..colon]));
         out.extend_from_slice(line.as_bytes());
         out.extend_from_slice(b"\r\n");
         Ok(())
@@ -264,7 +276,7 @@ impl Encoder {
         self.keep_alive
     }
 
-    /// Writes the status line and the server's own fields, once.
+    /// Writes the status line and the `Date` field, once.
     fn start_head(
         &mut self,
         out: &mut Vec<u8>,
@@ -291,9 +303,13 @@ impl Encoder {
         }
     }
 
-    /// Ends the head after its framing field: the connection field and
-    /// the blank line, straight into the output (`TAIL_MAX` reserved).
+    /// Ends the head after its framing field: our `Server` field (unless
+    /// the application wrote one), the connection field and the blank
+    /// line, straight into the output (`TAIL_MAX` reserved).
     fn end_head(&mut self, out: &mut Vec<u8>) {
+        if !self.server_named {
+            out.extend_from_slice(SERVER_FIELD);
+        }
         match (self.keep_alive, self.version) {
             // HTTP/2 has no connection fields (RFC 9113 8.2.2).
             (_, Version::Http2) => {}
@@ -305,9 +321,18 @@ impl Encoder {
     }
 }
 
+/// The `Server` field of a response whose application names none.
+const SERVER_FIELD: &[u8] = b"Server: falconet\r\n";
+
 /// The longest end of a head, reserved before it is written:
-/// `Content-Length: <20 digits>\r\nConnection: keep-alive\r\n\r\n`.
-const TAIL_MAX: usize = 64;
+/// `Content-Length: <20 digits>\r\nServer: falconet\r\nConnection:
+/// keep-alive\r\n\r\n`.
+const TAIL_MAX: usize = 96;
+
+/// Whether a field name is `Server` (any case).
+fn is_server(name: &[u8]) -> bool {
+    name.eq_ignore_ascii_case(b"server")
+}
 
 /// The fields the server writes itself.
 fn is_reserved(name: &str) -> bool {
