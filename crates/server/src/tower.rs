@@ -127,12 +127,16 @@
 //! `date` fields are not copied: falconet frames the body (with
 //! `Content-Length` when the whole body was ready, chunked for HTTP/1.1
 //! otherwise) and writes `Date` itself. A `connection: close` field closes
-//! the connection after the response. For `HEAD`, whose body axum has
-//! already emptied, the service's `content-length` is sent when it is at
-//! most 1 MiB (beyond it, or without one, the response is framed as a
-//! stream, as `GET`'s would be: never `Content-Length: 0`; a `GET` whose
-//! frames of unknown total size all arrive at once is sent with a length
-//! instead, which axum's emptied `HEAD` body cannot tell). The request's URI is absolute (`http://` and the
+//! the connection after the response. A `server` field replaces falconet's
+//! own (`Server: falconet`, sent when the service names none). For `HEAD`,
+//! whose body axum has already emptied, the service's `content-length` is
+//! sent when it is at most 1 MiB (beyond it, or without one, the response
+//! is framed as a stream, as `GET`'s would be: never `Content-Length: 0`;
+//! a `GET` whose frames of unknown total size all arrive at once is sent
+//! with a length instead, which axum's emptied `HEAD` body cannot tell).
+//! That length is the service's word: with no body to count, falconet
+//! cannot check it (hyper cannot either), where a `GET`'s is always the
+//! length of what is sent. The request's URI is absolute (`http://` and the
 //! request's authority, see [`Request::authority`]) unless it has no
 //! authority (an HTTP/1.0 request without `Host`); trailers of response
 //! bodies are dropped; upgrades (WebSocket) are not offered.
@@ -150,14 +154,18 @@
 //!   effect. The head of a streamed body is written as soon as the body
 //!   first waits (a client of server-sent events sees it before the first
 //!   event), so a body that fails after waiting cuts the response.
-//! - Reading the request [`Body`] fails with the `std::io::Error`s of
+//! - Reading the request [`Body`] fails with a [`BodyError`]: past
+//!   `max_body`, the ecosystem's `http_body_util::LengthLimitError`, so
+//!   axum's buffering extractors (`Bytes`, `String`, `Json`) answer `413`
+//!   as for their own limit; otherwise the `std::io::Error`s of
 //!   [`RequestBody`] (the client left before the body ended,
-//!   `UnexpectedEof`; a malformed chunked body, `InvalidData`; past
-//!   `max_body`, `FileTooLarge`). A response that fails before its head
-//!   because the request body did (a service that streams the body back,
-//!   say) is answered with the client's error instead of `500`: `400` for
-//!   a malformed body, `413` past `max_body` (over HTTP/1.1 the
-//!   connection then closes: the next request's start is unknown).
+//!   `UnexpectedEof`; a malformed chunked body, `InvalidData`). A
+//!   `Content-Length` over `max_body` is answered `413` before the service
+//!   is called. A response that fails before its head because the request
+//!   body did (a service that streams the body back, say) is answered with
+//!   the client's error instead of `500`: `400` for a malformed body, `413`
+//!   past `max_body` (over HTTP/1.1 the connection then closes: the next
+//!   request's start is unknown).
 
 use std::any::Any;
 use std::cell::RefCell;
@@ -1123,9 +1131,8 @@ impl<T: 'static> Drop for Place<T> {
 /// to the service): empty, or a [`RequestBody`] read straight out of the
 /// connection's input pipe, in data frames of up to 256 KiB.
 ///
-/// Its size hint is exact for a `Content-Length` body. Frames fail with
-/// the `std::io::Error`s of [`RequestBody`]; after an error the body is
-/// over.
+/// Its size hint is exact for a `Content-Length` body. Frames fail with a
+/// [`BodyError`]; after an error the body is over.
 #[derive(Debug)]
 pub struct Body {
     /// `None` when empty or over.
@@ -1165,14 +1172,50 @@ impl From<RequestBody> for Body {
     }
 }
 
+/// Why a [`Body`] frame failed, boxed as tower and axum box errors:
+/// - past [`max_body`](crate::Options::max_body), an
+///   [`http_body_util::LengthLimitError`], the error of
+///   `http_body_util::Limited` and tower-http's `RequestBodyLimitLayer`,
+///   so a framework answers it as it answers its own limit (axum's
+///   buffering extractors: `413`, where any other body error is `400`);
+/// - otherwise a [`std::io::Error`] of [`RequestBody`] (the client left
+///   before the body ended, `UnexpectedEof`; a malformed chunked body,
+///   `InvalidData`).
+///
+/// Tell them apart with `downcast_ref`.
+pub type BodyError = Box<dyn std::error::Error + Send + Sync>;
+
+/// The [`BodyError`] of a failed read.
+fn body_error(error: io::Error) -> BodyError {
+    if error.kind() == io::ErrorKind::FileTooLarge {
+        length_limit_error(error)
+    } else {
+        Box::new(error)
+    }
+}
+
+/// An [`http_body_util::LengthLimitError`], which only its own crate may
+/// construct (`#[non_exhaustive]`): taken from a `Limited` body of one
+/// byte with a limit of none, whose first poll is ready. `otherwise` if
+/// that ever changes.
+fn length_limit_error(otherwise: io::Error) -> BodyError {
+    let mut over =
+        http_body_util::Limited::new(http_body_util::Full::new(Bytes::from_static(b"x")), 0);
+    match http_body::Body::poll_frame(Pin::new(&mut over), &mut Context::from_waker(Waker::noop()))
+    {
+        Poll::Ready(Some(Err(error))) => error,
+        _ => Box::new(otherwise),
+    }
+}
+
 impl http_body::Body for Body {
     type Data = Bytes;
-    type Error = io::Error;
+    type Error = BodyError;
 
     fn poll_frame(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, io::Error>>> {
+    ) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
         let this = self.get_mut();
         let Some(body) = this.inner.as_mut() else { return Poll::Ready(None) };
         if this.remaining == Some(0) {
@@ -1206,7 +1249,7 @@ impl http_body::Body for Body {
             }
             Err(error) => {
                 this.inner = None;
-                Poll::Ready(Some(Err(error)))
+                Poll::Ready(Some(Err(body_error(error))))
             }
         }
     }
