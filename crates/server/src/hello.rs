@@ -29,6 +29,9 @@ pub enum Route {
     /// A method the server does not know (not one of RFC 9110's nor
     /// PATCH): `501`, whatever the path (RFC 9110 §9.1).
     NotImplemented,
+    /// `OPTIONS *`, a question about the server as a whole (RFC 9110
+    /// §9.3.7): `204` with the methods it serves in `Allow`.
+    ServerOptions,
 }
 
 /// Whether `method` is one the server knows: RFC 9110's eight and PATCH
@@ -44,6 +47,8 @@ pub fn is_known_method(method: &str) -> bool {
 const TEXT_PLAIN: Field = Field::new("Content-Type: text/plain");
 const APPLICATION_JSON: Field = Field::new("Content-Type: application/json");
 const ALLOW: Field = Field::new("Allow: GET, HEAD");
+/// What [`Hello`] serves anywhere: its answer to `OPTIONS *`.
+const ALLOW_SERVER: Field = Field::new("Allow: GET, HEAD, OPTIONS");
 
 /// The message both endpoints send.
 pub const MESSAGE: &str = "Hello, World!";
@@ -56,6 +61,7 @@ impl Hello {
             return Route::NotImplemented;
         }
         let route = match path {
+            "*" if method == "OPTIONS" => return Route::ServerOptions,
             "/plaintext" => Route::Plaintext,
             "/json" => Route::Json,
             _ => return Route::NotFound,
@@ -85,6 +91,9 @@ impl Handler for Hello {
             }
             Route::NotFound => response.status(Status::NOT_FOUND).map(drop),
             Route::NotImplemented => response.status(Status::NOT_IMPLEMENTED).map(drop),
+            Route::ServerOptions => {
+                response.status(Status::NO_CONTENT).and_then(|r| r.field(ALLOW_SERVER)).map(drop)
+            }
             Route::MethodNotAllowed => {
                 response.status(Status::METHOD_NOT_ALLOWED).and_then(|r| r.field(ALLOW)).map(drop)
             }
@@ -170,6 +179,8 @@ pub enum DemoRoute {
     /// `/echo` or `/upload` with a method other than POST (`405`, `Allow:
     /// POST`).
     PostOnly,
+    /// `OPTIONS *`: `204` with the methods the demo serves in `Allow`.
+    ServerOptions,
 }
 
 /// The largest `/bytes` answer: 64 MiB.
@@ -245,6 +256,7 @@ impl Handler for Demo {
             ("/bytes", _) => DemoRoute::Hello(Route::MethodNotAllowed),
             ("/upload", "POST") => DemoRoute::Upload(0),
             ("/upload", _) => DemoRoute::PostOnly,
+            ("*", "OPTIONS") => DemoRoute::ServerOptions,
             _ => DemoRoute::Hello(Hello::route(path, method)),
         }
     }
@@ -294,6 +306,10 @@ impl Handler for Demo {
             DemoRoute::PostOnly => {
                 let _ =
                     response.status(Status::METHOD_NOT_ALLOWED).and_then(|r| r.field(ALLOW_POST));
+            }
+            DemoRoute::ServerOptions => {
+                let _ =
+                    response.status(Status::NO_CONTENT).and_then(|r| r.field(ALLOW_DEMO_SERVER));
             }
             DemoRoute::Upload(n) => {
                 let mut text = StackBuf::new();
@@ -377,6 +393,9 @@ const ECHO_PIECE: usize = 64 * 1024;
 
 #[cfg(feature = "tokio")]
 const ALLOW_POST: Field = Field::new("Allow: POST");
+/// What [`Demo`] serves somewhere: its answer to `OPTIONS *`.
+#[cfg(feature = "tokio")]
+const ALLOW_DEMO_SERVER: Field = Field::new("Allow: GET, HEAD, POST, OPTIONS");
 
 #[cfg(feature = "tokio")]
 const APPLICATION_OCTET_STREAM: Field = Field::new("Content-Type: application/octet-stream");

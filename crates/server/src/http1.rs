@@ -518,8 +518,9 @@ impl<S> Http1<S> {
             return refused(out, cx, Status::BAD_REQUEST);
         };
         let line = method.len() + target.len() + " HTTP/1.1".len() + 1;
-        if method.len() > limits.max_request_line {
-            // RFC 9112 3: a method longer than any implemented, 501.
+        if method.len() + SHORTEST_REST > limits.max_request_line {
+            // RFC 9112 3: a method longer than any implemented, 501 (too
+            // long for a line with any target: not the target's fault).
             return refused(out, cx, Status::NOT_IMPLEMENTED);
         }
         if line > limits.max_request_line {
@@ -556,6 +557,11 @@ impl<S> Http1<S> {
                 parsed.headers,
             )
         {
+            if fields.expect_continue {
+                // RFC 9110 §7.8: a server MUST send 100 before 101 when
+                // both were asked for.
+                out.extend_from_slice(b"HTTP/1.1 100 Continue\r\n\r\n");
+            }
             // The connection becomes HTTP/2; the session takes it over.
             self.upgrade = Some(upgrade);
             self.phase = Phase::Closed;
@@ -674,10 +680,11 @@ impl<S> Http1<S> {
             if let Some(status) = malformed_so_far(bytes, limits.max_headers) {
                 return refused(out, cx, status);
             }
-            // No space in it either: the method alone is longer than the
-            // limit (RFC 9112 3: 501, as judged once whole), else the
-            // target (414).
-            let method_ended = line[..=limits.max_request_line].contains(&b' ');
+            // No space where a line with the shortest target would still
+            // fit: the method alone is too long (RFC 9112 3: 501, as
+            // judged once whole), else the target (414).
+            let method_room = limits.max_request_line.saturating_sub(SHORTEST_REST);
+            let method_ended = line[..=method_room].contains(&b' ');
             let status = if method_ended { Status::URI_TOO_LONG } else { Status::NOT_IMPLEMENTED };
             return refused(out, cx, status);
         }
@@ -717,6 +724,11 @@ impl<S> Http1<S> {
         self.answer(state, encoder, out, handler, cx, app);
     }
 }
+
+/// A request line's bytes besides its method, at their fewest: ` / HTTP/1.1`
+/// (the line's limit counts neither its CRLF nor more). A method longer
+/// than the limit less these is too long for any line: `501`, not `414`.
+const SHORTEST_REST: usize = " / HTTP/1.1".len();
 
 /// Whether the connection stays open after this response: as the client
 /// asked, unless the server is shutting down and nothing else is buffered
@@ -914,6 +926,8 @@ fn parse_as_http11<'h, 'b>(
 struct Fields<'a> {
     body: BodyLength,
     keep_alive: bool,
+    /// `Expect: 100-continue`: answered before a body is read, and before
+    /// an upgrade's `101` (RFC 9110 §7.8), not for a request with neither.
     expect_continue: bool,
     /// The Host field's value (validated), if there is one.
     host: Option<&'a [u8]>,
@@ -1041,13 +1055,7 @@ impl<'a> Fields<'a> {
             Version::Http11 | Version::Http2 => !close,
             Version::Http10 => keep_alive_asked && !close,
         };
-        Ok(Self {
-            body,
-            keep_alive,
-            expect_continue: expect_continue && body != BodyLength::Empty,
-            host,
-            upgrade_h2c,
-        })
+        Ok(Self { body, keep_alive, expect_continue, host, upgrade_h2c })
     }
 }
 

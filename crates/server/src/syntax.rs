@@ -86,7 +86,8 @@ pub(crate) const REG_NAME: [bool; 256] = table!(|c| {
 /// browsers send some of those as they are (`{` `}` `|` `` ` `` in
 /// queries, `|` `^` in paths) and curl sends UTF-8 raw: as hyper and the
 /// `http` crate, the server takes them rather than refuse working
-/// clients (RFC 9112 §3.2's 400 is a SHOULD).
+/// clients (RFC 9112 §3.2's 400 is a SHOULD). Non-ASCII reaches here
+/// only as UTF-8: httparse refuses a target that is not.
 pub(crate) const TARGET: [bool; 256] =
     table!(|c| matches!(c, 0x21..=0x7E | 0x80..=0xFF) && !matches!(c, b'#' | b'"' | b'<' | b'>'));
 

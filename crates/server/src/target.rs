@@ -28,7 +28,9 @@
 //! with `"` `<` `>`, which clients always percent-encode
 //! (`syntax::TARGET`). Other bytes RFC 3986 excludes (`\` `^` `` ` `` `{`
 //! `|` `}`, bytes past ASCII) are taken, as hyper takes them: browsers
-//! send some raw. Paths and queries are not percent-decoded.
+//! send some raw. Bytes past ASCII only as UTF-8 (httparse refuses other
+//! targets: `400`), since [`Request::target`](crate::Request::target) is
+//! a `&str`. Paths and queries are not percent-decoded.
 //!
 //! A Host value is `uri-host [ ":" port ]`, or empty (what a client sends
 //! when the target URI has no authority, §3.2): an IP-literal in brackets

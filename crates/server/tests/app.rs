@@ -55,6 +55,10 @@ fn delay_queries_are_checked() {
     }
     assert_eq!(client.get("/delay?ms=0").text(), "delayed 0 ms");
     assert_eq!(client.get("/delay?ms=10").text(), "delayed 10 ms");
+    // `OPTIONS *` (RFC 9110 §9.3.7): what the demo serves, POST included.
+    client.send(b"OPTIONS * HTTP/1.1\r\nHost: t\r\n\r\n");
+    let options = client.reply().unwrap();
+    assert_eq!((options.status, options.header("allow")), (204, Some("GET, HEAD, POST, OPTIONS")));
 }
 
 #[test]

@@ -461,3 +461,35 @@ fn an_upgrade_request_with_connection_close_is_not_switched() {
     assert!(reply.starts_with("HTTP/1.1 200 "), "{reply}");
     assert!(reply.ends_with("small"), "one HTTP/1.1 response, nothing after: {reply}");
 }
+
+/// RFC 9110 §7.8: "If a server receives both an Upgrade and an Expect
+/// header field with the 100-continue expectation, the server MUST send a
+/// 100 (Continue) response before sending a 101 (Switching Protocols)
+/// response." The upgrade has no body (it would not be switched with
+/// one), yet the 100 still comes first; without the expectation, none.
+/// (An outside probe, 2026-12-03.)
+#[test]
+fn an_upgrade_that_expects_100_continue_gets_100_before_101() {
+    use std::io::{Read, Write};
+    let server = serve(Options::new().workers(1), Sizes);
+    for (expect, length) in [(true, ""), (true, "Content-Length: 0\r\n"), (false, "")] {
+        let mut tcp = std::net::TcpStream::connect(server.addr).unwrap();
+        tcp.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let expectation = if expect { "Expect: 100-continue\r\n" } else { "" };
+        let request = format!(
+            "GET /small HTTP/1.1\r\nHost: a\r\n{expectation}{length}\
+             Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\n\
+             HTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\r\n"
+        );
+        tcp.write_all(request.as_bytes()).unwrap();
+        let switching = "HTTP/1.1 101 Switching Protocols\r\n";
+        let continued = "HTTP/1.1 100 Continue\r\n\r\n";
+        let want = if expect { continued.len() + switching.len() } else { switching.len() };
+        let mut got = vec![0; want];
+        tcp.read_exact(&mut got).unwrap();
+        let got = String::from_utf8_lossy(&got);
+        let expected =
+            if expect { format!("{continued}{switching}") } else { switching.to_string() };
+        assert_eq!(got, expected, "expect={expect} {length:?}");
+    }
+}

@@ -37,6 +37,13 @@ fn plaintext_and_json() {
         client.send(request);
         assert_eq!(client.reply().unwrap().status, 501, "{}", String::from_utf8_lossy(request));
     }
+    // `OPTIONS *` asks about the server as a whole (RFC 9110 §9.3.7): 204
+    // and what it serves, not 404; `OPTIONS` of a resource is its `405`.
+    client.send(b"OPTIONS * HTTP/1.1\r\nHost: t\r\n\r\n");
+    let options = client.reply().unwrap();
+    assert_eq!((options.status, options.header("allow")), (204, Some("GET, HEAD, OPTIONS")));
+    client.send(b"OPTIONS /plaintext HTTP/1.1\r\nHost: t\r\n\r\n");
+    assert_eq!(client.reply().unwrap().status, 405);
     // Still the same connection after all of that.
     assert_eq!(client.get("/plaintext").status, 200);
     server.stop();

@@ -330,6 +330,14 @@ fn later_minor_versions_and_target_bytes() {
         let request = format!("GET {target} HTTP/1.1\r\nHost: a\r\n\r\n");
         assert_eq!(served(addr, request.as_bytes()).text(), target);
     }
+    // Past ASCII only as UTF-8 (the handler's target is a `&str`): a lone
+    // Latin-1 byte, a cut sequence, a stray continuation byte are 400.
+    for target in [&b"/caf\xe9"[..], b"/?q=\xff", b"/\x80", b"/\xc3"] {
+        let mut request = b"GET ".to_vec();
+        request.extend_from_slice(target);
+        request.extend_from_slice(b" HTTP/1.1\r\nHost: a\r\n\r\n");
+        refused_alone(addr, &request, 400);
+    }
     server.stop();
 }
 
