@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use common::h2raw::{Frame, Raw, req};
+use common::h2raw::{Raw, frames_until, req};
 use common::serve;
 use falconet_server::h2::frame::kind;
 use falconet_server::{Handler, Options, Request, Response};
@@ -30,24 +30,6 @@ impl Handler for Sizes {
 
 /// SETTINGS_INITIAL_WINDOW_SIZE.
 const INITIAL_WINDOW_SIZE: u16 = 4;
-
-/// Frames until `until` says stop (or `timeout`); HEADERS decoded to keep
-/// HPACK in step.
-fn frames_until(raw: &mut Raw, timeout: Duration, until: impl Fn(&Frame) -> bool) -> Vec<Frame> {
-    let deadline = Instant::now() + timeout;
-    let mut frames = Vec::new();
-    while let Some(frame) = raw.next_frame(deadline.saturating_duration_since(Instant::now())) {
-        if frame.kind == kind::HEADERS {
-            let _ = raw.decoder.decode(&frame.payload, |_| {});
-        }
-        let stop = until(&frame);
-        frames.push(frame);
-        if stop {
-            break;
-        }
-    }
-    frames
-}
 
 /// Head-of-line blocking: a response held back by its own stream's window
 /// (the client granted 100 bytes) kept every later stream from being

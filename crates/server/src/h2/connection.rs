@@ -143,6 +143,7 @@ use super::frame::{
 };
 use super::head::Head;
 use super::hpack::{self, Decoder, Encoder, Field};
+use super::recent::RecentIds;
 use crate::pieces::Pieces;
 
 /// The most parameters one SETTINGS frame may carry (nghttp2's default
@@ -274,9 +275,16 @@ const CONTINUATION_CHARGE: usize = 1024;
 /// header-list limit (h2 and nghttp2 allow 5 and 8).
 const FREE_CONTINUATIONS: usize = 8;
 
-/// How many recently reset stream ids are remembered: DATA still in
-/// flight for them is ignored rather than answered (section 5.1).
+/// How many recently reset (and, apart, recently closed) stream ids are
+/// remembered at least: frames still in flight for them are discarded
+/// rather than answered (section 5.1). Twice `max_concurrent_streams`
+/// when that is more (every open stream reset at once, the client's
+/// frames for each still on the way, and as many opened meanwhile), up to
+/// [`MAX_RESET_MEMORY`].
 const RESET_MEMORY: usize = 32;
+
+/// The most ids [`RESET_MEMORY`] grows to: 16 KiB per connection.
+const MAX_RESET_MEMORY: usize = 4096;
 
 /// The largest client stream id (section 5.1.1).
 const MAX_STREAM_ID: u32 = (1 << 31) - 1;
@@ -316,12 +324,12 @@ pub struct Connection {
     draining: bool,
     /// The client sent GOAWAY.
     peer_goaway: bool,
-    recently_reset: [u32; RESET_MEMORY],
-    next_reset_slot: usize,
+    /// Stream ids we reset lately: what the client sent before it saw the
+    /// RST_STREAM is discarded.
+    recently_reset: RecentIds,
     /// Recently completed stream ids: HEADERS on one is STREAM_CLOSED, on
     /// an unused lower id PROTOCOL_ERROR.
-    recently_closed: [u32; RESET_MEMORY],
-    next_closed_slot: usize,
+    recently_closed: RecentIds,
     block: Option<Block>,
     block_bytes: Vec<u8>,
     head: Head,
@@ -396,6 +404,10 @@ impl Connection {
         if extra > 0 {
             frame::encode_window_update(&mut out, 0, extra);
         }
+        let reset_memory = usize::try_from(config.max_concurrent_streams)
+            .unwrap_or(usize::MAX)
+            .saturating_mul(2)
+            .clamp(RESET_MEMORY, MAX_RESET_MEMORY);
         Ok(Self {
             config,
             phase: Phase::Preface,
@@ -410,10 +422,8 @@ impl Connection {
             goaway: None,
             draining: false,
             peer_goaway: false,
-            recently_reset: [0; RESET_MEMORY],
-            next_reset_slot: 0,
-            recently_closed: [0; RESET_MEMORY],
-            next_closed_slot: 0,
+            recently_reset: RecentIds::new(reset_memory),
+            recently_closed: RecentIds::new(reset_memory),
             block: None,
             block_bytes: Vec::new(),
             head: Head::default(),
@@ -562,6 +572,11 @@ impl Connection {
                     if let Err(error) = self.setting(id, value) {
                         return self.frame_error(error, streams);
                     }
+                    if self.phase == Phase::Closed {
+                        // A value the connection failed on (GOAWAY sent):
+                        // neither the rest applied nor an ACK (6.5.3).
+                        return;
+                    }
                 }
                 let start = self.out.len();
                 frame::encode_settings_ack(&mut self.out);
@@ -630,7 +645,7 @@ impl Connection {
                 return;
             }
             // A stream opened after our GOAWAY is ignored, not reset.
-            if !self.recently_reset.contains(&id) && !self.ignored(id) {
+            if !self.recently_reset.contains(id) && !self.ignored(id) {
                 self.stream_error(id, ErrorCode::STREAM_CLOSED, streams);
             }
             return;
@@ -667,8 +682,13 @@ impl Connection {
             stream.received > length || (end_stream && stream.received != length)
         });
         if length_broken {
-            // 8.1.1: the body's length differs from content-length.
-            let _ = stream.input.release(flow_len);
+            // 8.1.1: the body's length differs from content-length. The
+            // frame is never read: its credit goes back to the connection
+            // (the stream's own is moot, it is reset).
+            match stream.input.release(flow_len) {
+                Ok(updates) => self.connection_update(updates.connection),
+                Err(_) => return self.fail(ErrorCode::INTERNAL_ERROR, "receive window accounting"),
+            }
             return self.stream_error(id, ErrorCode::PROTOCOL_ERROR, streams);
         }
         if end_stream {
@@ -724,11 +744,11 @@ impl Connection {
         }
         let mut discard = false;
         if id <= self.last_stream && !self.streams.contains_key(&id) && !self.ignored(id) {
-            if self.recently_closed.contains(&id) {
+            if self.recently_closed.contains(id) {
                 // A stream the client ended (its END_STREAM or its
                 // RST_STREAM): STREAM_CLOSED (5.1).
                 return self.fail(ErrorCode::STREAM_CLOSED, "HEADERS on a closed stream");
-            } else if self.recently_reset.contains(&id) {
+            } else if self.recently_reset.contains(id) {
                 // 5.1: a stream we reset may still receive what the client
                 // sent before it saw our RST_STREAM: its trailers, decoded
                 // (the table must stay in step), then dropped. With
@@ -956,6 +976,11 @@ impl Connection {
             ErrorScope::Stream(id) => {
                 if self.streams.contains_key(&id) {
                     self.stream_error(id, error.code(), streams);
+                } else if self.recently_reset.contains(id) {
+                    // 5.1: what the client sent before it saw our
+                    // RST_STREAM is discarded, not reset again (5.4.2: one
+                    // RST_STREAM per stream); it does no work.
+                    self.empty_frame();
                 } else {
                     self.refuse(id, error.code());
                 }
@@ -988,8 +1013,7 @@ impl Connection {
 
     /// DATA the client sent before it saw our RST_STREAM is ignored.
     fn remember_reset(&mut self, id: u32) {
-        self.recently_reset[self.next_reset_slot] = id;
-        self.next_reset_slot = (self.next_reset_slot + 1) % RESET_MEMORY;
+        self.recently_reset.remember(id);
     }
 
     fn spend_budget(&mut self) {
@@ -1067,8 +1091,7 @@ impl Connection {
 
     /// Stream `id` lived and closed: a later HEADERS on it is STREAM_CLOSED.
     fn remember_closed(&mut self, id: u32) {
-        self.recently_closed[self.next_closed_slot] = id;
-        self.next_closed_slot = (self.next_closed_slot + 1) % RESET_MEMORY;
+        self.recently_closed.remember(id);
     }
 
     /// A connection error: GOAWAY with `code`, and nothing more is read.

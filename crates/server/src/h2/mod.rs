@@ -19,5 +19,6 @@ pub mod connection;
 pub mod frame;
 pub mod head;
 pub mod hpack;
+mod recent;
 pub(crate) mod serve;
 pub(crate) mod upgrade;

@@ -214,3 +214,25 @@ impl Raw {
         }
     }
 }
+
+/// Frames until `until` says stop (or `timeout`); HEADERS decoded to keep
+/// HPACK in step.
+pub fn frames_until(
+    raw: &mut Raw,
+    timeout: Duration,
+    until: impl Fn(&Frame) -> bool,
+) -> Vec<Frame> {
+    let deadline = Instant::now() + timeout;
+    let mut frames = Vec::new();
+    while let Some(frame) = raw.next_frame(deadline.saturating_duration_since(Instant::now())) {
+        if frame.kind == kind::HEADERS {
+            let _ = raw.decoder.decode(&frame.payload, |_| {});
+        }
+        let stop = until(&frame);
+        frames.push(frame);
+        if stop {
+            break;
+        }
+    }
+    frames
+}
