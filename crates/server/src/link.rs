@@ -23,8 +23,8 @@
 //!
 //! Nothing else crosses: bytes travel in the pipes, whose own protocol
 //! (`falconet-pipe`'s state word) orders them; the link carries only ids
-//! and three small facts (a returned body's framing, "close after this
-//! response", window increments to announce), each behind a lock held for
+//! and four small facts (a returned body's framing, "close after this
+//! response" both ways, window increments to announce), each behind a lock held for
 //! a few instructions.
 
 use std::sync::Arc;
@@ -103,6 +103,10 @@ pub(crate) struct Link {
     notify: Arc<Notify>,
     /// The deferred response in flight asked to close the connection.
     close_after: AtomicBool,
+    /// The worker asks the deferred response in flight to close the
+    /// connection (the server is shutting down and nothing waits behind
+    /// it), so that its head says `Connection: close`.
+    close_asked: AtomicBool,
     /// The lent body, handed back.
     returned: Mutex<Option<Returned>>,
     /// WINDOW_UPDATEs that HTTP/2 request bodies read on application
@@ -116,6 +120,7 @@ impl Link {
             id,
             notify,
             close_after: AtomicBool::new(false),
+            close_asked: AtomicBool::new(false),
             returned: Mutex::new(None),
             updates: Mutex::new(Vec::new()),
         })
@@ -132,6 +137,20 @@ impl Link {
         // and the pipe's Release/Acquire orders it before the worker sees
         // the response end.
         self.close_after.store(true, Ordering::Relaxed);
+    }
+
+    /// Asks the deferred response in flight (and any after it) to close
+    /// the connection: the server is shutting down.
+    pub(crate) fn ask_close(&self) {
+        // Relaxed: a hint read before the head is written; a responder
+        // that misses it writes a keep-alive head and the worker closes
+        // the connection after it all the same.
+        self.close_asked.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether the worker asked the response to close the connection.
+    pub(crate) fn close_asked(&self) -> bool {
+        self.close_asked.load(Ordering::Relaxed)
     }
 
     /// Whether the response that just ended asked to close (and forgets it).
@@ -196,5 +215,8 @@ mod tests {
         a.set_close_after();
         assert!(a.take_close_after());
         assert!(!a.take_close_after());
+        assert!(!a.close_asked());
+        a.ask_close();
+        assert!(a.close_asked() && !b.close_asked());
     }
 }

@@ -531,9 +531,14 @@ impl Responder {
         self.put_buf()
     }
 
-    /// The `Server` and `Date` fields, rendered the first time (when the
-    /// head is about to be written).
+    /// The `Date` field, rendered the first time (when the head is about
+    /// to be written). A head not yet ended closes the connection if the
+    /// worker asked (the server is shutting down).
     fn fields(&mut self) -> [u8; FIELDS_LEN] {
+        if self.link.close_asked() {
+            // After the head's end, too late: the worker closes anyway.
+            let _ = self.encoder.close();
+        }
         *self.fields.get_or_insert_with(|| *DateCache::new().fields())
     }
 

@@ -668,7 +668,19 @@ impl<H: Handler> Session<H> {
                 h2.shutdown();
                 !h2.output().is_empty()
             }
-            None => false,
+            None => {
+                // HTTP/1: a deferred response is the last on this
+                // connection unless requests already received wait behind
+                // it (they are still answered): its head then says so
+                // with `Connection: close`, as an answer written now would.
+                if matches!(self.pending, Some(Pending::Pipe(_)))
+                    && self.writer.as_ref().is_none_or(|writer| writer.unexamined() == 0)
+                    && let Some(link) = self.app.existing_link()
+                {
+                    link.ask_close();
+                }
+                false
+            }
         }
     }
 

@@ -183,3 +183,50 @@ fn dropping_running_on_a_worker_returns() {
         }
     }
 }
+
+/// Answers each request from a thread, `ms` milliseconds later (the path
+/// `/ms`).
+struct Later;
+
+impl falconet_server::Handler for Later {
+    type State = u64;
+
+    fn head(&self, request: &falconet_server::Request<'_>) -> u64 {
+        request.path().trim_start_matches('/').parse().unwrap_or(0)
+    }
+
+    fn respond(&self, ms: u64, response: &mut falconet_server::Response<'_>) {
+        let responder = response.defer().unwrap();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(ms));
+            let _ = responder.body(format!("after {ms} ms").as_bytes());
+        });
+    }
+}
+
+/// A deferred response whose head is written after the shutdown began is
+/// the connection's last: it says `Connection: close`, as an answer
+/// written then at once does, instead of a keep-alive head followed by the
+/// close (a client would race it with its next request). Requests
+/// pipelined behind it are still answered, the last one closing.
+#[test]
+fn a_deferred_response_during_shutdown_says_it_closes() {
+    let server = serve(options().shutdown_timeout(Duration::from_secs(10)), Later);
+    let handle = server.handle().clone();
+    let mut alone = Client::connect(server.addr);
+    alone.send(b"GET /600 HTTP/1.1\r\nHost: t\r\n\r\n");
+    let mut pipelined = Client::connect(server.addr);
+    pipelined.send(b"GET /600 HTTP/1.1\r\nHost: t\r\n\r\nGET /0 HTTP/1.1\r\nHost: t\r\n\r\n");
+    std::thread::sleep(Duration::from_millis(150));
+    handle.shutdown();
+    let reply = alone.reply().unwrap();
+    assert_eq!(reply.text(), "after 600 ms");
+    assert!(reply.closes(), "{reply:?}");
+    alone.expect_closed();
+    let first = pipelined.reply().unwrap();
+    assert_eq!((first.text().as_str(), first.closes()), ("after 600 ms", false), "{first:?}");
+    let second = pipelined.reply().unwrap();
+    assert_eq!((second.text().as_str(), second.closes()), ("after 0 ms", true), "{second:?}");
+    pipelined.expect_closed();
+    server.join().unwrap();
+}
