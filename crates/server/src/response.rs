@@ -150,7 +150,7 @@ impl AppSlots {
 #[derive(Debug)]
 pub struct Response<'a> {
     out: &'a mut Vec<u8>,
-    /// `Server` and `Date`, rendered once a second.
+    /// The `Date` field, rendered once a second.
     fields: &'a [u8; FIELDS_LEN],
     encoder: Encoder,
     app: &'a mut AppSlots,
@@ -384,7 +384,7 @@ pub struct Responder {
     /// The output pipe; `None` once finished or failed.
     writer: Option<Writer>,
     encoder: Encoder,
-    /// `Server` and `Date`, rendered when the head is written.
+    /// The `Date` field, rendered when the head is written.
     fields: Option<[u8; FIELDS_LEN]>,
     /// Head and framing bytes on their way into the pipe.
     buf: Vec<u8>,

@@ -673,8 +673,10 @@ impl<H: Handler> Session<H> {
                 // connection unless requests already received wait behind
                 // it (they are still answered): its head then says so
                 // with `Connection: close`, as an answer written now would.
+                // (Without the writer, the client sent its FIN: what it
+                // sent before may still wait unread, so nothing is asked.)
                 if matches!(self.pending, Some(Pending::Pipe(_)))
-                    && self.writer.as_ref().is_none_or(|writer| writer.unexamined() == 0)
+                    && self.writer.as_ref().is_some_and(|writer| writer.unexamined() == 0)
                     && let Some(link) = self.app.existing_link()
                 {
                     link.ask_close();

@@ -230,3 +230,24 @@ fn a_deferred_response_during_shutdown_says_it_closes() {
     pipelined.expect_closed();
     server.join().unwrap();
 }
+
+/// The same with the client's FIN after its pipelined requests (`nc -N`):
+/// the request behind the deferred one was received but not yet read, so
+/// the deferred response keeps the connection open for it, and that one
+/// closes (a close asked while the input had ended dropped it).
+#[test]
+fn a_request_pipelined_before_the_clients_fin_is_answered_during_shutdown() {
+    let server = serve(options().shutdown_timeout(Duration::from_secs(10)), Later);
+    let handle = server.handle().clone();
+    let mut client = Client::connect(server.addr);
+    client.send(b"GET /600 HTTP/1.1\r\nHost: t\r\n\r\nGET /0 HTTP/1.1\r\nHost: t\r\n\r\n");
+    client.stream().shutdown(std::net::Shutdown::Write).unwrap();
+    std::thread::sleep(Duration::from_millis(150));
+    handle.shutdown();
+    let first = client.reply().unwrap();
+    assert_eq!((first.text().as_str(), first.closes()), ("after 600 ms", false), "{first:?}");
+    let second = client.reply().unwrap();
+    assert_eq!((second.text().as_str(), second.closes()), ("after 0 ms", true), "{second:?}");
+    client.expect_closed();
+    server.join().unwrap();
+}

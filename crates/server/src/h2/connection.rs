@@ -82,7 +82,9 @@
 //!   pays one back. (Not "in a row": 99 empty frames and one byte of DATA,
 //!   repeated, would pass that.) PRIORITY and unknown frame types, which
 //!   the server ignores, have an allowance of 128 per stream opened (as
-//!   nginx's for PRIORITY), at most 2,048 banked.
+//!   nginx's for PRIORITY), at most 2,048 banked; so do frames whose own
+//!   fault is a stream error (a zero WINDOW_UPDATE, a malformed PRIORITY)
+//!   on a stream we reset, which are discarded, not reset again.
 //! - **HPACK bombs:** the decoder's header-list limit (+32 bytes per
 //!   field) and field-count limit.
 //! - **Stream-id exhaustion:** ids only grow; past 2^31-1 the client must
@@ -283,8 +285,10 @@ const FREE_CONTINUATIONS: usize = 8;
 /// [`MAX_RESET_MEMORY`].
 const RESET_MEMORY: usize = 32;
 
-/// The most ids [`RESET_MEMORY`] grows to: 16 KiB per connection.
-const MAX_RESET_MEMORY: usize = 4096;
+/// The most ids [`RESET_MEMORY`] grows to: 4 KiB for each of the two
+/// memories of a connection, and a lookup (a scan, on frames for streams
+/// no longer open) that stays short.
+const MAX_RESET_MEMORY: usize = 1024;
 
 /// The largest client stream id (section 5.1.1).
 const MAX_STREAM_ID: u32 = (1 << 31) - 1;
@@ -555,12 +559,7 @@ impl Connection {
             // PRIORITY_UPDATE among them), within an allowance that each
             // stream opened raises (as nginx's): a client that
             // reprioritizes is served, a flood of them is not.
-            Frame::Priority { .. } | Frame::Unknown { .. } => {
-                if self.ignored_allowance == 0 {
-                    return self.fail(ErrorCode::ENHANCE_YOUR_CALM, "ignored frame flood");
-                }
-                self.ignored_allowance -= 1;
-            }
+            Frame::Priority { .. } | Frame::Unknown { .. } => self.ignore_frame(),
             Frame::RstStream { stream, .. } => self.rst_stream(stream, streams),
             // From now on the client knows our limits.
             Frame::Settings { ack: true, .. } => self.free_refusals = 0,
@@ -979,8 +978,9 @@ impl Connection {
                 } else if self.recently_reset.contains(id) {
                     // 5.1: what the client sent before it saw our
                     // RST_STREAM is discarded, not reset again (5.4.2: one
-                    // RST_STREAM per stream); it does no work.
-                    self.empty_frame();
+                    // RST_STREAM per stream), from the allowance of frames
+                    // the server ignores.
+                    self.ignore_frame();
                 } else {
                     self.refuse(id, error.code());
                 }
@@ -1021,6 +1021,15 @@ impl Connection {
             return self.fail(ErrorCode::ENHANCE_YOUR_CALM, "too many resets");
         }
         self.budget -= 1;
+    }
+
+    /// Spends one of the allowance of frames the server ignores; past it,
+    /// the connection fails.
+    fn ignore_frame(&mut self) {
+        if self.ignored_allowance == 0 {
+            return self.fail(ErrorCode::ENHANCE_YOUR_CALM, "ignored frame flood");
+        }
+        self.ignored_allowance -= 1;
     }
 
     /// Counts a frame that does no work; true (and the connection

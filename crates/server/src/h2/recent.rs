@@ -3,7 +3,7 @@
 //! it are told apart from frames on streams it never opened (RFC 9113
 //! 5.1). A ring: once full, each new id takes the oldest one's place.
 //! Its room is reserved the first time it is used (one allocation per
-//! connection that ends a stream, none after).
+//! memory, per connection, none after).
 
 /// The last `capacity` ids remembered.
 #[derive(Debug)]
