@@ -11,13 +11,16 @@ const MONTHS: [&[u8; 3]; 12] = [
 ];
 
 /// What every response carries after its status line.
-const PREFIX: &[u8] = b"Date: ";
-/// The field every response starts with: `Date` (`Server` is written at
-/// the end of the head, unless the application named its own).
+const PREFIX: &[u8] = b"Server: falconet\r\nDate: ";
+/// The server's own `Server` field, the start of [`PREFIX`] (removed from
+/// a head whose application names its own).
+pub(crate) const SERVER_FIELD: &[u8] = b"Server: falconet\r\n";
+/// The fields every response starts with: `Server` and `Date`.
 pub(crate) const FIELDS_LEN: usize = PREFIX.len() + DATE_LEN + 2;
 
 /// The current date, re-rendered only when the second changes, inside the
-/// `Date` field every response starts with (one copy per response).
+/// `Server` and `Date` fields every response starts with (one copy per
+/// response).
 #[derive(Clone, Debug)]
 pub(crate) struct DateCache {
     second: u64,
@@ -43,7 +46,7 @@ impl DateCache {
         }
     }
 
-    /// `Date: <IMF-fixdate>\r\n`.
+    /// `Server: falconet\r\nDate: <IMF-fixdate>\r\n`.
     pub(crate) fn fields(&self) -> &[u8; FIELDS_LEN] {
         &self.fields
     }
@@ -117,6 +120,7 @@ mod tests {
         cache.update(UNIX_EPOCH + std::time::Duration::from_millis(784_111_777_900));
         assert_eq!(cache.date(), b"Sun, 06 Nov 1994 08:49:37 GMT");
         cache.update(UNIX_EPOCH + std::time::Duration::from_secs(784_111_778));
-        assert_eq!(cache.fields(), b"Date: Sun, 06 Nov 1994 08:49:38 GMT\r\n");
+        assert_eq!(cache.fields(), b"Server: falconet\r\nDate: Sun, 06 Nov 1994 08:49:38 GMT\r\n");
+        assert!(cache.fields().starts_with(SERVER_FIELD));
     }
 }

@@ -442,6 +442,9 @@ impl std::error::Error for ResponseError {}
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Field {
     line: &'static str,
+    /// Its name is `Server` (any case), found when it is compiled: the
+    /// server's own is then left out, with no look at the line per use.
+    server: bool,
 }
 
 impl Field {
@@ -464,11 +467,16 @@ impl Field {
             assert!(!matches!(bytes[j], b'\r' | b'\n' | 0), "a header value has no CR, LF or NUL");
             j += 1;
         }
-        Self { line }
+        Self { line, server: crate::wire::is_server(name) }
     }
 
     /// The line, `Name: value`.
     pub const fn as_str(self) -> &'static str {
         self.line
+    }
+
+    /// Whether it names the `Server` field.
+    pub(crate) const fn names_server(self) -> bool {
+        self.server
     }
 }

@@ -150,7 +150,7 @@ impl AppSlots {
 #[derive(Debug)]
 pub struct Response<'a> {
     out: &'a mut Vec<u8>,
-    /// The `Date` field, rendered once a second.
+    /// `Server` and `Date`, rendered once a second.
     fields: &'a [u8; FIELDS_LEN],
     encoder: Encoder,
     app: &'a mut AppSlots,
@@ -195,7 +195,7 @@ impl<'a> Response<'a> {
     }
 
     /// Adds a header field. A `Server` field replaces the server's own
-    /// (`Server: falconet`, written at the end of the head otherwise);
+    /// (`Server: falconet`, written with the status line otherwise);
     /// `Date`, `Content-Length`, `Transfer-Encoding` and `Connection` are
     /// the server's alone.
     ///
@@ -217,8 +217,13 @@ impl<'a> Response<'a> {
     ///
     /// # Errors
     /// [`ResponseError::HeadSent`] once the body began.
+    #[inline]
     pub fn field(&mut self, field: Field) -> Result<&mut Self, ResponseError> {
         self.encoder.field(self.out, self.fields, field.as_str())?;
+        if field.names_server() {
+            // Decided when the field was compiled: no test per use.
+            self.encoder.drop_our_server(self.out);
+        }
         Ok(self)
     }
 
@@ -384,7 +389,7 @@ pub struct Responder {
     /// The output pipe; `None` once finished or failed.
     writer: Option<Writer>,
     encoder: Encoder,
-    /// The `Date` field, rendered when the head is written.
+    /// `Server` and `Date`, rendered when the head is written.
     fields: Option<[u8; FIELDS_LEN]>,
     /// Head and framing bytes on their way into the pipe.
     buf: Vec<u8>,
@@ -422,6 +427,9 @@ impl Responder {
     pub fn field(&mut self, field: Field) -> Result<&mut Self, ResponseError> {
         let fields = self.fields();
         self.encoder.field(&mut self.buf, &fields, field.as_str())?;
+        if field.names_server() {
+            self.encoder.drop_our_server(&mut self.buf);
+        }
         Ok(self)
     }
 
@@ -531,8 +539,8 @@ impl Responder {
         self.put_buf()
     }
 
-    /// The `Date` field, rendered the first time (when the head is about
-    /// to be written). A head not yet ended closes the connection if the
+    /// The `Server` and `Date` fields, rendered the first time (when the
+    /// head is about to be written). A head not yet ended closes the connection if the
     /// worker asked (the server is shutting down).
     fn fields(&mut self) -> [u8; FIELDS_LEN] {
         if self.link.close_asked() {
@@ -599,7 +607,8 @@ mod tests {
     use super::*;
     use crate::handler::{BodyLength, Request, Version};
 
-    const FIELDS: &[u8; FIELDS_LEN] = b"Date: Sun, 06 Nov 1994 08:49:37 GMT\r\n";
+    const FIELDS: &[u8; FIELDS_LEN] =
+        b"Server: falconet\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\n";
 
     fn respond(
         version: Version,
@@ -637,10 +646,7 @@ mod tests {
             let piece = response.write_bytes(Bytes::from_static(b"three"));
             assert_eq!(piece, Err(ResponseError::Finished), "share={share}");
             // Only the first body: in place when shared, copied otherwise.
-            assert!(
-                out.ends_with(b"Content-Length: 3\r\nServer: falconet\r\n\r\n") == share,
-                "share={share}"
-            );
+            assert!(out.ends_with(b"Content-Length: 3\r\n\r\n") == share, "share={share}");
             assert!(out.ends_with(b"\r\n\r\none") != share, "share={share}");
             assert_eq!((pieces.count(), pieces.len()), if share { (1, 3) } else { (0, 0) });
 
@@ -666,8 +672,8 @@ mod tests {
         });
         assert_eq!(
             text,
-            "HTTP/1.1 200 OK\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\n\
-             Content-Type: text/plain\r\nContent-Length: 2\r\nServer: falconet\r\n\r\nhi"
+            "HTTP/1.1 200 OK\r\nServer: falconet\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\n\
+             Content-Type: text/plain\r\nContent-Length: 2\r\n\r\nhi"
         );
         assert!(keep_alive);
     }
@@ -700,34 +706,28 @@ mod tests {
             r.write(b"").unwrap();
             r.write(b"world, twenty bytes.").unwrap();
         });
-        assert!(text.ends_with("Transfer-Encoding: chunked\r\nServer: falconet\r\n\r\n6\r\nhello \r\n14\r\nworld, twenty bytes.\r\n0\r\n\r\n"));
+        assert!(text.ends_with("Transfer-Encoding: chunked\r\n\r\n6\r\nhello \r\n14\r\nworld, twenty bytes.\r\n0\r\n\r\n"));
         assert!(keep_alive);
         let (text, keep_alive) = respond(Version::Http10, false, |r| r.write(b"old").unwrap());
-        assert!(text.ends_with("Server: falconet\r\nConnection: close\r\n\r\nold"), "{text}");
+        assert!(text.ends_with("Connection: close\r\n\r\nold"), "{text}");
         assert!(!keep_alive);
     }
 
     #[test]
     fn head_requests_get_the_length_but_no_body() {
         let (text, _) = respond(Version::Http11, true, |r| r.body(b"12345").unwrap());
-        assert!(text.ends_with("Content-Length: 5\r\nServer: falconet\r\n\r\n"), "{text}");
+        assert!(text.ends_with("Content-Length: 5\r\n\r\n"), "{text}");
     }
 
     #[test]
     fn an_empty_response_has_length_zero_and_1_0_keep_alive_is_announced() {
         let (text, _) = respond(Version::Http10, false, |_| {});
-        assert!(
-            text.ends_with(
-                "Content-Length: 0\r\nServer: falconet\r\nConnection: keep-alive\r\n\r\n"
-            ),
-            "{text}"
-        );
+        assert!(text.ends_with("Content-Length: 0\r\nConnection: keep-alive\r\n\r\n"), "{text}");
         let (text, _) = respond(Version::Http11, false, |r| {
             r.status(Status::NO_CONTENT).unwrap();
         });
         assert!(
-            text.starts_with("HTTP/1.1 204 No Content\r\n")
-                && text.ends_with("GMT\r\nServer: falconet\r\n\r\n"),
+            text.starts_with("HTTP/1.1 204 No Content\r\n") && text.ends_with("GMT\r\n\r\n"),
             "{text}"
         );
     }
@@ -747,8 +747,7 @@ mod tests {
                 });
                 assert!(!text.contains("Transfer-Encoding"), "{text}");
                 assert!(
-                    text.ends_with("GMT\r\nServer: falconet\r\n\r\n")
-                        || text.ends_with("keep-alive\r\n\r\n"),
+                    text.ends_with("GMT\r\n\r\n") || text.ends_with("keep-alive\r\n\r\n"),
                     "{text}"
                 );
                 assert!(keep_alive, "{version:?} {status:?}");
@@ -826,9 +825,7 @@ mod tests {
             r.field(TEXT).unwrap().body(b"x").unwrap();
         });
         assert!(
-            text.contains(
-                "\r\nContent-Type: text/plain\r\nContent-Length: 1\r\nServer: falconet\r\n\r\nx"
-            ),
+            text.contains("\r\nContent-Type: text/plain\r\nContent-Length: 1\r\n\r\nx"),
             "{text}"
         );
         for bad in ["", "No colon", ": empty", "Bad Name: x", "X:no-space", "Date: now", "X: a\rb"]

@@ -21,7 +21,7 @@
 //!                                                                              close-delimited for 1.0)
 //! ```
 
-use crate::date::FIELDS_LEN;
+use crate::date::{FIELDS_LEN, SERVER_FIELD};
 use crate::handler::{ResponseError, Status, Version};
 use crate::syntax::TOKEN;
 
@@ -44,8 +44,9 @@ pub(crate) struct Encoder {
     version: Version,
     head_only: bool,
     keep_alive: bool,
-    /// The application wrote its own `Server` field: ours is left out.
-    server_named: bool,
+    /// Where our `Server` field starts in the output, once the status line
+    /// is written: removed if the application names its own.
+    server_at: usize,
 }
 
 impl Encoder {
@@ -56,7 +57,7 @@ impl Encoder {
             version,
             head_only,
             keep_alive,
-            server_named: false,
+            server_at: 0,
         }
     }
 
@@ -97,7 +98,9 @@ impl Encoder {
             return Err(ResponseError::ReservedHeader);
         }
         self.start_head(out, fields)?;
-        self.server_named |= is_server(name.as_bytes());
+        if is_server(name.as_bytes()) {
+            self.drop_our_server(out);
+        }
         out.extend_from_slice(name.as_bytes());
         out.extend_from_slice(b": ");
         out.extend_from_slice(value);
@@ -105,7 +108,8 @@ impl Encoder {
         Ok(())
     }
 
-    /// Appends a field checked at compile time (`Name: value`).
+    /// Appends a field checked at compile time (`Name: value`); one that
+    /// names `Server` is followed by [`drop_our_server`](Self::drop_our_server).
     pub(crate) fn field(
         &mut self,
         out: &mut Vec<u8>,
@@ -113,8 +117,6 @@ impl Encoder {
         line: &str,
     ) -> Result<(), ResponseError> {
         self.start_head(out, fields)?;
-        self.server_named |=
-            line.find(':').is_some_and(|colon| is_server(&line.as_bytes()[..colon]));
         out.extend_from_slice(line.as_bytes());
         out.extend_from_slice(b"\r\n");
         Ok(())
@@ -276,7 +278,7 @@ impl Encoder {
         self.keep_alive
     }
 
-    /// Writes the status line and the `Date` field, once.
+    /// Writes the status line and the server's own fields, once.
     fn start_head(
         &mut self,
         out: &mut Vec<u8>,
@@ -293,6 +295,7 @@ impl Encoder {
                     out.extend_from_slice(self.status.reason().as_bytes());
                     out.extend_from_slice(b"\r\n");
                 }
+                self.server_at = out.len();
                 out.extend_from_slice(fields);
                 self.phase = Phase::Headers;
                 Ok(())
@@ -303,13 +306,21 @@ impl Encoder {
         }
     }
 
-    /// Ends the head after its framing field: our `Server` field (unless
-    /// the application wrote one), the connection field and the blank
-    /// line, straight into the output (`TAIL_MAX` reserved).
-    fn end_head(&mut self, out: &mut Vec<u8>) {
-        if !self.server_named {
-            out.extend_from_slice(SERVER_FIELD);
+    /// The application names its own `Server` field: ours goes. The head
+    /// is still whole in `out` (nothing else is written between its status
+    /// line and its end); ours is removed once, if it is where it was
+    /// written.
+    #[cold]
+    pub(crate) fn drop_our_server(&mut self, out: &mut Vec<u8>) {
+        let ours = self.server_at..self.server_at + SERVER_FIELD.len();
+        if out.get(ours.clone()) == Some(SERVER_FIELD) {
+            out.drain(ours);
         }
+    }
+
+    /// Ends the head after its framing field: the connection field and
+    /// the blank line, straight into the output (`TAIL_MAX` reserved).
+    fn end_head(&mut self, out: &mut Vec<u8>) {
         match (self.keep_alive, self.version) {
             // HTTP/2 has no connection fields (RFC 9113 8.2.2).
             (_, Version::Http2) => {}
@@ -321,16 +332,12 @@ impl Encoder {
     }
 }
 
-/// The `Server` field of a response whose application names none.
-const SERVER_FIELD: &[u8] = b"Server: falconet\r\n";
-
 /// The longest end of a head, reserved before it is written:
-/// `Content-Length: <20 digits>\r\nServer: falconet\r\nConnection:
-/// keep-alive\r\n\r\n`.
-const TAIL_MAX: usize = 96;
+/// `Content-Length: <20 digits>\r\nConnection: keep-alive\r\n\r\n`.
+const TAIL_MAX: usize = 64;
 
 /// Whether a field name is `Server` (any case).
-fn is_server(name: &[u8]) -> bool {
+pub(crate) const fn is_server(name: &[u8]) -> bool {
     name.eq_ignore_ascii_case(b"server")
 }
 
