@@ -467,23 +467,21 @@ impl Options {
             return Err(OptionsError::Headers(self.max_headers));
         }
         let timeouts = [
-            self.header_timeout,
-            self.io_timeout,
-            self.keep_alive_timeout,
-            self.linger_timeout,
-            self.shutdown_timeout,
+            ("header_timeout", Some(self.header_timeout)),
+            ("io_timeout", Some(self.io_timeout)),
+            ("keep_alive_timeout", Some(self.keep_alive_timeout)),
+            ("linger_timeout", Some(self.linger_timeout)),
+            ("shutdown_timeout", Some(self.shutdown_timeout)),
+            ("min_response_rate's grace", self.min_response_rate.map(|rate| rate.grace)),
+            ("min_request_body_rate's grace", self.min_request_body_rate.map(|rate| rate.grace)),
+            ("response_timeout", self.response_timeout),
         ];
-        let grace = [self.min_response_rate, self.min_request_body_rate]
+        if let Some((option, value)) = timeouts
             .into_iter()
-            .flatten()
-            .map(|rate| rate.grace);
-        if let Some(timeout) = timeouts
-            .into_iter()
-            .chain(grace)
-            .chain(self.response_timeout)
-            .find(|t| !(MIN_TIMEOUT..=MAX_TIMEOUT).contains(t))
+            .filter_map(|(option, value)| Some((option, value?)))
+            .find(|(_, t)| !(MIN_TIMEOUT..=MAX_TIMEOUT).contains(t))
         {
-            return Err(OptionsError::Timeout(timeout));
+            return Err(OptionsError::Timeout { option, value });
         }
         if let Some(rate) = self.min_response_rate.filter(|rate| rate.bytes_per_second == 0) {
             return Err(OptionsError::MinResponseRate(rate));
@@ -567,7 +565,13 @@ pub enum OptionsError {
     Headers(usize),
     /// A timeout outside [`MIN_TIMEOUT`]`..=`[`MAX_TIMEOUT`] (a
     /// [`MinDataRate`]'s grace included).
-    Timeout(Duration),
+    Timeout {
+        /// Which: the [`Options`] method's name (`"io_timeout"`, or
+        /// `"min_response_rate's grace"` for a rate's grace).
+        option: &'static str,
+        /// The value refused.
+        value: Duration,
+    },
     /// A [`MinDataRate`] of 0 bytes a second (`None` turns the rate off).
     MinResponseRate(MinDataRate),
     /// A [`MinDataRate`] of 0 bytes a second for
@@ -604,8 +608,8 @@ impl fmt::Display for OptionsError {
             Self::Headers(n) => {
                 write!(f, "max_headers must be 1 to {MAX_HEADERS_LIMIT}, not {n}")
             }
-            Self::Timeout(t) => {
-                write!(f, "timeouts must be {MIN_TIMEOUT:?} to {MAX_TIMEOUT:?}, not {t:?}")
+            Self::Timeout { option, value } => {
+                write!(f, "{option} must be {MIN_TIMEOUT:?} to {MAX_TIMEOUT:?}, not {value:?}")
             }
             Self::MinResponseRate(_) => {
                 write!(f, "min_response_rate must be at least 1 byte a second (None turns it off)")

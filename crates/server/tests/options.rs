@@ -91,18 +91,21 @@ fn max_headers_must_be_1_to_the_parser_limit() {
 
 #[test]
 fn every_timeout_is_from_the_minimum_to_the_maximum() {
-    let setters: [fn(Options, Duration) -> Options; 6] = [
-        Options::header_timeout,
-        Options::io_timeout,
-        |options, timeout| options.response_timeout(Some(timeout)),
-        Options::keep_alive_timeout,
-        Options::linger_timeout,
-        Options::shutdown_timeout,
+    type Setter = fn(Options, Duration) -> Options;
+    let setters: [(Setter, &str); 6] = [
+        (Options::header_timeout, "header_timeout"),
+        (Options::io_timeout, "io_timeout"),
+        (|options, timeout| options.response_timeout(Some(timeout)), "response_timeout"),
+        (Options::keep_alive_timeout, "keep_alive_timeout"),
+        (Options::linger_timeout, "linger_timeout"),
+        (Options::shutdown_timeout, "shutdown_timeout"),
     ];
     let nano = Duration::from_nanos(1);
-    for set in setters {
+    for (set, option) in setters {
         for bad in [Duration::ZERO, MIN_TIMEOUT - nano, MAX_TIMEOUT + nano, Duration::MAX] {
-            assert_eq!(refused(set(one(), bad)), OptionsError::Timeout(bad));
+            let error = refused(set(one(), bad));
+            assert_eq!(error, OptionsError::Timeout { option, value: bad });
+            assert!(error.to_string().starts_with(&format!("{option} must be ")), "{error}");
         }
         accepted(set(one(), MIN_TIMEOUT));
         accepted(set(one(), MAX_TIMEOUT));
@@ -145,7 +148,12 @@ fn the_min_rates_are_at_least_1_byte_a_second_over_a_valid_period() {
         accepted(rate(u32::MAX, second));
         let nano = Duration::from_nanos(1);
         for bad in [Duration::ZERO, MIN_TIMEOUT - nano, MAX_TIMEOUT + nano, Duration::MAX] {
-            assert_eq!(refused(rate(240, bad)), OptionsError::Timeout(bad));
+            let option = if name == "min_response_rate" {
+                "min_response_rate's grace"
+            } else {
+                "min_request_body_rate's grace"
+            };
+            assert_eq!(refused(rate(240, bad)), OptionsError::Timeout { option, value: bad });
         }
         accepted(rate(240, MIN_TIMEOUT));
         accepted(rate(u32::MAX, MAX_TIMEOUT));
