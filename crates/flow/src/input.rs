@@ -1,5 +1,5 @@
-//! The receive window in one `AtomicU64`: one `fetch_sub` per DATA frame,
-//! one `fetch_add` per release, a CAS only to announce credit.
+//! The receive window in one `AtomicU64`: one CAS per DATA frame, one
+//! `fetch_add` per release, a CAS only to announce credit.
 //!
 //! ```text
 //!   63        62      61 ............... 31 30 ............... 0
@@ -11,17 +11,23 @@
 //! # Two ways to change the word
 //!
 //! A window of up to [`InputWindow::WAIT_FREE_MAX_WINDOW`] bytes (256 MiB,
-//! far above any window a server configures) is **wait-free**: its window
-//! field holds the window plus `BIAS` (2^30), so the field has room on both
-//! sides of every legal value (guard bits, about 2^30 below and 3 * 2^28
-//! above), and the pending field has about 1.75 * 2^30 above its largest
-//! legal value. So an operation can apply its change blind and judge it from
-//! the value the read-modify-write returns:
+//! far above any window a server configures) has **wait-free releases**:
+//! its window field holds the window plus `BIAS` (2^30), so the field has
+//! room on both sides of every legal value (guard bits, about 2^30 below
+//! and 3 * 2^28 above), and the pending field has about 1.75 * 2^30 above
+//! its largest legal value. So a release can apply its change blind and
+//! judge it from the value the read-modify-write returns; a frame takes one
+//! CAS (lock-free):
 //!
-//! - **`try_advance(n)`**: `fetch_sub(n)`. The window before it is in the
-//!   returned word: `n` fitted, and the frame is counted; or it did not
-//!   (FLOW_CONTROL_ERROR), and a `fetch_add(n)` undoes the change; or the
-//!   window was aborted, and the change is undone too.
+//! - **`try_advance(n)`**: one CAS on the word, subtracting `n` only if it
+//!   fits, so a refused frame (FLOW_CONTROL_ERROR) or one after the abort
+//!   changes nothing. (It used to be a blind `fetch_sub`, undone when the
+//!   frame did not fit: while the undo was in flight the window was low, and
+//!   an over-release judged then passed. A peer that overdrew its window
+//!   while the application over-released could take the window above
+//!   `initial` for good, and every later operation waited for an undo that
+//!   never came.) The CAS retries only when a release lands between the
+//!   frame's load and its CAS.
 //! - **`release(n)`**: `fetch_add(n << PENDING | n)`, the credit back into
 //!   the window and into pending credit at once. The returned word says
 //!   whether that was an over-release or a release after the abort (both
@@ -31,7 +37,7 @@
 //!   release that finds it taken announces nothing).
 //! - **`disable_updates`**: one `fetch_or`. **`abort`**: one CAS (it reads
 //!   the unread count, which must not include a refused over-release).
-//! - An amount above [`InputWindow::WAIT_FREE_MAX_AMOUNT`] (1 MiB; a DATA
+//! - A release above [`InputWindow::WAIT_FREE_MAX_AMOUNT`] (1 MiB; a DATA
 //!   frame is at most 16 KiB unless SETTINGS_MAX_FRAME_SIZE raised it)
 //!   takes a CAS loop on the same layout, so no blind change is ever larger
 //!   than 1 MiB.
@@ -49,20 +55,27 @@
 //! flight (a few instructions) the rest of the window is protected from it:
 //!
 //! - **An over-release** (the caller's accounting bug) is the only change
-//!   that takes the window field above `initial`. Every operation that
-//!   judges the window (a frame, a release, an announcement, the abort)
-//!   and finds it there steps back (undoes its own change, if any) and
-//!   yields until the undo lands. So its phantom credit is never accepted,
-//!   announced or counted; the price is waiting on the erring thread.
-//! - **An overdraw** (the peer breaking the window) lowers the window until
-//!   undone. Pending credit is untouched, so announcements are exact. A
-//!   concurrent `abort` counts the frame's bytes as unread; the refused
-//!   frame's `try_advance` sees the abort land between its two RMWs and
-//!   says so ([`InputFlow::try_advance_counting_abort`](crate::InputFlow::try_advance_counting_abort)),
-//!   so [`StreamInput`](crate::StreamInput) returns those bytes to the
-//!   connection once, not twice. A concurrent `try_advance` may be refused
-//!   too (a connection's frames are counted by the one thread that reads
-//!   its socket, so a server never sees this).
+//!   that takes the window field above `initial`, and only releases change
+//!   the word blind. Every operation that judges the window (a frame, a
+//!   release, an announcement, the abort) and finds it above `initial`
+//!   waits (yields) until the undo lands. A release that finds it there
+//!   takes its own add back while the window is still above `initial`
+//!   (nothing takes credit from such a window, so nobody has used it) and
+//!   tries again; once the window is back at or under `initial` it keeps
+//!   its add instead (the credit fits, and a frame may have used it). So
+//!   an over-release's phantom credit is never accepted, announced or
+//!   counted, whatever frames and legitimate releases race it, and two
+//!   over-releases at once are both refused. The price is waiting on the
+//!   erring thread.
+//! - **Several over-releases interleaved** are where this stops being
+//!   exact: a release stepping back from one over-release (`A`) that finds
+//!   the window above `initial` again because of a second, small one
+//!   (`B`, judged against the first release's credit after `A`'s undo)
+//!   takes its credit back and uncovers `B`'s, which a frame may use before
+//!   `B` is undone. It takes two refused over-releases, from the caller's
+//!   accounting bug, landing within a few instructions of each other and
+//!   of a frame; the window then holds less credit than the peer was given,
+//!   and a later over-release judged against it may pass.
 //! - **After the abort** frames and releases are undone; until then other
 //!   operations on the aborted window may see them (an answer of `Aborted`
 //!   where the rules would refuse, or the reverse).
@@ -161,10 +174,10 @@ fn stray() -> ! {
 }
 
 /// A receive window (what the peer may send us), lock-free: one packed
-/// `AtomicU64`, wait-free for windows of up to
-/// [`WAIT_FREE_MAX_WINDOW`](Self::WAIT_FREE_MAX_WINDOW) bytes (one
-/// read-modify-write per frame and per release), one CAS per transition
-/// above. See [`InputFlow`](crate::InputFlow) for the operations; the
+/// `AtomicU64`: for windows of up to
+/// [`WAIT_FREE_MAX_WINDOW`](Self::WAIT_FREE_MAX_WINDOW) bytes a release is
+/// wait-free (one read-modify-write) and a frame one CAS; above, one CAS
+/// per transition. See [`InputFlow`](crate::InputFlow) for the operations; the
 /// methods here are the same, inherent.
 ///
 /// ```
@@ -187,13 +200,14 @@ pub struct InputWindow {
 }
 
 impl InputWindow {
-    /// The largest window that is wait-free (2^28-1 bytes, 256 MiB): its
-    /// fields have room for guard bits. Larger ones (up to 2^31-1) change by
-    /// CAS.
+    /// The largest window whose releases are wait-free (2^28-1 bytes,
+    /// 256 MiB): its fields have room for guard bits. Larger ones (up to
+    /// 2^31-1) change by CAS.
     pub const WAIT_FREE_MAX_WINDOW: u32 = (1 << 28) - 1;
 
-    /// The largest amount a wait-free window applies with one
-    /// read-modify-write (1 MiB); a larger frame or release takes a CAS.
+    /// The largest release a wait-free window applies with one
+    /// read-modify-write (1 MiB); a larger one takes a CAS. (Frames always
+    /// take one CAS.)
     pub const WAIT_FREE_MAX_AMOUNT: u32 = 1 << 20;
 
     /// A window of `initial` bytes announcing credit once more than half of
@@ -220,8 +234,8 @@ impl InputWindow {
         Ok(Self { word: AtomicU64::new(pack(state, bias)), initial, threshold, bias })
     }
 
-    /// Whether this window takes the wait-free path (its initial size is at
-    /// most [`WAIT_FREE_MAX_WINDOW`](Self::WAIT_FREE_MAX_WINDOW)).
+    /// Whether this window's releases take the wait-free path (its initial
+    /// size is at most [`WAIT_FREE_MAX_WINDOW`](Self::WAIT_FREE_MAX_WINDOW)).
     pub fn is_wait_free(&self) -> bool {
         self.bias != 0
     }
@@ -284,77 +298,57 @@ impl InputWindow {
         self.advance_counting_abort(n).0
     }
 
-    /// `try_advance`, and whether an `abort` that landed while a refused
-    /// frame was being undone counted its bytes as unread (so whoever
-    /// gives the refused frame back to a connection must not: the abort's
-    /// return already holds it). Always `false` when the frame fitted.
+    /// `try_advance`, and whether an `abort` counted a refused frame's
+    /// bytes as unread: never, since a refused frame changes nothing in
+    /// the word (kept for [`InputFlow::try_advance_counting_abort`](crate::InputFlow::try_advance_counting_abort)).
     #[inline]
     pub(crate) fn advance_counting_abort(&self, n: u32) -> (Result<Advance, FlowError>, bool) {
         if self.bias == 0 {
             return (self.update(|state| state.advance(n)), false);
         }
-        if n > Self::WAIT_FREE_MAX_AMOUNT {
-            return (self.advance_by_cas(n), false);
-        }
-        // The window field holds BIAS + window >= BIAS - STRAY_LIMIT >= 2^29
-        // > n: the borrow, if any, stays in the guard.
-        let before = self.word.fetch_sub(u64::from(n), Ordering::AcqRel);
-        let window = self.window_of(before);
-        if (i64::from(n)..=i64::from(self.initial)).contains(&window) && before & ABORTED == 0 {
-            return (Ok(Advance::Accepted), false);
-        }
-        self.advance_refused(n, before)
+        (self.advance_by_cas(n), false)
     }
 
-    /// A wait-free frame whose `fetch_sub` returned `before` did not simply
-    /// fit: it overdrew the window, or the window is aborted, or another
-    /// thread's refused over-release is in it. Undoes, and decides.
-    #[cold]
-    fn advance_refused(&self, n: u32, mut before: u64) -> (Result<Advance, FlowError>, bool) {
-        let amount = u64::from(n);
-        let mut window = self.window_of(before);
-        while window > i64::from(self.initial) {
-            // Another thread's refused over-release is in the window: its
-            // credit is not there. Step back until it is undone.
-            self.word.fetch_add(amount, Ordering::AcqRel);
-            self.wait_for_undo();
-            before = self.word.fetch_sub(amount, Ordering::AcqRel);
-            window = self.window_of(before);
-        }
-        if window < i64::from(n) {
-            let undone = self.word.fetch_add(amount, Ordering::AcqRel);
-            let error = FlowError::WindowExceeded { requested: n, available: clamp(window) };
-            // An abort between the two RMWs read the window n short.
-            let counted = before & ABORTED == 0 && undone & ABORTED != 0;
-            return (Err(error), counted);
-        }
-        if before & ABORTED != 0 {
-            // The reader is gone: the frame fitted, but is not counted.
-            self.word.fetch_add(amount, Ordering::AcqRel);
-            return (Ok(Advance::Aborted), false);
-        }
-        (Ok(Advance::Accepted), false)
-    }
-
-    /// `try_advance` of more than `WAIT_FREE_MAX_AMOUNT` on a wait-free
-    /// window: one CAS that subtracts only what fits, so it never strays.
+    /// `try_advance` on a wait-free window: one CAS that subtracts only
+    /// what fits, so a refused frame never touches the word. (A frame
+    /// applied blind and then undone lowered the window for a moment, and
+    /// an over-release judged in that moment passed as a release: its
+    /// credit, once the frame was undone, took the window above `initial`
+    /// for good, and every operation waited for an undo that never came.)
+    #[inline]
     fn advance_by_cas(&self, n: u32) -> Result<Advance, FlowError> {
-        let mut current = self.word.fetch_add(0, Ordering::AcqRel);
+        // A load is enough to aim the CAS, which checks it; a refusal is
+        // only ever judged on an RMW's value, the latest (below).
+        let mut current = self.word.load(Ordering::Acquire);
         loop {
             let window;
             (current, window) = self.settled(current);
+            if window >= i64::from(n) && current & ABORTED == 0 {
+                // window >= n: no borrow out of the field.
+                let new = current - u64::from(n);
+                match self.word.compare_exchange_weak(
+                    current,
+                    new,
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                ) {
+                    Ok(_) => return Ok(Advance::Accepted),
+                    Err(now) => {
+                        current = now;
+                        continue;
+                    }
+                }
+            }
+            let latest = self.word.fetch_add(0, Ordering::AcqRel);
+            if latest != current {
+                current = latest;
+                continue;
+            }
             if window < i64::from(n) {
                 return Err(FlowError::WindowExceeded { requested: n, available: clamp(window) });
             }
-            if current & ABORTED != 0 {
-                return Ok(Advance::Aborted);
-            }
-            // window >= n: no borrow out of the field.
-            let new = current - u64::from(n);
-            match self.word.compare_exchange(current, new, Ordering::AcqRel, Ordering::Acquire) {
-                Ok(_) => return Ok(Advance::Accepted),
-                Err(now) => current = now,
-            }
+            // The reader is gone: the frame fits, but is not counted.
+            return Ok(Advance::Aborted);
         }
     }
 
@@ -405,10 +399,24 @@ impl InputWindow {
             }
             // Another thread's refused over-release is in the window: this
             // release cannot be judged against it. Step back until it is
-            // undone.
-            self.undo_release(n, true);
-            self.wait_for_undo();
-            before = self.word.fetch_add(delta, Ordering::AcqRel);
+            // undone, unless the window came back first.
+            match self.step_back(n) {
+                None => {
+                    self.wait_for_undo();
+                    before = self.word.fetch_add(delta, Ordering::AcqRel);
+                }
+                Some(current) if current & UPDATES_DISABLED != 0 => {
+                    self.undo_release(n, false);
+                    return Ok(Release::Pending);
+                }
+                // After an abort that counted this release as given back:
+                // nothing to announce.
+                Some(current) if current & ABORTED != 0 => return Ok(Release::Pending),
+                Some(current) if self.pending_of(current) > u64::from(self.threshold) => {
+                    return Ok(self.announce(current));
+                }
+                Some(_) => return Ok(Release::Pending),
+            }
         }
         let window = self.window_of(before);
         if window + i64::from(n) > i64::from(self.initial) {
@@ -422,6 +430,34 @@ impl InputWindow {
             return Ok(Release::Pending);
         }
         Ok(self.owed(n, before))
+    }
+
+    /// Takes back the add of a release that met another thread's refused
+    /// over-release, but only while the window is still above `initial`:
+    /// nothing takes credit from a window there, so nobody has used this
+    /// release's credit, and no refused over-release was judged against
+    /// it. Once the window is back at or under `initial`, the add stays:
+    /// the credit fits, and a frame may already have used it (taking it
+    /// back then would leave the window short of the truth, and an
+    /// over-release judged meanwhile would pass). Returns the word the add
+    /// was kept in, or `None` when it was taken back.
+    #[cold]
+    fn step_back(&self, n: u32) -> Option<u64> {
+        // An RMW, not a load: keeping the add is judged on the latest word.
+        let mut current = self.word.fetch_add(0, Ordering::AcqRel);
+        loop {
+            if self.window_of(current) <= i64::from(self.initial) {
+                return Some(current);
+            }
+            let pending = (current & PENDING_MASK) >> PENDING_SHIFT;
+            // The window field is above BIAS + initial and holds this
+            // release's add: taking it back borrows nothing.
+            let new = current - (pending.min(u64::from(n)) << PENDING_SHIFT) - u64::from(n);
+            match self.word.compare_exchange(current, new, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => return None,
+                Err(now) => current = now,
+            }
+        }
     }
 
     /// What a counted release (its add returned `before`) owes the peer:
@@ -532,9 +568,7 @@ impl InputWindow {
             return self.update(|state| Ok(state.abort(initial))).unwrap_or(0);
         }
         // A CAS, not a fetch_or: the unread count must not be read from a
-        // window holding a refused over-release's credit. (A refused
-        // frame's missing bytes are counted; that frame's `try_advance`
-        // sees the abort land and says so, `advance_counting_abort`.)
+        // window holding a refused over-release's credit.
         let mut current = self.word.fetch_add(0, Ordering::AcqRel);
         loop {
             let window;

@@ -27,10 +27,11 @@
 //!   (pending credit in a second CAS, a plain bool flag, overflow only
 //!   debug-asserted) cannot happen here. A window of up to
 //!   [`InputWindow::WAIT_FREE_MAX_WINDOW`] bytes keeps guard bits in its
-//!   window field, so a frame is one `fetch_sub` and a release one
-//!   `fetch_add`, and only announcing credit takes a CAS (a refused one is
-//!   undone; `input.rs` says what other threads may see meanwhile); larger
-//!   windows take one CAS of the sequential rules per operation.
+//!   window field, so a release is one `fetch_add` (a refused one is undone;
+//!   `input.rs` says what other threads may see meanwhile), a frame one CAS
+//!   that changes nothing when it is refused, and announcing credit one
+//!   CAS; larger windows take one CAS of the sequential rules per
+//!   operation.
 //! - [`OutputWindow`]: a signed 32-bit window of free credit (negative
 //!   after a SETTINGS change, 6.9.2), the credit *held* (taken by
 //!   [`try_hold`](OutputWindow::try_hold), not yet sent or given back; 31

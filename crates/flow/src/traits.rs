@@ -25,8 +25,8 @@ pub trait InputFlow: Send + Sync + Sized {
     /// racing a refused frame counted the frame's bytes as unread (its
     /// return already holds them, so a composition that gives a refused
     /// frame back to its connection must not). Only a window that applies
-    /// a frame before judging it (the wait-free [`InputWindow`](crate::InputWindow))
-    /// can say `true`; the default says `false`.
+    /// a frame before judging it can say `true`; none in this crate does
+    /// (the default says `false`).
     fn try_advance_counting_abort(&self, n: u32) -> (Result<Advance, FlowError>, bool) {
         (self.try_advance(n), false)
     }

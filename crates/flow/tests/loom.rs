@@ -13,7 +13,21 @@ use loom::sync::Arc;
 use loom::thread;
 
 fn model(f: impl Fn() + Sync + Send + 'static) {
+    model_with(loom::model::Builder::new(), f);
+}
+
+/// `model` for three threads of which two may wait out an over-release's
+/// undo: more room for their yields, and a preemption bound of at most 2
+/// (at 3, the schedules in which the two waiters hand the processor to
+/// each other ran for more than 20 minutes without an end).
+fn model_waiting(f: impl Fn() + Sync + Send + 'static) {
     let mut builder = loom::model::Builder::new();
+    builder.max_branches = 100_000;
+    builder.preemption_bound = Some(builder.preemption_bound.map_or(2, |bound| bound.min(2)));
+    model_with(builder, f);
+}
+
+fn model_with(mut builder: loom::model::Builder, f: impl Fn() + Sync + Send + 'static) {
     if builder.preemption_bound.is_none() {
         builder.preemption_bound = Some(3);
     }
@@ -960,5 +974,83 @@ fn a_release_after_the_abort_aborts_the_process() {
         assert_eq!(window.release(5).unwrap(), Release::Aborted);
         releaser.join().unwrap();
         assert_eq!(window.release(1).unwrap(), Release::Aborted);
+    });
+}
+
+/// Regression (outside probe): a frame that overdraws a full window (the
+/// peer breaking it) racing an over-release (the caller's bug). The frame
+/// was applied blind and undone; an over-release judged in between saw
+/// the lowered window and passed, the frame's undo then took the window
+/// above `initial` for good, and every later operation waited for an undo
+/// that never came. A refused frame now changes nothing.
+#[test]
+fn an_overdraw_never_lets_an_over_release_through() {
+    model(|| {
+        let window = Arc::new(InputWindow::with_threshold(100, 50).unwrap());
+        let peer = {
+            let window = window.clone();
+            thread::spawn(move || window.try_advance(101))
+        };
+        let buggy = window.release(1);
+        assert!(matches!(buggy, Err(FlowError::OverRelease { released: 1, outstanding: 0 })));
+        assert!(matches!(
+            peer.join().unwrap(),
+            Err(FlowError::WindowExceeded { requested: 101, available: 100 })
+        ));
+        assert_eq!(window.try_advance(100), Ok(Advance::Accepted), "the window is whole");
+    });
+}
+
+/// An over-release, a legitimate release and a frame race: the frame is
+/// judged only against credit that is there (never the over-release's:
+/// 96 bytes never fit, since at most 95 are ever free), the legitimate
+/// release is counted once (kept, or taken back while the over-release is
+/// in the window and added again), and the window ends exact.
+#[test]
+fn a_frame_never_uses_an_over_release_credit() {
+    model_waiting(|| {
+        let window = Arc::new(InputWindow::with_threshold(100, 90).unwrap());
+        window.try_advance(20).unwrap();
+        let buggy = {
+            let window = window.clone();
+            thread::spawn(move || window.release(30))
+        };
+        let peer = {
+            let window = window.clone();
+            thread::spawn(move || window.try_advance(96))
+        };
+        assert_eq!(window.release(15), Ok(Release::Pending));
+        assert!(matches!(buggy.join().unwrap(), Err(FlowError::OverRelease { released: 30, .. })));
+        assert!(matches!(
+            peer.join().unwrap(),
+            Err(FlowError::WindowExceeded { requested: 96, available: 80 | 95 })
+        ));
+        assert_eq!(
+            window.state(),
+            InputState { window: 95, pending: 15, aborted: false, updates_disabled: false }
+        );
+    });
+}
+
+/// Two over-releases at once (a double release on two threads), each too
+/// much by itself: both are refused, neither waits for the other for good
+/// (the one that meets the other's credit takes its own back and is judged
+/// again), and the window is unchanged.
+#[test]
+fn two_over_releases_at_once_are_both_refused() {
+    model(|| {
+        let window = Arc::new(InputWindow::with_threshold(100, 90).unwrap());
+        window.try_advance(20).unwrap();
+        let other = {
+            let window = window.clone();
+            thread::spawn(move || window.release(30))
+        };
+        let mine = window.release(30);
+        assert!(matches!(mine, Err(FlowError::OverRelease { released: 30, .. })));
+        assert!(matches!(other.join().unwrap(), Err(FlowError::OverRelease { released: 30, .. })));
+        assert_eq!(
+            window.state(),
+            InputState { window: 80, pending: 0, aborted: false, updates_disabled: false }
+        );
     });
 }
