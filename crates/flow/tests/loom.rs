@@ -1054,3 +1054,44 @@ fn two_over_releases_at_once_are_both_refused() {
         );
     });
 }
+
+/// Regression (review): a buggy thread over-releases 100 (on 80
+/// outstanding), then 45; a legitimate thread releases 40. In any order
+/// exactly one of 45 and 40 fits (45 + 40 > 80). The legitimate release,
+/// stepping back from the 100, found the 45 (judged against its own
+/// credit) in the window and took its credit back: the 45's credit was
+/// uncovered (usable by a frame, an announcement or the abort until its
+/// undo) and the legitimate release was refused too. It now waits while
+/// its credit alone stands between the window and its bound. Found at
+/// bound 4, so it runs there whatever the environment says (two threads
+/// beside the main one: seconds).
+#[test]
+fn a_legitimate_release_never_uncovers_a_second_over_release() {
+    let mut builder = loom::model::Builder::new();
+    builder.max_branches = 100_000;
+    builder.preemption_bound = Some(4);
+    model_with(builder, || {
+        let window = Arc::new(InputWindow::with_threshold(100, 90).unwrap());
+        window.try_advance(80).unwrap();
+        let buggy = {
+            let window = window.clone();
+            thread::spawn(move || {
+                assert!(window.release(100).is_err(), "100 on 80 outstanding passed");
+                window.release(45)
+            })
+        };
+        let legit = {
+            let window = window.clone();
+            thread::spawn(move || window.release(40))
+        };
+        let second = buggy.join().unwrap();
+        let legit = legit.join().unwrap();
+        assert!(
+            second.is_ok() != legit.is_ok(),
+            "not one of 45 and 40 accepted: {second:?}, {legit:?}, {:?}",
+            window.state()
+        );
+        let accepted = if second.is_ok() { 45 } else { 40 };
+        assert_eq!(window.state().window, 20 + accepted);
+    });
+}

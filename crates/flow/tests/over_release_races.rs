@@ -37,24 +37,30 @@ fn an_overdrawing_peer_never_lets_an_over_release_through() {
     for initial in INITIALS {
         let window = Arc::new(InputWindow::new(initial).unwrap());
         let stop = Arc::new(AtomicBool::new(false));
+        let refused = Arc::new(AtomicU64::new(0));
         let peer = {
-            let (window, stop) = (window.clone(), stop.clone());
+            let (window, stop, refused) = (window.clone(), stop.clone(), refused.clone());
             thread::spawn(move || {
-                let mut refused = 0u64;
                 while !stop.load(Ordering::Relaxed) {
                     let error = window.try_advance(initial.saturating_add(1)).unwrap_err();
                     assert!(matches!(error, FlowError::WindowExceeded { .. }), "{error:?}");
-                    refused += 1;
+                    refused.fetch_add(1, Ordering::Relaxed);
                 }
-                refused
             })
         };
-        for _ in 0..200_000 {
+        // Race the peer for real: start once it runs, and go on until it
+        // has been refused many times (or 200,000 releases after that).
+        while refused.load(Ordering::Relaxed) == 0 {
+            thread::yield_now();
+        }
+        let mut releases = 0u64;
+        while releases < 200_000 || refused.load(Ordering::Relaxed) < 20_000 {
             let error = window.release(1).expect_err("an over-release passed");
             assert_eq!(error, FlowError::OverRelease { released: 1, outstanding: 0 });
+            releases += 1;
         }
         stop.store(true, Ordering::Relaxed);
-        assert!(peer.join().unwrap() > 0);
+        peer.join().unwrap();
         assert_eq!(
             window.state(),
             InputState { window: initial, pending: 0, aborted: false, updates_disabled: false },
