@@ -80,11 +80,14 @@
 //!   empty frames (DATA without data or END_STREAM, CONTINUATION without a
 //!   fragment) more than frames that do work: a request or DATA with data
 //!   pays one back. (Not "in a row": 99 empty frames and one byte of DATA,
-//!   repeated, would pass that.) PRIORITY and unknown frame types, which
-//!   the server ignores, have an allowance of 128 per stream opened (as
-//!   nginx's for PRIORITY), at most 2,048 banked; so do frames whose own
-//!   fault is a stream error (a zero WINDOW_UPDATE, a malformed PRIORITY)
-//!   on a stream we reset, which are discarded, not reset again.
+//!   repeated, would pass that.) Frames the server ignores have an
+//!   allowance of 128 per stream opened (as nginx's for PRIORITY), at most
+//!   2,048 banked: PRIORITY and unknown frame types; WINDOW_UPDATE and
+//!   RST_STREAM on a closed stream; a SETTINGS acknowledgement after the
+//!   first, a PING acknowledgement for a PING we did not send, a GOAWAY
+//!   after the first; and frames whose own fault is a stream error (a zero
+//!   WINDOW_UPDATE, a malformed PRIORITY) on a stream we reset, which are
+//!   discarded, not reset again.
 //! - **HPACK bombs:** the decoder's header-list limit (+32 bytes per
 //!   field) and field-count limit.
 //! - **Stream-id exhaustion:** ids only grow; past 2^31-1 the client must
@@ -293,9 +296,10 @@ const MAX_RESET_MEMORY: usize = 1024;
 /// The largest client stream id (section 5.1.1).
 const MAX_STREAM_ID: u32 = (1 << 31) - 1;
 
-/// PRIORITY and unknown frames allowed per stream the client opens (and
-/// once for the connection), as nginx allows PRIORITY frames: enough for
-/// a browser that reprioritizes, none for a flood that opens nothing.
+/// Frames the server ignores (PRIORITY, unknown types, WINDOW_UPDATE on a
+/// closed stream, ...) allowed per stream the client opens (and once for
+/// the connection), as nginx allows PRIORITY frames: enough for a browser
+/// that reprioritizes, none for a flood that opens nothing.
 const IGNORED_PER_STREAM: u32 = 128;
 /// The most such allowance a connection banks.
 const IGNORED_ALLOWANCE_MAX: u32 = 16 * IGNORED_PER_STREAM;
@@ -328,6 +332,8 @@ pub struct Connection {
     draining: bool,
     /// The client sent GOAWAY.
     peer_goaway: bool,
+    /// The client acknowledged our SETTINGS (we send one).
+    settings_acked: bool,
     /// Stream ids we reset lately: what the client sent before it saw the
     /// RST_STREAM is discarded.
     recently_reset: RecentIds,
@@ -352,8 +358,8 @@ pub struct Connection {
     /// has not seen yet: 6.5.2, 5.1.2). One limit's worth: a client that
     /// never acknowledges gets no free resets past it.
     free_refusals: u32,
-    /// PRIORITY and unknown frames still allowed: [`IGNORED_PER_STREAM`]
-    /// at first and for each stream opened, at most
+    /// Frames the server ignores still allowed (see the module docs):
+    /// [`IGNORED_PER_STREAM`] at first and for each stream opened, at most
     /// [`IGNORED_ALLOWANCE_MAX`] banked.
     ignored_allowance: u32,
     queued_control: usize,
@@ -426,6 +432,7 @@ impl Connection {
             goaway: None,
             draining: false,
             peer_goaway: false,
+            settings_acked: false,
             recently_reset: RecentIds::new(reset_memory),
             recently_closed: RecentIds::new(reset_memory),
             block: None,
@@ -561,8 +568,13 @@ impl Connection {
             // reprioritizes is served, a flood of them is not.
             Frame::Priority { .. } | Frame::Unknown { .. } => self.ignore_frame(),
             Frame::RstStream { stream, .. } => self.rst_stream(stream, streams),
-            // From now on the client knows our limits.
-            Frame::Settings { ack: true, .. } => self.free_refusals = 0,
+            // From now on the client knows our limits. We send one
+            // SETTINGS: another acknowledgement does nothing.
+            Frame::Settings { ack: true, .. } if self.settings_acked => self.ignore_frame(),
+            Frame::Settings { ack: true, .. } => {
+                self.settings_acked = true;
+                self.free_refusals = 0;
+            }
             Frame::Settings { ack: false, params } => {
                 if params.len() > MAX_SETTINGS_PARAMS {
                     return self.fail(ErrorCode::ENHANCE_YOUR_CALM, "too many SETTINGS parameters");
@@ -587,12 +599,17 @@ impl Connection {
                 self.control_queued(start);
             }
             Frame::Ping { ack: true, payload } => {
-                if self.draining && payload == SHUTDOWN_PING {
+                if self.draining && self.goaway.is_none() && payload == SHUTDOWN_PING {
                     self.final_goaway();
+                } else {
+                    // An acknowledgement of a PING we did not send.
+                    self.ignore_frame();
                 }
             }
             // The client opens no more streams: the connection ends with
-            // the ones it has.
+            // the ones it has. A second GOAWAY (6.8 allows lowering the
+            // last stream id) changes nothing here.
+            Frame::GoAway { .. } if self.peer_goaway => self.ignore_frame(),
             Frame::GoAway { .. } => self.peer_goaway = true,
             Frame::WindowUpdate { stream, increment } => {
                 self.window_update(stream, increment, streams)
@@ -926,6 +943,10 @@ impl Connection {
         let Some(stream) = self.streams.remove(&id) else {
             if id > self.last_stream {
                 self.fail(ErrorCode::PROTOCOL_ERROR, "RST_STREAM on an idle stream");
+            } else {
+                // Closed already (a reset that crossed our END_STREAM or
+                // our own RST_STREAM): nothing to do.
+                self.ignore_frame();
             }
             return;
         };
@@ -951,6 +972,9 @@ impl Connection {
         let Some(stream) = self.streams.get(&id) else {
             if id > self.last_stream {
                 self.fail(ErrorCode::PROTOCOL_ERROR, "WINDOW_UPDATE on an idle stream");
+            } else {
+                // Closed: credit for a response that has ended.
+                self.ignore_frame();
             }
             return;
         };

@@ -721,6 +721,62 @@ fn ignored_frames_have_an_allowance_per_stream() {
     assert_eq!(c.goaway(), Some(ErrorCode::ENHANCE_YOUR_CALM));
 }
 
+/// Frames on a closed stream that change nothing (WINDOW_UPDATE, 6.9;
+/// RST_STREAM, 5.1) and acknowledgements or GOAWAYs with nothing to
+/// acknowledge are ignored from the same allowance as PRIORITY: a client
+/// whose cancel or credit crosses our END_STREAM is served, a flood of them
+/// on a finished stream is not (before, it went on for ever).
+#[test]
+fn frames_with_nothing_to_do_spend_the_ignored_allowance() {
+    let floods: [fn() -> Vec<u8>; 5] = [
+        || raw(kind::WINDOW_UPDATE, 0, 1, &[0, 0, 1, 0]),
+        || raw(kind::RST_STREAM, 0, 1, &[0, 0, 0, 8]),
+        || raw(kind::SETTINGS, flag::ACK, 0, &[]),
+        || raw(kind::PING, flag::ACK, 0, &[7; 8]),
+        || raw(kind::GOAWAY, 0, 0, &[0, 0, 0, 1, 0, 0, 0, 0]),
+    ];
+    for (case, frame) in floods.iter().enumerate() {
+        let mut c = Client::new();
+        // The first SETTINGS ACK and the first GOAWAY do something.
+        c.feed(&raw(kind::SETTINGS, flag::ACK, 0, &[]));
+        c.feed(&raw(kind::GOAWAY, 0, 0, &[0, 0, 0, 1, 0, 0, 0, 0]));
+        let headers = c.request(1, "/", true);
+        c.feed(&headers);
+        c.conn.send_headers(1, 200, [], true);
+        c.sent();
+        // One stream opened: the connection's allowance and the stream's.
+        for _ in 0..2 * IGNORED_PER_STREAM {
+            c.feed(&frame());
+        }
+        assert_eq!(c.conn.error(), None, "case {case}: within the allowance");
+        assert_eq!(c.sent(), [], "case {case}: ignored, nothing answered");
+        c.feed(&frame());
+        assert_eq!(c.goaway(), Some(ErrorCode::ENHANCE_YOUR_CALM), "case {case}: a flood");
+    }
+}
+
+/// The ordinary crossings: a cancel and a WINDOW_UPDATE arriving after
+/// each response ended, on every stream of a long connection, and
+/// acknowledgements of our SETTINGS and shutdown PING, are no flood.
+#[test]
+fn crossing_frames_on_finished_streams_are_served() {
+    let mut c = Client::new();
+    c.feed(&raw(kind::SETTINGS, flag::ACK, 0, &[]));
+    for i in 0..1_000u32 {
+        let stream = 1 + 2 * i;
+        let headers = c.request(stream, "/", true);
+        c.feed(&headers);
+        c.conn.send_headers(stream, 200, [], true);
+        c.feed(&raw(kind::WINDOW_UPDATE, 0, stream, &[0, 0, 1, 0]));
+        c.feed(&raw(kind::RST_STREAM, 0, stream, &[0, 0, 0, 8]));
+    }
+    c.conn.shutdown();
+    c.feed(&raw(kind::PING, flag::ACK, 0, &SHUTDOWN_PING));
+    assert_eq!(c.conn.error(), None);
+    let sent = c.sent();
+    assert_eq!(sent.iter().filter(|f| matches!(f, Sent::GoAway { .. })).count(), 2, "{sent:?}");
+}
+
 /// 5.1.2: streams past MAX_CONCURRENT_STREAMS are refused.
 #[test]
 fn concurrency_limit() {
