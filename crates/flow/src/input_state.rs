@@ -70,6 +70,7 @@ impl InputState {
     /// window is a FLOW_CONTROL_ERROR, even after an abort (Kestrel's rule:
     /// the peer broke it whatever we did locally). After an abort the bytes
     /// are not counted: the stream's reader is gone.
+    #[inline]
     pub(crate) fn advance(&mut self, n: u32) -> Result<Advance, FlowError> {
         if n > self.window {
             return Err(FlowError::WindowExceeded { requested: n, available: self.window });
@@ -91,6 +92,7 @@ impl InputState {
     /// told can drive pending credit up to `threshold + initial`, more than
     /// one WINDOW_UPDATE carries: an announcement is capped at 2^31-1 and
     /// the rest stays pending (it is at most `threshold` then).
+    #[inline]
     pub(crate) fn release(
         &mut self,
         n: u32,

@@ -1,5 +1,5 @@
 //! HTTP/2 flow-control windows (RFC 9113 section 6.9) whose whole state is
-//! one `AtomicU64`, changed by a single atomic read-modify-write.
+//! one `AtomicU64`, changed by a single compare-and-swap.
 //!
 //! ```
 //! use falconet_flow::{Advance, InputWindow, OutputWindow, Release};
@@ -25,13 +25,10 @@
 //!   the pending reset are one CAS, "aborted" and "updates disabled" are
 //!   bits of the word, so the gap in Kestrel's unmerged CAS attempt
 //!   (pending credit in a second CAS, a plain bool flag, overflow only
-//!   debug-asserted) cannot happen here. A window of up to
-//!   [`InputWindow::WAIT_FREE_MAX_WINDOW`] bytes keeps guard bits in its
-//!   window field, so a release is one `fetch_add` (a refused one is undone;
-//!   `input.rs` says what other threads may see meanwhile), a frame one CAS
-//!   that changes nothing when it is refused, and announcing credit one
-//!   CAS; larger windows take one CAS of the sequential rules per
-//!   operation.
+//!   debug-asserted) cannot happen here. Every frame, release and abort is
+//!   one CAS of the sequential rules, aimed by a load; a refused one
+//!   changes nothing (`input.rs` says why releases are no longer applied
+//!   blind).
 //! - [`OutputWindow`]: a signed 32-bit window of free credit (negative
 //!   after a SETTINGS change, 6.9.2), the credit *held* (taken by
 //!   [`try_hold`](OutputWindow::try_hold), not yet sent or given back; 31
@@ -89,8 +86,7 @@
 //! accounting bug, neither ever sent. [`Aborted`] refuses reservations and
 //! holds on an aborted send window. [`StreamFlowError`] says which window ([`Scope`]) refused a
 //! frame. No operation panics on bad input, and a refused operation changes
-//! nothing once it returns (a wait-free window's refused frame or release is
-//! undone; `input.rs` says what other threads may see meanwhile).
+//! nothing: no other thread ever sees it.
 
 #![forbid(unsafe_code)]
 

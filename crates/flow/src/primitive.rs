@@ -16,15 +16,3 @@ pub(crate) use std::sync::{
 pub(crate) fn lock<T>(mutex: &Mutex<T>) -> impl core::ops::DerefMut<Target = T> + '_ {
     mutex.lock().unwrap_or_else(|poison| poison.into_inner())
 }
-
-/// Gives the core to another thread (loom: a scheduling point).
-#[cfg(falconet_flow_loom)]
-pub(crate) fn yield_now() {
-    loom::thread::yield_now();
-}
-
-/// Gives the core to another thread.
-#[cfg(not(falconet_flow_loom))]
-pub(crate) fn yield_now() {
-    std::thread::yield_now();
-}

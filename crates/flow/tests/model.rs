@@ -30,8 +30,6 @@ fn amount() -> impl Strategy<Value = u32> {
         1 => any::<u32>(),
         1 => (MAX_WINDOW - 300)..=MAX_WINDOW,
         1 => Just(MAX_WINDOW),
-        // A wait-free window's one-RMW limit, on both sides.
-        1 => (InputWindow::WAIT_FREE_MAX_AMOUNT - 2)..=(InputWindow::WAIT_FREE_MAX_AMOUNT + 2),
     ]
 }
 
@@ -53,10 +51,6 @@ fn initial_window() -> impl Strategy<Value = u32> {
         1 => Just(1u32),
         1 => (MAX_WINDOW - 2000)..=MAX_WINDOW,
         1 => any::<u32>(),
-        // The largest wait-free window and the smallest CAS one.
-        1 => (InputWindow::WAIT_FREE_MAX_WINDOW - 2)..=(InputWindow::WAIT_FREE_MAX_WINDOW + 2),
-        // Windows a few frames of the one-RMW limit wide.
-        1 => (InputWindow::WAIT_FREE_MAX_AMOUNT - 2)..=(4 * InputWindow::WAIT_FREE_MAX_AMOUNT),
     ]
 }
 

@@ -1,16 +1,18 @@
-//! The wait-free receive window (and the CAS one): sequential
-//! behaviour at the edges, against the rules (`ParkingLotInputWindow`
-//! applies `InputState`'s functions under a lock). Every sequence of up to
-//! three operations over edge amounts, for edge windows and thresholds of
-//! both kinds (wait-free and CAS), plus long random sequences over the same
-//! edge amounts.
+//! The receive window's sequential behaviour at the edges, against the
+//! rules (`ParkingLotInputWindow` applies `InputState`'s functions under a
+//! lock). Every sequence of up to three operations over edge amounts, for
+//! edge windows and thresholds (among them the edges of the former
+//! wait-free window: a 1 MiB release, a 256 MiB window), plus long random
+//! sequences over the same edge amounts.
 #![cfg(not(falconet_flow_loom))]
 
 use falconet_flow::{InputFlow, InputWindow, MAX_WINDOW, ParkingLotInputWindow};
 use proptest::prelude::*;
 
-const AMOUNT: u32 = InputWindow::WAIT_FREE_MAX_AMOUNT;
-const WFMW: u32 = InputWindow::WAIT_FREE_MAX_WINDOW;
+/// The largest release the former wait-free window applied blind.
+const AMOUNT: u32 = 1 << 20;
+/// The largest window that was wait-free.
+const WFMW: u32 = (1 << 28) - 1;
 
 #[derive(Clone, Copy, Debug)]
 enum Op {
