@@ -191,14 +191,6 @@ impl InputWindow {
         self.update(|state| state.advance(n))
     }
 
-    /// `try_advance`, and whether an `abort` counted a refused frame's
-    /// bytes as unread: never, since a refused frame changes nothing in
-    /// the word (kept for [`InputFlow::try_advance_counting_abort`](crate::InputFlow::try_advance_counting_abort)).
-    #[inline]
-    pub(crate) fn advance_counting_abort(&self, n: u32) -> (Result<Advance, FlowError>, bool) {
-        (self.try_advance(n), false)
-    }
-
     /// The application consumed `n` bytes: they return to the window, and a
     /// [`Release::Update`] says when to send WINDOW_UPDATE.
     ///

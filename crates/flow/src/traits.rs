@@ -129,10 +129,6 @@ impl InputFlow for crate::InputWindow {
         crate::InputWindow::try_advance(self, n)
     }
     #[inline]
-    fn try_advance_counting_abort(&self, n: u32) -> (Result<Advance, FlowError>, bool) {
-        self.advance_counting_abort(n)
-    }
-    #[inline]
     fn release(&self, n: u32) -> Result<Release, FlowError> {
         crate::InputWindow::release(self, n)
     }
