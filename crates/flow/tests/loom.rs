@@ -1303,15 +1303,15 @@ fn a_step_back_after_the_window_settled_agrees_with_the_abort() {
     });
 }
 
-/// The ABA as real threads meet it: the legitimate release is not
-/// preempted at an odd instruction, it is yielding in `step_back`'s
-/// patience loop by design (a second over-release of 45 was judged
-/// against its credit, the d1f821c scenario). While it yields, the erring
-/// thread's 45 is undone, the peer's frame of 30 uses the legitimate 40,
-/// and a third over-release (200) lands: the release's next look finds
-/// the window above `initial` by more than its credit and withdraws (no
-/// patience left to spend: the excess is not its credit). The window is
-/// then 40 short (-10 for a truth of 30), and a frame of 5 is refused.
+/// The ABA as real threads met it when releases were blind: the
+/// legitimate release was not preempted at an odd instruction, it was
+/// yielding in the step back's patience loop by design (a second
+/// over-release of 45 had been judged against its credit). While it
+/// yielded, the erring thread's 45 was undone, the peer's frame of 30 used
+/// the legitimate 40, and a third over-release (200) landed: the release's
+/// next look found the window above `initial` by more than its credit and
+/// withdrew. The window was then 40 short (-10 for a truth of 30), and a
+/// frame of 5 was refused.
 /// (Real threads: `over_release_races.rs`.)
 #[test]
 fn a_step_back_waiting_out_three_over_releases_keeps_used_credit() {
