@@ -801,7 +801,7 @@ fn over_release_vs_an_announce() {
         };
         let legit = window.release(15);
         assert!(matches!(buggy.join().unwrap(), Err(FlowError::OverRelease { released: 30, .. })));
-        // The legitimate release waits out the over-release: it is
+        // The over-release changes nothing: the legitimate release is
         // judged against the real window and announces only its own credit.
         assert_eq!(legit, Ok(Release::Update(15)));
         assert_eq!(
@@ -1011,8 +1011,8 @@ fn a_frame_never_uses_an_over_release_credit() {
 
 /// Two over-releases at once (a double release on two threads), each too
 /// much by itself: both are refused, neither waits for the other for good
-/// (the one that meets the other's credit takes its own back and is judged
-/// again), and the window is unchanged.
+/// (each is judged on a word the other never changed), and the window is
+/// unchanged.
 #[test]
 fn two_over_releases_at_once_are_both_refused() {
     model(|| {
