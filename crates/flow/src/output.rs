@@ -23,8 +23,8 @@
 //! so that flag, `waiting`, is an `AtomicBool` beside it, written only with
 //! the lock held (it mirrors "a waker is stored"). Two roles:
 //!
-//! - a **waiter**, with the lock held, stores its waker (unless the same
-//!   task's is already there), sets `waiting`, then reads the word again
+//! - a **waiter**, with the lock held, stores its waker in its own slot
+//!   (one per waiting future), sets `waiting`, then reads the word again
 //!   with a read-modify-write: usable, it goes on and takes the credit;
 //!   still unusable, it sleeps;
 //! - a **transition** is a change whose CAS takes the word from unusable to
@@ -46,9 +46,15 @@
 //! critical section after the waiter's. If a transition came before the
 //! re-read, the re-read sees the usable word, or a later unusable one and
 //! then a later transition wakes. Each waiter runs this on its own, so two
-//! or more change nothing in the argument. A stale waker left behind (a
-//! reservation that found credit, a dropped future) costs one spurious
-//! wake at the next transition, which empties the list.
+//! or more change nothing in the argument.
+//!
+//! A reservation that stops waiting takes its waker out under the lock:
+//! when it gets its answer, and when its future is dropped (a timeout
+//! around `reserve`, a cancelled task). The last one out clears `waiting`,
+//! which is again the mirror of the list. So a window that stays empty
+//! while a million timed-out waits come and go holds only the wakers of
+//! the futures waiting now. (Clearing `waiting` cannot lose a wake: no
+//! waker is stored, and any later waiter sets it again before its re-read.)
 //!
 //! # Ordering
 //!
@@ -135,27 +141,75 @@ pub struct OutputWindow {
     waiters: Mutex<Waiters>,
 }
 
-/// The wakers of the tasks waiting in [`OutputWindow::reserve`]: the first
-/// inline (one waiter, the usual case, allocates nothing), the others in a
-/// list whose capacity is kept from one wait to the next.
+/// The wakers of the tasks waiting in [`OutputWindow::reserve`]: one slot
+/// per waiting future, named by the future's [`Key`]. A wake takes every
+/// waker and starts a new round, so a key from an earlier round names
+/// nothing. A future that stops waiting (it got its credit, or it was
+/// dropped: a timeout, a cancelled task) empties its slot for the next
+/// waiter, so memory, and the time to register, stay bounded by the futures
+/// waiting now, however many came and went while the window stayed empty.
+/// The vectors keep their capacity from one wait to the next.
 #[derive(Debug, Default)]
 struct Waiters {
-    first: Option<Waker>,
-    rest: Vec<Waker>,
+    /// How many wakes have emptied the list.
+    round: u64,
+    slots: Vec<Option<Waker>>,
+    /// The empty slots below `slots.len()`, reused first.
+    vacant: Vec<usize>,
+}
+
+/// A waiting [`Reserve`]'s slot in [`Waiters`], valid in its round only.
+#[derive(Clone, Copy, Debug)]
+struct Key {
+    round: u64,
+    slot: usize,
 }
 
 impl Waiters {
-    /// Stores `waker` unless the same task's is stored already (a task
-    /// polled again, or two reservations awaited in one task).
-    fn register(&mut self, waker: &Waker) {
-        let known = |stored: &Waker| stored.will_wake(waker);
-        if self.first.as_ref().is_some_and(known) || self.rest.iter().any(known) {
+    /// Stores `waker` for the future holding `key`: in its own slot if the
+    /// key is from this round (replacing a waker that would wake another
+    /// task), otherwise in a new slot, whose key it writes.
+    fn register(&mut self, key: &mut Option<Key>, waker: &Waker) {
+        if let Some(Key { round, slot }) = *key
+            && round == self.round
+        {
+            match &mut self.slots[slot] {
+                Some(stored) if stored.will_wake(waker) => {}
+                stored => *stored = Some(waker.clone()),
+            }
             return;
         }
-        match self.first {
-            None => self.first = Some(waker.clone()),
-            Some(_) => self.rest.push(waker.clone()),
+        let slot = match self.vacant.pop() {
+            Some(slot) => {
+                self.slots[slot] = Some(waker.clone());
+                slot
+            }
+            None => {
+                self.slots.push(Some(waker.clone()));
+                self.slots.len() - 1
+            }
+        };
+        *key = Some(Key { round: self.round, slot });
+    }
+
+    /// The future holding `key` waits no more: its slot, if a wake has not
+    /// already emptied it, is free again.
+    fn remove(&mut self, key: Key) {
+        if key.round == self.round && self.slots[key.slot].take().is_some() {
+            self.vacant.push(key.slot);
         }
+    }
+
+    /// How many futures wait.
+    fn len(&self) -> usize {
+        self.slots.len() - self.vacant.len()
+    }
+
+    /// Takes every waker, ending the round.
+    fn take_all(&mut self) -> Vec<Option<Waker>> {
+        self.round += 1;
+        self.vacant.clear();
+        mem::take(&mut self.slots)
     }
 }
 
@@ -214,25 +268,22 @@ impl OutputWindow {
 
     #[cold]
     fn wake_slow(&self) {
-        let (first, mut rest) = {
+        let mut slots = {
             let mut waiters = lock(&self.waiters);
             // Under the lock: `waiting` mirrors the list.
             self.waiting.store(false, Ordering::Relaxed);
-            (waiters.first.take(), mem::take(&mut waiters.rest))
+            waiters.take_all()
         };
         // Outside the lock: a waker may run code that waits again.
-        if let Some(waker) = first {
+        for waker in slots.drain(..).flatten() {
             waker.wake();
         }
-        for waker in rest.drain(..) {
-            waker.wake();
-        }
-        if rest.capacity() > 0 {
+        if slots.capacity() > 0 {
             // The list's memory goes back for the next wait, unless a
             // waiter has started a list of its own meanwhile.
             let mut waiters = lock(&self.waiters);
-            if waiters.rest.capacity() == 0 {
-                waiters.rest = rest;
+            if waiters.slots.capacity() == 0 {
+                waiters.slots = slots;
             }
         }
     }
@@ -363,8 +414,9 @@ impl OutputWindow {
     /// on the connection's): each credit-giving change (`increase`,
     /// `give_back`, a growing `apply_initial_window_delta`, `abort`) wakes
     /// them all, and each takes what it finds in turn or waits again. No
-    /// order among them is kept. Dropping the future cancels the wait;
-    /// nothing is taken until it returns.
+    /// order among them is kept. Dropping the future cancels the wait:
+    /// nothing is taken until it returns, and its waker leaves the window
+    /// (wrapping it in a timeout that keeps firing leaves nothing behind).
     ///
     /// ```
     /// use std::sync::Arc;
@@ -394,7 +446,7 @@ impl OutputWindow {
     /// # Errors
     /// [`Aborted`] when the window is aborted, also while waiting.
     pub fn reserve(&self, max: u32) -> Reserve<'_> {
-        Reserve { window: self, max }
+        Reserve { window: self, max, key: None }
     }
 
     /// A WINDOW_UPDATE of `n` arrived (RFC 9113 6.9); wakes a waiting
@@ -455,10 +507,17 @@ impl OutputWindow {
     }
 
     /// One poll of a waiting reservation: the waiter's half of the wake
-    /// protocol (module docs).
-    fn poll_reserve(&self, cx: &mut Context<'_>, max: u32) -> Poll<Result<u32, Aborted>> {
+    /// protocol (module docs). `key` names the future's waker slot once it
+    /// has waited.
+    fn poll_reserve(
+        &self,
+        cx: &mut Context<'_>,
+        max: u32,
+        key: &mut Option<Key>,
+    ) -> Poll<Result<u32, Aborted>> {
         loop {
             if let Some(result) = self.reserve_if_usable(max) {
+                self.stop_waiting(key);
                 return Poll::Ready(result);
             }
             // Nothing to take: leave the waker, say so, then look again
@@ -466,7 +525,7 @@ impl OutputWindow {
             // before it left a usable word for the RMW to see.
             {
                 let mut waiters = lock(&self.waiters);
-                waiters.register(cx.waker());
+                waiters.register(key, cx.waker());
                 // Relaxed, under the lock: the RMW below orders it before
                 // every later change of the word.
                 self.waiting.store(true, Ordering::Relaxed);
@@ -477,9 +536,28 @@ impl OutputWindow {
                     return Poll::Pending;
                 }
             }
-            // Usable after all: go round and take the credit (the stored
-            // waker costs at most one spurious wake).
+            // Usable after all: go round and take the credit.
         }
+    }
+
+    /// A reservation that has waited waits no more (it got its answer, or
+    /// its future was dropped): its waker leaves the list, and `waiting`
+    /// is cleared when no other is left, so transitions stop looking.
+    fn stop_waiting(&self, key: &mut Option<Key>) {
+        if let Some(key) = key.take() {
+            let mut waiters = lock(&self.waiters);
+            waiters.remove(key);
+            if waiters.len() == 0 {
+                // Under the lock: `waiting` mirrors the list (module docs).
+                self.waiting.store(false, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// How many reservations wait (tests: cancelled ones must not count).
+    #[cfg(test)]
+    fn waiters(&self) -> usize {
+        lock(&self.waiters).len()
     }
 
     /// A reservation if the window is usable (or `max` is 0); `None` to
@@ -506,19 +584,30 @@ impl OutputWindow {
     }
 }
 
-/// The future of [`OutputWindow::reserve`].
+/// The future of [`OutputWindow::reserve`]. Dropping it before it is
+/// ready cancels the wait: nothing was taken, and its waker leaves the
+/// window's list at once.
 #[must_use = "futures do nothing unless polled"]
 #[derive(Debug)]
 pub struct Reserve<'a> {
     window: &'a OutputWindow,
     max: u32,
+    /// This future's waker slot, once it has waited.
+    key: Option<Key>,
 }
 
 impl Future for Reserve<'_> {
     type Output = Result<u32, Aborted>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        self.window.poll_reserve(cx, self.max)
+        let this = self.get_mut();
+        this.window.poll_reserve(cx, this.max, &mut this.key)
+    }
+}
+
+impl Drop for Reserve<'_> {
+    fn drop(&mut self) {
+        self.window.stop_waiting(&mut self.key);
     }
 }
 
@@ -540,5 +629,52 @@ mod tests {
         assert_eq!((WINDOW_MASK | HELD_MASK) & ABORTED, 0);
         assert_eq!(WINDOW_MASK | HELD_MASK | ABORTED, u64::MAX);
         assert_eq!(HELD_MASK >> HELD_SHIFT, u64::from(MAX_WINDOW));
+    }
+
+    /// Polls `future` once with a waker that does nothing.
+    fn poll_once<F: Future + Unpin>(future: &mut F) -> Poll<F::Output> {
+        Pin::new(future).poll(&mut Context::from_waker(Waker::noop()))
+    }
+
+    /// Waits dropped while the window stays empty (a timeout around
+    /// `reserve`, again and again) leave no slot behind, and the last one
+    /// out clears `waiting`.
+    #[test]
+    fn cancelled_reservations_leave_nothing_behind() {
+        let window = OutputWindow::new(0).unwrap();
+        let mut staying = window.reserve(1);
+        assert!(poll_once(&mut staying).is_pending());
+        for _ in 0..1000 {
+            let mut quitting = window.reserve(1);
+            assert!(poll_once(&mut quitting).is_pending());
+            assert_eq!(window.waiters(), 2);
+        }
+        assert_eq!(window.waiters(), 1);
+        assert!(lock(&window.waiters).slots.len() <= 2, "slots are reused");
+        drop(staying);
+        assert_eq!(window.waiters(), 0);
+        assert!(!window.waiting.load(Ordering::Relaxed));
+    }
+
+    /// A future polled again keeps its one slot; one woken, served, and
+    /// one woken to wait again, each leave the list as they should.
+    #[test]
+    fn each_waiting_future_has_one_slot_across_rounds() {
+        let window = OutputWindow::new(0).unwrap();
+        let (mut first, mut second) = (window.reserve(1), window.reserve(1));
+        for _ in 0..3 {
+            assert!(poll_once(&mut first).is_pending());
+            assert!(poll_once(&mut second).is_pending());
+        }
+        assert_eq!(window.waiters(), 2);
+        window.increase(1).unwrap(); // wakes both: a new round
+        assert_eq!(window.waiters(), 0);
+        assert_eq!(poll_once(&mut first), Poll::Ready(Ok(1)));
+        assert!(poll_once(&mut second).is_pending(), "nothing left: waits again");
+        assert_eq!(window.waiters(), 1);
+        drop(first); // served: its stale key names no slot
+        assert_eq!(window.waiters(), 1);
+        drop(second);
+        assert_eq!(window.waiters(), 0);
     }
 }

@@ -357,6 +357,48 @@ fn give_back_wakes_a_waiting_reserve() {
     });
 }
 
+/// One task gives up its wait (a timeout dropped its `reserve` future)
+/// while a second task waits and an update arrives: the dropped future's
+/// waker leaves the list (and, the last one out, clears the flag that
+/// transitions look at), which must not cost the second task its wake.
+#[test]
+fn cancelled_reserve_vs_waiting_reserve_vs_increase() {
+    model(|| {
+        let window = Arc::new(OutputWindow::new(0).unwrap());
+        let quitter = {
+            let window = window.clone();
+            thread::spawn(move || {
+                let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+                let mut reserve = Box::pin(window.reserve(4));
+                // Pending, or the credit if the update came first.
+                match std::future::Future::poll(reserve.as_mut(), &mut cx) {
+                    std::task::Poll::Ready(granted) => granted.unwrap(),
+                    std::task::Poll::Pending => 0,
+                }
+                // Dropped here, waiting or not.
+            })
+        };
+        let updater = {
+            let window = window.clone();
+            thread::spawn(move || {
+                window.increase(4).unwrap();
+                // Credit the quitter took before it quit is sent again.
+                let taken = quitter.join().unwrap();
+                if taken > 0 {
+                    window.increase(taken).unwrap();
+                }
+            })
+        };
+        let mut granted = 0;
+        while granted < 4 {
+            granted += loom::future::block_on(window.reserve(4)).unwrap();
+        }
+        updater.join().unwrap();
+        assert_eq!(granted, 4);
+        assert_eq!(window.state(), OutputState { window: 0, held: 0, aborted: false });
+    });
+}
+
 // A sequential model of the stream composition's documented guarantee:
 // a grant is `min(max, stream free at t1, connection free at t2)` for two
 // instants t1 < t2 of the call. Each thread's operations are split into
