@@ -161,6 +161,9 @@ pub struct Session<H: Handler> {
     read_space: usize,
     /// The protocol is known (see `detect`).
     detected: bool,
+    /// Bytes that may still become the HTTP/2 preface have arrived: a head
+    /// under way for the timers (held to the header timeout, not idle).
+    maybe_preface: bool,
     /// The HTTP/2 side, for a connection that opened with the preface.
     h2: Option<Box<Http2<H::State>>>,
 }
@@ -181,6 +184,7 @@ impl<H: Handler> Session<H> {
             Ok(None) => return false,
             Err(_) => {
                 self.detected = true;
+                self.maybe_preface = false;
                 return true;
             }
         };
@@ -198,10 +202,12 @@ impl<H: Handler> Session<H> {
         if n < PREFACE.len() && first[..n] == PREFACE[..n] && !guard.is_completed() {
             // Could be the preface: wait for more, as a partial head waits.
             let _ = guard.advance_to(0, len);
+            self.maybe_preface = len > 0;
             return false;
         }
         let _ = guard.advance_to(0, 0);
         self.detected = true;
+        self.maybe_preface = false;
         if first == *PREFACE {
             let mut h2 = Box::new(Http2::new(cx));
             h2.peer = self.http.peer;
@@ -238,6 +244,7 @@ impl<H: Handler> Session<H> {
             bulk: false,
             read_space,
             detected: false,
+            maybe_preface: false,
             h2: None,
         })
     }
@@ -625,6 +632,9 @@ impl<H: Handler> Session<H> {
 
     /// Whether no request is under way and nothing waits to be sent.
     pub fn is_idle(&self) -> bool {
+        if self.maybe_preface {
+            return false;
+        }
         if let Some(h2) = self.h2() {
             return h2.is_idle();
         }
