@@ -268,6 +268,9 @@ struct Block {
     charged: usize,
     /// On a stream we reset: decoded for the table's sake, then dropped.
     discard: bool,
+    /// The stream was open when the block began: trailers, never a new
+    /// request, even if the stream ends on our side before the block does.
+    trailers: bool,
 }
 
 /// The least a CONTINUATION counts against the header-list limit: an
@@ -481,6 +484,10 @@ impl Connection {
             }
             let Some(header_bytes) = rest.first_chunk::<HEADER_LEN>() else { return pos };
             let header = FrameHeader::parse(header_bytes);
+            if let Some(reason) = self.out_of_turn(&header) {
+                self.fail(ErrorCode::PROTOCOL_ERROR, reason);
+                continue;
+            }
             if let Err(error) = header.check_length(self.local.max_frame_size) {
                 self.frame_error(error, streams);
                 continue;
@@ -537,6 +544,29 @@ impl Connection {
         needed.saturating_sub(held.len()).max(usize::from(!held.is_empty()))
     }
 
+    /// Whether a frame with this header may not come now, whatever its
+    /// payload: the preface's first frame must be SETTINGS (3.4), and an
+    /// open field block takes nothing but its own CONTINUATIONs (4.3,
+    /// 6.10). Either is a connection PROTOCOL_ERROR, decided from the
+    /// header before the frame is parsed, so that a malformed frame out of
+    /// turn (a PRIORITY of 4 bytes inside a block) ends the connection
+    /// too, not just its stream while the block goes on.
+    fn out_of_turn(&self, header: &FrameHeader) -> Option<&'static str> {
+        if self.phase == Phase::FirstSettings && header.kind != frame::kind::SETTINGS {
+            return Some("the preface's first frame is not SETTINGS");
+        }
+        match self.block {
+            Some(block)
+                if header.kind != frame::kind::CONTINUATION || header.stream != block.stream =>
+            {
+                Some("frame inside a field block")
+            }
+            _ => None,
+        }
+    }
+
+    /// One well-formed frame that came in turn (see
+    /// [`out_of_turn`](Self::out_of_turn)).
     fn frame(&mut self, frame: Frame<'_>, streams: &mut impl Streams) {
         if self.phase == Phase::FirstSettings {
             if !matches!(frame, Frame::Settings { ack: false, .. }) {
@@ -544,13 +574,6 @@ impl Connection {
                     .fail(ErrorCode::PROTOCOL_ERROR, "the preface's first frame is not SETTINGS");
             }
             self.phase = Phase::Open;
-        }
-        if let Some(block) = self.block {
-            // 6.10: nothing but the block's CONTINUATIONs until it ends.
-            match frame {
-                Frame::Continuation { stream, .. } if stream == block.stream => {}
-                _ => return self.fail(ErrorCode::PROTOCOL_ERROR, "frame inside a field block"),
-            }
         }
         match frame {
             Frame::Data { stream, end_stream, data, flow_len } => {
@@ -606,11 +629,16 @@ impl Connection {
                     self.ignore_frame();
                 }
             }
-            // The client opens no more streams: the connection ends with
-            // the ones it has. A second GOAWAY (6.8 allows lowering the
-            // last stream id) changes nothing here.
+            // The client is leaving: the connection ends with the streams
+            // it has, and our GOAWAY says so first (6.8: "SHOULD always
+            // send a GOAWAY frame before closing"), naming the last stream
+            // we will process, as Go's server does. A second GOAWAY (6.8
+            // allows lowering the last stream id) changes nothing here.
             Frame::GoAway { .. } if self.peer_goaway => self.ignore_frame(),
-            Frame::GoAway { .. } => self.peer_goaway = true,
+            Frame::GoAway { .. } => {
+                self.peer_goaway = true;
+                self.final_goaway();
+            }
             Frame::WindowUpdate { stream, increment } => {
                 self.window_update(stream, increment, streams)
             }
@@ -782,7 +810,9 @@ impl Connection {
             }
         }
         self.last_stream = self.last_stream.max(id);
-        self.block = Some(Block { stream: id, end_stream, continuations: 0, charged: 0, discard });
+        let trailers = self.streams.contains_key(&id);
+        self.block =
+            Some(Block { stream: id, end_stream, continuations: 0, charged: 0, discard, trailers });
         self.block_bytes.clear();
         self.block_bytes.extend_from_slice(fragment);
         if end_headers {
@@ -826,9 +856,15 @@ impl Connection {
     /// A field block is complete: decode it (always: 4.3), then open the
     /// stream, deliver trailers, or refuse.
     fn end_block(&mut self, streams: &mut impl Streams) {
-        let Some(Block { stream: id, end_stream, discard, .. }) = self.block.take() else {
+        let Some(Block { stream: id, end_stream, mut discard, trailers, .. }) = self.block.take()
+        else {
             return;
         };
+        // Trailers whose stream we ended while they arrived (the response
+        // finished and reset the rest of the request, or the application
+        // gave up): dropped, as on a stream reset before them. Never a new
+        // request on the used id (5.1.1).
+        discard |= trailers && !self.streams.contains_key(&id);
         self.head.clear();
         let head = &mut self.head;
         let decoded = self.decoder.decode(&self.block_bytes, |field| head.add(field));
