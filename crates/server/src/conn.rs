@@ -76,6 +76,13 @@ pub(crate) enum Verdict {
 /// connection of its worker gets its turn before it gets the next.
 pub(crate) const TURN_READ_BUDGET: usize = 1 << 20;
 
+/// The most a lingering connection reads (and discards) in one turn.
+/// Its bytes are worth nothing: a sixteenth of a serving turn's budget.
+const LINGER_TURN_BUDGET: usize = TURN_READ_BUDGET / 16;
+
+/// One read of a lingering connection (on the stack).
+const LINGER_READ: usize = 8 << 10;
+
 /// The most read-answer-write rounds of one turn (each reads until the
 /// input pipe pauses or the socket is drained): the budget for a
 /// connection that keeps the worker busy without reading much.
@@ -351,13 +358,18 @@ impl<H: Handler> Conn<H> {
         self.linger()
     }
 
-    /// Reads and discards until the client's end of stream.
+    /// Reads and discards until the client's end of stream, at most
+    /// [`LINGER_TURN_BUDGET`] bytes a turn: a client that keeps sending
+    /// after our last word (an upload refused, a GOAWAY for a flood) then
+    /// yields the worker to the other connections and to the timer, which
+    /// closes it at the linger timeout.
     fn linger(&mut self) -> io::Result<Verdict> {
-        let mut sink = [0u8; 1024];
-        loop {
+        let mut sink = [0u8; LINGER_READ];
+        let mut budget = LINGER_TURN_BUDGET;
+        while budget > 0 {
             match self.socket.read(&mut sink) {
                 Ok(0) => return Ok(Verdict::Close),
-                Ok(_) => {}
+                Ok(n) => budget = budget.saturating_sub(n),
                 Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
                     return Ok(Verdict::Open);
                 }
@@ -365,6 +377,7 @@ impl<H: Handler> Conn<H> {
                 Err(error) => return Err(error),
             }
         }
+        Ok(Verdict::Yield)
     }
 
     /// A handler method panicked during [`ready`](Self::ready): the

@@ -346,9 +346,11 @@ impl<H: Handler> Worker<H> {
                 recovered(&mut conn, cx, now, |conn, cx| conn.check(now, &timeouts, cx))
             };
             match verdict {
-                Verdict::Open | Verdict::Yield => true,
+                Verdict::Open => true,
                 Verdict::Close => false,
-                Verdict::Drive => {
+                // A turn the timer began (a close that lingers) and cut
+                // short: driven again, as its socket's edge has passed.
+                Verdict::Drive | Verdict::Yield => {
                     drive.push(id);
                     true
                 }

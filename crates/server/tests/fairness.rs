@@ -108,3 +108,43 @@ fn a_pipelining_flood_does_not_starve_the_other_connections() {
     }
     flood.finish();
 }
+
+/// A client that keeps sending after the server's last word (a refused
+/// request: `400`, then the close lingers, discarding what still comes)
+/// gets no more than a serving connection does: other connections are
+/// answered while it sends, and the timer closes it at the linger timeout.
+/// (Lingering used to read until the socket ran dry: a client sending
+/// faster than that held its worker, and the timer, for as long as it
+/// liked.)
+#[test]
+fn a_client_sending_after_our_last_word_is_closed_on_time() {
+    const LINGER: Duration = Duration::from_secs(5);
+    let server = serve(Options::new().workers(1).linger_timeout(LINGER), Hello);
+    let mut batch = b"GET / HTTP/1.1\r\n\r\n".to_vec(); // no Host: 400
+    batch.extend(std::iter::repeat_n(b'x', 1 << 20));
+    let floods: Vec<_> = (0..8).map(|_| Flood::start(server.addr, batch.clone())).collect();
+    let started = Instant::now();
+    for flood in &floods {
+        while flood.answered.load(Ordering::Relaxed) == 0 {
+            assert!(started.elapsed() < FLOOD_FOR, "never answered 400");
+            thread::sleep(Duration::from_millis(10));
+        }
+    }
+    // Other connections are answered while the floods go on.
+    let mut probes = 0;
+    while probes < 3 || started.elapsed() < LINGER / 2 {
+        probes += 1;
+        let mut client = Client::connect(server.addr);
+        assert_eq!(client.get("/plaintext").text(), "Hello, World!");
+    }
+    let ended = floods.iter().filter(|flood| flood.ended.load(Ordering::SeqCst)).count();
+    assert_eq!(ended, 0, "the probes were answered only at {:?}", started.elapsed());
+    // And the timer closes them.
+    for flood in floods {
+        while !flood.ended.load(Ordering::SeqCst) {
+            assert!(started.elapsed() < 3 * LINGER, "still open after {:?}", started.elapsed());
+            thread::sleep(Duration::from_millis(10));
+        }
+        flood.finish();
+    }
+}
