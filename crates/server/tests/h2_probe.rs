@@ -12,18 +12,26 @@ use common::serve;
 use falconet_server::h2::frame::kind;
 use falconet_server::{Handler, Options, Request, Response};
 
-/// `/big` answers 100,000 bytes at once; anything else `small`.
+/// `/big` answers 100,000 bytes at once, `/huge` 4 MiB (more than a
+/// connection may hold back for all its streams); anything else `small`.
 struct Sizes;
 
-impl Handler for Sizes {
-    type State = bool;
+/// `/huge`'s length.
+const HUGE: usize = 4 << 20;
 
-    fn head(&self, request: &Request<'_>) -> bool {
-        request.path() == "/big"
+impl Handler for Sizes {
+    type State = usize;
+
+    fn head(&self, request: &Request<'_>) -> usize {
+        match request.path() {
+            "/big" => 100_000,
+            "/huge" => HUGE,
+            _ => 0,
+        }
     }
 
-    fn respond(&self, big: bool, response: &mut Response<'_>) {
-        let body = if big { vec![b'x'; 100_000] } else { b"small".to_vec() };
+    fn respond(&self, size: usize, response: &mut Response<'_>) {
+        let body = if size > 0 { vec![b'x'; size] } else { b"small".to_vec() };
         let _ = response.body(&body);
     }
 }
@@ -38,11 +46,23 @@ const INITIAL_WINDOW_SIZE: u16 = 4;
 /// interfering with each other; §6.9: HEADERS need no credit.
 #[test]
 fn a_stream_held_by_its_window_does_not_block_the_others() {
+    held_stream_does_not_block_the_others("/big", 100_000);
+}
+
+/// The same with a response larger than all a connection may hold back
+/// (1 MiB): one paused download, however large, stops no other stream
+/// (an outside probe saw none answered past 1 MiB).
+#[test]
+fn a_huge_stream_held_by_its_window_does_not_block_the_others() {
+    held_stream_does_not_block_the_others("/huge", HUGE);
+}
+
+fn held_stream_does_not_block_the_others(path: &str, size: usize) {
     let server = serve(Options::new().workers(1), Sizes);
     let mut raw = Raw::handshake(server.addr, &[(INITIAL_WINDOW_SIZE, 100)]);
     raw.frame(kind::SETTINGS, 1, 0, &[]);
     raw.window_update(0, 1 << 30);
-    raw.headers(1, &req("GET", "/big"), true);
+    raw.headers(1, &req("GET", path), true);
     let first =
         frames_until(&mut raw, Duration::from_secs(3), |f| f.kind == kind::DATA && f.stream == 1);
     let sent: usize = first.iter().filter(|f| f.kind == kind::DATA).map(|f| f.payload.len()).sum();
@@ -58,14 +78,14 @@ fn a_stream_held_by_its_window_does_not_block_the_others() {
         );
     }
     // And stream 1 finishes once it has credit.
-    raw.window_update(1, 1 << 20);
+    raw.window_update(1, 1 << 30);
     let rest = frames_until(&mut raw, Duration::from_secs(3), |f| f.stream == 1 && f.end_stream());
     let more: usize = rest
         .iter()
         .filter(|f| f.kind == kind::DATA && f.stream == 1)
         .map(|f| f.payload.len())
         .sum();
-    assert_eq!(sent + more, 100_000);
+    assert_eq!(sent + more, size);
 }
 
 /// The same with the connection's window spent: later streams still get

@@ -839,9 +839,15 @@ impl Connection {
         block.continuations += 1;
         block.charged += fragment.len().max(CONTINUATION_CHARGE);
         let list = self.config.max_header_list_size as usize;
-        if (block.continuations > FREE_CONTINUATIONS && block.charged > list)
-            || self.block_bytes.len() + fragment.len() > list
-        {
+        if self.block_bytes.len() + fragment.len() > list {
+            // More compressed bytes than the limit allows buffered, and a
+            // refused block must still be decoded whole to keep the table
+            // in step: the connection ends (RFC 9113 10.5.1 allows it; see
+            // docs/rfc9113.md, CONTINUATION flood).
+            return self
+                .fail(ErrorCode::ENHANCE_YOUR_CALM, "field block past the header-list limit");
+        }
+        if block.continuations > FREE_CONTINUATIONS && block.charged > list {
             return self.fail(ErrorCode::ENHANCE_YOUR_CALM, "CONTINUATION flood");
         }
         if fragment.is_empty() && !end_headers && self.empty_frame() {

@@ -65,9 +65,9 @@ const CONNECTION_FIELDS: [&[u8]; 5] =
 const HEAD_ROOM: usize = 16 * 1024;
 
 /// How many times `max_pending_output` a connection may hold in responses
-/// that wait for their streams' windows before it answers no new stream:
-/// 16 (1 MiB by default). Below it, a stream short of credit does not
-/// hold up the others.
+/// that wait for their streams' windows, the largest of them aside, before
+/// it answers no new stream: 16 (1 MiB by default). Below it, a stream
+/// short of credit does not hold up the others.
 const HELD_BACK_FACTOR: usize = 16;
 
 /// One stream's exchange with the application.
@@ -346,17 +346,24 @@ impl<S: Send + 'static> Http2<S> {
     /// sendable is what the windows would let go now, what a client that
     /// does not read its socket makes the connection hold (a head not yet
     /// sent counts whole: HEADERS need no credit); held back is the body
-    /// bytes past a stream's credit, waiting for that stream's reader.
+    /// bytes past a stream's credit, waiting for that stream's reader,
+    /// but for the stream that holds back the most: one response paused
+    /// by its own window (a client pausing a download), however large its
+    /// handler made it, holds up no other stream (RFC 9113 §5.2); two or
+    /// more are a client that withholds credit to make us stage answers.
     fn pending(&self) -> (usize, usize) {
-        self.exchanges.iter().fold((0, 0), |(sendable, held), (&id, exchange)| {
-            let unsent = exchange.unsent();
-            if exchange.head_sent && unsent > 0 {
-                let now = unsent.min(self.conn.send_credit(id));
-                (sendable + now, held + (unsent - now))
-            } else {
-                (sendable + unsent, held)
-            }
-        })
+        let (sendable, held, largest) =
+            self.exchanges.iter().fold((0, 0, 0), |(sendable, held, largest), (&id, exchange)| {
+                let unsent = exchange.unsent();
+                if exchange.head_sent && unsent > 0 {
+                    let now = unsent.min(self.conn.send_credit(id));
+                    let back = unsent - now;
+                    (sendable + now, held + back, largest.max(back))
+                } else {
+                    (sendable + unsent, held, largest)
+                }
+            });
+        (sendable, held - largest)
     }
 
     /// Answers the streams whose requests ended, while the responses staged
@@ -365,11 +372,11 @@ impl<S: Send + 'static> Http2<S> {
     /// [`pending`](Self::pending)). A client that does not read, or grants
     /// no credit, cannot make the connection hold more: the others wait,
     /// as HTTP/1 stops parsing. A response held back by its own window
-    /// does not stop the others below that (RFC 9113 §5.2: streams must
-    /// not block each other), and a synchronous answer is as large as its
-    /// handler made it, so the second bound is what keeps a zero-window
-    /// client from having every handler's answer staged. Returns whether
-    /// it answered any.
+    /// does not stop the others (RFC 9113 §5.2: streams must not block
+    /// each other; the largest held back is not counted), and a
+    /// synchronous answer is as large as its handler made it, so the
+    /// second bound is what keeps a zero-window client from having every
+    /// handler's answer staged. Returns whether it answered any.
     fn respond<H>(&mut self, handler: &H, cx: &mut Context, app: &mut AppSlots) -> bool
     where
         H: Handler<State = S>,
