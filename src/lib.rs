@@ -9,7 +9,12 @@
 //! | [`pipe`] | `falconet-pipe` | SPSC socket-input pipe: pooled blocks from socket reader to parser |
 //! | [`flow`] | `falconet-flow` | HTTP/2 flow-control windows in one CAS-updated `u64` |
 //! | [`registry`] | `falconet-registry` | sharded connection registry: id -> connection, lock-free lookup, idle sweep |
-//! | [`server`] | `falconet-server` | thin HTTP/1.1 server built from the four (without its binary's `cli` feature) |
+//! | [`server`] | `falconet-server` | thin HTTP/1.1 and HTTP/2 server built from the four (without its binary's `cli` feature) |
+//!
+//! Features pass through to the members: `tokio` (the pipe's tokio
+//! adapters, the server's `RequestBody` as `AsyncRead`), `tower` (the
+//! server's `tower` module: an axum `Router` on falconet) and `bytes`
+//! (the pool's `BlockBuf`, frozen into `bytes::Bytes`). None is on by default.
 //!
 //! ```
 //! let pool = falconet::pool::Pool::new();

@@ -41,6 +41,14 @@ unsafe impl Sync for IoReader {}
 impl Reader {
     /// This reader as an `io::Read`/`BufRead` (and tokio `AsyncRead`/
     /// `AsyncBufRead`) stream.
+    ///
+    /// The examined mark carries over: bytes an earlier
+    /// [`advance_to`](crate::ReadGuard::advance_to) examined without
+    /// consuming stay examined, so the adapter's first read waits for
+    /// bytes beyond them, as the reader's own next read would, and then
+    /// returns them with the new ones. Consume what was examined (or
+    /// examine only what was consumed) before converting, to have those
+    /// bytes returned at once.
     pub fn into_io(self) -> IoReader {
         IoReader { reader: self, held: None, began: false }
     }

@@ -24,7 +24,11 @@ impl fmt::Display for LeaseError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Exhausted { max_bytes } => {
-                write!(f, "block pool exhausted: all {max_bytes} bytes it may use are leased")
+                write!(
+                    f,
+                    "block pool exhausted: all {max_bytes} bytes it may use are leased \
+                     or held in other threads' caches (see the README's \"On tokio\")"
+                )
             }
             Self::OutOfMemory { slab_bytes } => {
                 write!(f, "the system allocator refused a {slab_bytes}-byte slab")

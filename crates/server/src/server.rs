@@ -361,8 +361,14 @@ impl<H: Handler> Running<H> {
     /// waits. Called in a task that runtime runs, `join` blocks the runtime
     /// just the same, and tokio's API cannot tell that thread from a
     /// `spawn_blocking` one, where blocking is fine: await
-    /// [`stopped`](Self::stopped) in async code.
+    /// [`stopped`](Self::stopped) in async code. Once every worker has
+    /// stopped (after `stopped().await`), `join` waits for nothing and
+    /// returns at once, wherever it is called.
     pub fn join(mut self) -> Result<(), ServerError> {
+        if self.threads.iter().all(std::thread::JoinHandle::is_finished) {
+            // Nothing to wait for (and no worker left to be on).
+            return self.join_threads();
+        }
         if crate::worker::on_worker() {
             // A worker waiting for the workers waits for itself: as the
             // drop there, the shutdown starts and nothing waits.

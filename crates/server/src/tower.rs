@@ -101,6 +101,12 @@
 //!   task (with the runtime entered): there `tokio::task::try_id()` is
 //!   `None`, `tokio::task::id()` panics (a `500`) and task-locals are unset;
 //!   a future that waits is finished in a task, where they are set.
+//!   So a handler that blocks its thread before its first `.await`
+//!   (`std::thread::sleep`, a blocking database call, CPU-heavy work)
+//!   blocks the worker, and every connection that worker serves waits
+//!   with it (under `axum::serve` it would hold one tokio worker): move
+//!   such work to `tokio::task::spawn_blocking` and await it, as tokio
+//!   asks of any async code.
 //! - falconet's own [`max_body`](crate::Options::max_body) (8 MiB by
 //!   default) bounds request bodies before the service sees them: a route
 //!   that raises axum's `DefaultBodyLimit` past it needs it raised too.

@@ -96,6 +96,20 @@ fn a_current_thread_runtime_serves_handlers_that_await_while_stopped_is_awaited(
     });
 }
 
+/// Once `stopped().await` has returned, `join` on the runtime's thread
+/// waits for nothing and says so: `Ok` (it refused with
+/// `WouldBlockRuntime`, as if workers were still running).
+#[test]
+fn join_after_stopped_returns_ok_on_the_runtimes_thread() {
+    current_thread().block_on(async {
+        let (mut running, _addr) = start();
+        running.handle().shutdown();
+        running.stopped().await.expect("the workers stopped cleanly");
+        let joined = running.join();
+        assert!(joined.is_ok(), "{joined:?}");
+    });
+}
+
 #[test]
 fn join_on_the_runtimes_thread_refuses_at_once_and_the_request_in_flight_finishes() {
     current_thread().block_on(async {
