@@ -1372,3 +1372,105 @@ fn a_step_back_waiting_out_three_over_releases_keeps_used_credit() {
         assert_eq!(small, Ok(Advance::Accepted), "a fitting frame refused (frame of 30: {big:?})");
     });
 }
+
+// The waiter slots of `OutputWindow::reserve` (a review's models, each
+// checked against two mutants: a `stop_waiting` that always clears
+// `waiting`, keys that ignore the round; both deadlock here).
+
+/// A window the futures can borrow across threads.
+fn leaked(initial: u32) -> &'static OutputWindow {
+    Box::leak(Box::new(OutputWindow::new(initial).unwrap()))
+}
+
+fn poll_noop<F: std::future::Future + Unpin>(f: &mut F) -> std::task::Poll<F::Output> {
+    std::pin::Pin::new(f).poll(&mut std::task::Context::from_waker(std::task::Waker::noop()))
+}
+
+/// A future waits (slot stored), then an update wakes it (new round) while
+/// another thread drops it (stale key or live key) and the main task waits
+/// for the credit: the drop's `stop_waiting` (clearing `waiting` when the
+/// list looks empty) must never cost the main waiter its wake.
+#[test]
+fn dropped_waiter_vs_increase_vs_new_waiter() {
+    model(|| {
+        let window = leaked(0);
+        let mut abandoned = window.reserve(1);
+        assert!(poll_noop(&mut abandoned).is_pending());
+        let dropper = thread::spawn(move || drop(abandoned));
+        let updater = thread::spawn(move || window.increase(1).unwrap());
+        let got = loom::future::block_on(window.reserve(1)).unwrap();
+        dropper.join().unwrap();
+        updater.join().unwrap();
+        assert_eq!(got, 1);
+        assert_eq!(window.state(), OutputState { window: 0, held: 0, aborted: false });
+    });
+}
+
+/// A future polled with one waker (a noop: its first task) is moved to
+/// another thread and polled there with that thread's waker, racing an
+/// update: the slot must carry the new waker, or the update must be seen.
+#[test]
+fn future_moved_to_another_task_vs_increase() {
+    model(|| {
+        let window = leaked(0);
+        let mut moved = window.reserve(1);
+        assert!(poll_noop(&mut moved).is_pending());
+        let mover = thread::spawn(move || loom::future::block_on(moved).unwrap());
+        window.increase(1).unwrap();
+        assert_eq!(mover.join().unwrap(), 1);
+    });
+}
+
+/// Two futures wait; one is woken by a first update and dropped without
+/// being polled again (its key is stale), a second update comes, and the
+/// other (polled again from its own thread) must be served.
+#[test]
+fn woken_then_dropped_vs_second_round() {
+    model(|| {
+        let window = leaked(0);
+        let mut first = window.reserve(1);
+        assert!(poll_noop(&mut first).is_pending());
+        let waiter = thread::spawn(move || {
+            let mut got = 0;
+            while got < 2 {
+                got += loom::future::block_on(window.reserve(2 - got)).unwrap();
+            }
+            got
+        });
+        let dropper = thread::spawn(move || {
+            window.increase(1).unwrap();
+            drop(first);
+        });
+        window.increase(1).unwrap();
+        dropper.join().unwrap();
+        assert_eq!(waiter.join().unwrap(), 2);
+        assert_eq!(window.state(), OutputState { window: 0, held: 0, aborted: false });
+    });
+}
+
+/// A waiter that is served (its `stop_waiting` clears `waiting`, the last
+/// one out) races a second waiter's registration and a transition.
+#[test]
+fn served_waiter_clears_flag_vs_new_waiter_vs_give_back() {
+    model(|| {
+        let window = leaked(1);
+        assert_eq!(window.try_hold(1), Ok(1));
+        let mut first = window.reserve(1);
+        assert!(poll_noop(&mut first).is_pending());
+        let a = thread::spawn(move || {
+            window.give_back(1).unwrap();
+            // Served or not, it stops waiting (Ready clears; drop clears).
+            let got = match poll_noop(&mut first) {
+                std::task::Poll::Ready(r) => r.unwrap(),
+                std::task::Poll::Pending => 0,
+            };
+            drop(first);
+            if got > 0 {
+                window.increase(got).unwrap(); // hand it on
+            }
+        });
+        let got = loom::future::block_on(window.reserve(1)).unwrap();
+        a.join().unwrap();
+        assert_eq!(got, 1);
+    });
+}

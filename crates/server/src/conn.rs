@@ -377,7 +377,9 @@ impl<H: Handler> Conn<H> {
                 Err(error) => return Err(error),
             }
         }
-        Ok(Verdict::Yield)
+        // Queued for one more turn at most (`yield_turn`), however many
+        // events and turns end here.
+        Ok(self.yield_turn())
     }
 
     /// A handler method panicked during [`ready`](Self::ready): the

@@ -495,3 +495,35 @@ fn an_upgrade_that_expects_100_continue_gets_100_before_101() {
         assert_eq!(got, expected, "expect={expect} {length:?}");
     }
 }
+
+/// `/huge` answers 4 MiB at once and counts the answers it made.
+struct CountedHuge(Arc<AtomicUsize>);
+
+impl Handler for CountedHuge {
+    type State = ();
+
+    fn head(&self, _: &Request<'_>) {}
+
+    fn respond(&self, (): (), response: &mut Response<'_>) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        let _ = response.body(&vec![b'x'; HUGE]);
+    }
+}
+
+/// What the largest held-back response left aside costs (a review): a
+/// zero-window client asking for twenty 4 MiB answers gets two staged
+/// (the largest, aside, and one that passes the 1 MiB bound), not twenty.
+/// The bound is the two largest answers plus 16 x `max_pending_output`.
+#[test]
+fn a_zero_window_client_gets_at_most_two_huge_answers_staged() {
+    let answered = Arc::new(AtomicUsize::new(0));
+    let server = serve(Options::new().workers(1), CountedHuge(Arc::clone(&answered)));
+    let mut raw = Raw::handshake(server.addr, &[(INITIAL_WINDOW_SIZE, 0)]);
+    raw.frame(kind::SETTINGS, 1, 0, &[]);
+    for stream in (1..=39).step_by(2) {
+        raw.headers(stream, &req("GET", "/huge"), true);
+    }
+    let _ = frames_until(&mut raw, Duration::from_secs(2), |_| false);
+    let staged = answered.load(Ordering::SeqCst);
+    assert!(staged <= 2, "{staged} answers of 4 MiB staged for a zero-window client");
+}

@@ -637,7 +637,10 @@ impl Connection {
             Frame::GoAway { .. } if self.peer_goaway => self.ignore_frame(),
             Frame::GoAway { .. } => {
                 self.peer_goaway = true;
-                self.final_goaway();
+                // Draining as after our own shutdown's last step: a later
+                // shutdown must not send GOAWAY(2^31-1) after this one
+                // (6.8: the last stream id never increases).
+                self.goodbye();
             }
             Frame::WindowUpdate { stream, increment } => {
                 self.window_update(stream, increment, streams)

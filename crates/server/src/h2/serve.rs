@@ -351,6 +351,8 @@ impl<S: Send + 'static> Http2<S> {
     /// by its own window (a client pausing a download), however large its
     /// handler made it, holds up no other stream (RFC 9113 §5.2); two or
     /// more are a client that withholds credit to make us stage answers.
+    /// What such a client can have staged: the two largest answers (the
+    /// one left aside, and the one that passes the bound) plus the bound.
     fn pending(&self) -> (usize, usize) {
         let (sendable, held, largest) =
             self.exchanges.iter().fold((0, 0, 0), |(sendable, held, largest), (&id, exchange)| {

@@ -1185,6 +1185,23 @@ fn client_goaway() {
     assert!(c.conn.is_closed());
 }
 
+/// 6.8: once the client's GOAWAY is answered with ours, a graceful
+/// shutdown sends no GOAWAY(2^31-1) and PING after it: the last stream id
+/// must never increase (a review found exactly that).
+#[test]
+fn a_shutdown_after_the_clients_goaway_keeps_the_last_stream_id() {
+    let mut c = Client::new();
+    let headers = c.request(1, "/slow", true);
+    c.feed(&headers);
+    c.feed(&raw(kind::GOAWAY, 0, 0, &[0; 8]));
+    assert_eq!(c.sent(), [Sent::GoAway { code: ErrorCode::NO_ERROR }]);
+    c.conn.shutdown();
+    assert!(!c.conn.finish_shutdown());
+    assert_eq!(c.sent(), [], "nothing after our final GOAWAY");
+    c.conn.send_headers(1, 200, [], true);
+    assert!(c.conn.is_closed());
+}
+
 /// 8.1: a complete response while the request body still arrives ends
 /// the stream with RST_STREAM(NO_ERROR), and its unread credit returns.
 #[test]
