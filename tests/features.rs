@@ -16,7 +16,9 @@ fn member_features_are_reachable_through_the_facade() {
     buf.put_slice(b"hello");
     assert_eq!(&buf[..], b"hello");
 
-    // `tokio`: the pipe's async socket read.
+    // `tokio`: the pipe's async socket read. (The root's dev-dependencies
+    // turn the pipe's `tokio` on for its examples as well: `tower` and
+    // `bytes` are what this test proves the facade passes through.)
     let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
     let (mut writer, reader) = pipe(&pool, Options::new()).unwrap();
     runtime.block_on(async {
