@@ -550,6 +550,7 @@ impl<S> Http1<S> {
         if fields.upgrade_h2c
             && version == Version::Http11
             && fields.body == BodyLength::Empty
+            && crate::h2::upgrade::may_follow(&bytes[used..])
             && let Some(upgrade) = crate::h2::upgrade::from_http1(
                 method,
                 target.path_and_query,

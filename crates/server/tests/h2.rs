@@ -555,6 +555,31 @@ fn upgrade_by_hand() {
     }
 }
 
+/// An upgrade request with HTTP/1 requests pipelined behind it in the same
+/// segment: a `101` would make them a bad preface (GOAWAY, and the
+/// upgrading request never answered), so the upgrade is declined and both
+/// are answered over HTTP/1.1 (RFC 9110 7.8: a server may ignore Upgrade).
+#[test]
+fn an_upgrade_with_requests_pipelined_behind_it_stays_http1() {
+    use std::io::{Read, Write};
+
+    let server = serve(Options::new().workers(1), Hello);
+    let mut tcp = std::net::TcpStream::connect(server.addr).unwrap();
+    tcp.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    tcp.write_all(
+        b"GET /plaintext HTTP/1.1\r\nHost: a\r\nConnection: Upgrade, HTTP2-Settings\r\n\
+          Upgrade: h2c\r\nHTTP2-Settings: AAMAAABk\r\n\r\n\
+          GET /json HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n",
+    )
+    .unwrap();
+    let mut reply = Vec::new();
+    tcp.read_to_end(&mut reply).unwrap();
+    let reply = String::from_utf8_lossy(&reply);
+    assert!(reply.starts_with("HTTP/1.1 200 OK\r\n"), "{reply}");
+    assert_eq!(reply.matches("HTTP/1.1 200 OK\r\n").count(), 2, "{reply}");
+    assert!(reply.contains("Hello, World!") && reply.contains("\"message\""), "{reply}");
+}
+
 /// The server stopping says goodbye to an idle HTTP/2 connection with a
 /// GOAWAY(NO_ERROR) naming the last stream, then closes it.
 #[test]

@@ -11,6 +11,7 @@
 //! the upgrade). The server then answers `101 Switching Protocols`, sends
 //! its SETTINGS, and answers the request on stream 1.
 
+use super::frame::PREFACE;
 use super::head::Head;
 use super::hpack::Field;
 
@@ -97,6 +98,17 @@ pub(crate) fn from_http1(
     }
     head.finish().ok()?;
     Some(Upgrade { settings, head })
+}
+
+/// Whether `after`, the bytes that arrived behind an upgrade request, can
+/// begin what must follow a `101`: the HTTP/2 preface. Anything else is
+/// HTTP/1 requests pipelined behind it, which a `101` would turn into a
+/// bad preface (a connection error, the upgrade's own answer lost): the
+/// server then declines the upgrade (RFC 9110 7.8 lets it ignore one) and
+/// answers them all over HTTP/1.1.
+pub(crate) fn may_follow(after: &[u8]) -> bool {
+    let n = after.len().min(PREFACE.len());
+    after[..n] == PREFACE[..n]
 }
 
 /// Whether an `Upgrade` field's value names `h2c`.
