@@ -60,8 +60,38 @@ fn many(frames: usize, size: usize, yield_each: bool) -> AxumBody {
     AxumBody::new(Many { frames, size, sent: 0, yield_each, yielded: false })
 }
 
+/// An empty data frame first (a stream whose head is ready before any
+/// byte: an echo before the request's first byte), then `Many`'s, each
+/// after a wake.
+struct EmptyFirst(Option<Many>);
+
+impl http_body::Body for EmptyFirst {
+    type Data = Bytes;
+    type Error = Infallible;
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        match &mut self.0 {
+            Some(many) => Pin::new(many).poll_frame(cx),
+            None => {
+                self.0 =
+                    Some(Many { frames: 200, size: 10, sent: 0, yield_each: true, yielded: false });
+                Poll::Ready(Some(Ok(Frame::data(Bytes::new()))))
+            }
+        }
+    }
+}
+
 fn app() -> Router {
     Router::new()
+        .route("/empty-first", get(|| async { AxumBody::new(EmptyFirst(None)) }))
+        .route(
+            "/echo",
+            axum::routing::post(|body: AxumBody| async move {
+                AxumBody::from_stream(body.into_data_stream())
+            }),
+        )
         .route("/many", get(|| async { many(200, 10, false) }))
         .route("/few", get(|| async { many(20, 10, false) }))
         .route("/slow", get(|| async { many(40, 10, true) }))
@@ -134,4 +164,44 @@ fn many_small_tower_frames_over_h2() {
     with_server(async |send| {
         assert_eq!(fetch(&send, http::Method::GET, "/many").await, Ok((200, pattern(2000))));
     });
+}
+
+/// An axum echo whose client grants no credit at all is held to
+/// `min_response_rate` like any response waiting on its client: GOAWAY
+/// (ENHANCE_YOUR_CALM) after about a grace period. (An outside probe's
+/// zero-window axum echo, python `h2` sending 1 MiB of body, was held
+/// 30 s, to the response timeout: its body, left unpolled for want of
+/// credit with nothing staged, did not count as waiting on the client.
+/// This test's schedule stages a frame first and passed before the fix
+/// too; it holds the contract, the probe's script was the repro.)
+#[test]
+fn a_zero_window_client_of_a_polled_body_is_closed_by_the_rate() {
+    use common::h2raw::{Event, Raw, req};
+    use falconet_server::MinDataRate;
+    use falconet_server::h2::frame::{ErrorCode, kind, setting};
+    use std::time::Instant;
+
+    let app_rt =
+        tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let options = Options::new()
+        .workers(1)
+        .io_timeout(Duration::from_secs(60))
+        .min_response_rate(Some(MinDataRate::new(240, Duration::from_secs(1))));
+    let server = serve(options, TowerHandler::new(app(), app_rt.handle().clone()));
+    let mut raw = Raw::handshake(server.addr, &[(setting::INITIAL_WINDOW_SIZE, 0)]);
+    raw.headers(1, &req("POST", "/echo"), false);
+    for _ in 0..16 {
+        raw.data(1, &[b'x'; 16_384], false);
+    }
+    let began = Instant::now();
+    let fate = loop {
+        assert!(began.elapsed() < Duration::from_secs(10), "still open after 10 s");
+        match raw.next(Duration::from_millis(500)) {
+            Event::Frame(f) if f.kind == kind::GOAWAY => break f.code(),
+            Event::Eof => panic!("closed without a GOAWAY"),
+            _ => {}
+        }
+    };
+    assert_eq!(fate, u32::from(ErrorCode::ENHANCE_YOUR_CALM));
+    assert!(began.elapsed() < Duration::from_secs(5), "closed after {:?}", began.elapsed());
 }

@@ -138,8 +138,10 @@ enum Source {
     /// last look left bytes in it for want of room (only the worker
     /// takes them, so they are still there: with no room, nothing to do).
     Pipe { reader: Arc<Reader>, readable: Option<Readable>, held: bool },
-    /// Polled by the worker, through this encoder.
-    Polled(Box<dyn Polled>, Encoder),
+    /// Polled by the worker, through this encoder. `starved`: the last
+    /// look did not poll it for want of room (the stream's credit), so
+    /// whatever it would give waits for the client.
+    Polled { body: Box<dyn Polled>, encoder: Encoder, starved: bool },
 }
 
 /// A connection's HTTP/2 side: the protocol state and each stream's
@@ -449,7 +451,7 @@ impl<S: Send + 'static> Http2<S> {
                     Some(Source::Pipe { reader: Arc::new(reader), readable: None, held: false });
                 self.hints.sources = true;
             } else if let Some((polled, encoder)) = app.polled.take() {
-                exchange.source = Some(Source::Polled(polled, encoder));
+                exchange.source = Some(Source::Polled { body: polled, encoder, starved: false });
                 self.hints.sources = true;
             } else {
                 exchange.finished = true;
@@ -574,18 +576,18 @@ impl<S: Send + 'static> Http2<S> {
                         break;
                     }
                 },
-                Source::Polled(polled, encoder) => loop {
+                Source::Polled { body: polled, encoder, starved } => loop {
                     // A body frame comes whole: poll only with room for
                     // some. Once the client's input has ended, though, no
                     // credit can come: poll with nothing unsent, so that a
                     // frame waiting for credit shows (`all_need_credit`)
                     // and an end that needs none goes out.
-                    if room == 0
+                    *starved = room == 0
                         && !(exchange.staged.len() == exchange.sent && encoder.is_untouched())
                         && !(input_ended
                             && exchange.staged.len() == exchange.sent
-                            && exchange.shared.is_empty())
-                    {
+                            && exchange.shared.is_empty());
+                    if *starved {
                         break;
                     }
                     let before = exchange.staged.len() + exchange.shared.len();
@@ -785,11 +787,14 @@ impl<S: Send + 'static> Http2<S> {
 
     /// Whether the response of `exchange` (stream `id`) waits for the
     /// client's credit: staged bytes past the stream's window, or bytes
-    /// left in its pipe with none.
+    /// left in its pipe, or a polled body left unpolled, with none.
     fn waits_for_credit(&self, id: u32, exchange: &Exchange<S>) -> bool {
-        let pipe_held = matches!(exchange.source, Some(Source::Pipe { held: true, .. }));
+        let source_held = matches!(
+            exchange.source,
+            Some(Source::Pipe { held: true, .. } | Source::Polled { starved: true, .. })
+        );
         let credit = self.conn.send_credit(id);
-        exchange.head_sent && (exchange.unsent() > credit || (pipe_held && credit == 0))
+        exchange.head_sent && (exchange.unsent() > credit || (source_held && credit == 0))
     }
 
     /// The response timeout passed with only the application at work:
