@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::task::{Context, Poll, Wake, Waker};
 use std::thread::{self, Thread};
 
-use falconet_flow::{Aborted, OutputWindow};
+use falconet_flow::{Aborted, MAX_WINDOW, OutputWindow};
 
 /// Runs `future` to its end on this thread, parking between polls.
 fn block_on<F: Future>(future: F) -> F::Output {
@@ -219,4 +219,27 @@ fn writers_on_threads_share_one_window() {
     }
     assert_eq!(taken.load(Ordering::Relaxed), WRITERS * NEED);
     assert_eq!(window.available(), 0);
+}
+
+/// `reserve` at the ends of its range: 0 on an empty window answers at
+/// once with 0 (it must not wait for credit it does not want), `u32::MAX`
+/// waits and then takes all there is; on an aborted window both fail at
+/// once, and a wait under way fails when the window is aborted.
+#[test]
+fn reserve_at_the_ends_of_its_range() {
+    let window = OutputWindow::new(0).unwrap();
+    let noop = &mut Context::from_waker(Waker::noop());
+    assert_eq!(pin!(window.reserve(0)).poll(noop), Poll::Ready(Ok(0)));
+    let mut all = pin!(window.reserve(u32::MAX));
+    assert!(all.as_mut().poll(noop).is_pending());
+    window.increase(MAX_WINDOW).unwrap();
+    assert_eq!(all.as_mut().poll(noop), Poll::Ready(Ok(MAX_WINDOW)));
+    assert_eq!(window.available(), 0);
+
+    let mut waiting = pin!(window.reserve(1));
+    assert!(waiting.as_mut().poll(noop).is_pending());
+    window.abort();
+    assert_eq!(waiting.as_mut().poll(noop), Poll::Ready(Err(Aborted)));
+    assert_eq!(pin!(window.reserve(0)).poll(noop), Poll::Ready(Err(Aborted)));
+    assert_eq!(pin!(window.reserve(u32::MAX)).poll(noop), Poll::Ready(Err(Aborted)));
 }

@@ -60,32 +60,8 @@ fn many(frames: usize, size: usize, yield_each: bool) -> AxumBody {
     AxumBody::new(Many { frames, size, sent: 0, yield_each, yielded: false })
 }
 
-/// An empty data frame first (a stream whose head is ready before any
-/// byte: an echo before the request's first byte), then `Many`'s, each
-/// after a wake.
-struct EmptyFirst(Option<Many>);
-
-impl http_body::Body for EmptyFirst {
-    type Data = Bytes;
-    type Error = Infallible;
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        match &mut self.0 {
-            Some(many) => Pin::new(many).poll_frame(cx),
-            None => {
-                self.0 =
-                    Some(Many { frames: 200, size: 10, sent: 0, yield_each: true, yielded: false });
-                Poll::Ready(Some(Ok(Frame::data(Bytes::new()))))
-            }
-        }
-    }
-}
-
 fn app() -> Router {
     Router::new()
-        .route("/empty-first", get(|| async { AxumBody::new(EmptyFirst(None)) }))
         .route(
             "/echo",
             axum::routing::post(|body: AxumBody| async move {
