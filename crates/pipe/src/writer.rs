@@ -92,6 +92,9 @@ pub struct Writer {
     examined_seen: u64,
     news_seen: u64,
     closed: bool,
+    /// The reader is gone, as a commit or a flush found: every later write
+    /// fails at once, without leasing or copying anything.
+    reader_gone: bool,
     /// The poll-based adapters' flush hysteresis (`io.rs`).
     pub(crate) io_paused: bool,
 }
@@ -120,6 +123,7 @@ impl Writer {
             examined_seen: count(bytes(start)),
             news_seen: 0,
             closed: false,
+            reader_gone: false,
             io_paused: false,
         }
     }
@@ -135,8 +139,8 @@ impl Writer {
     /// [`WriteError::Closed`] after `poll_shutdown`.
     #[inline]
     pub fn buffer(&mut self, min: usize) -> Result<&mut [u8], WriteError> {
-        if self.closed {
-            return Err(WriteError::Closed);
+        if self.closed | self.reader_gone {
+            return Err(self.ended());
         }
         if self.tail_cap - self.tail_len < min.max(1) {
             self.grow(min)?;
@@ -162,9 +166,9 @@ impl Writer {
     /// [`WriteError::Closed`] after `poll_shutdown`.
     #[inline]
     pub fn commit(&mut self, n: usize) -> Result<(), WriteError> {
-        if self.closed {
+        if self.closed | self.reader_gone {
             // Bytes after "completed" would break the reader's contract.
-            return Err(WriteError::Closed);
+            return Err(self.ended());
         }
         let available = self.tail_cap - self.tail_len;
         if n > available {
@@ -191,8 +195,8 @@ impl Writer {
     /// committed).
     #[inline]
     pub fn put_slice(&mut self, mut data: &[u8]) -> Result<(), PutError> {
-        if self.closed {
-            return Err(PutError { committed: 0, error: WriteError::Closed });
+        if self.closed | self.reader_gone {
+            return Err(PutError { committed: 0, error: self.ended() });
         }
         let mut copied = 0;
         while !data.is_empty() {
@@ -270,8 +274,8 @@ impl Writer {
         source: &mut R,
         max: usize,
     ) -> io::Result<VectoredRead> {
-        if self.closed {
-            return Err(WriteError::Closed.into());
+        if self.closed | self.reader_gone {
+            return Err(self.ended().into());
         }
         let block_size = self.shared.config.block_size;
         let tail_space = self.tail_cap - self.tail_len;
@@ -455,12 +459,20 @@ impl Writer {
     }
 
     #[cold]
-    fn publish_slow(&self, old: u64) -> Result<(), WriteError> {
+    fn publish_slow(&mut self, old: u64) -> Result<(), WriteError> {
         if has(old, READER_CLOSED) {
+            self.reader_gone = true;
             return Err(WriteError::ReaderClosed);
         }
         self.shared.wake_reader();
         Ok(())
+    }
+
+    /// Why nothing more can be written: the writer's close, or the
+    /// reader's.
+    #[cold]
+    fn ended(&self) -> WriteError {
+        if self.closed { WriteError::Closed } else { WriteError::ReaderClosed }
     }
 
     /// Links a fresh block at the tail.
@@ -469,6 +481,13 @@ impl Writer {
         let block_size = self.shared.config.block_size;
         if min > block_size {
             return Err(WriteError::TooLarge { requested: min, block_size });
+        }
+        // No block for a reader that is gone. Our own word: the reader's
+        // drop sets the bit with AcqRel, and this Acquire pairs with it (a
+        // bit set later is found by the commit's RMW).
+        if has(self.shared.written.load(Ordering::Acquire), READER_CLOSED) {
+            self.reader_gone = true;
+            return Err(WriteError::ReaderClosed);
         }
         let kept = if self.shared.config.keep_blocks && self.has_spare() {
             self.take_kept_ahead()
@@ -645,6 +664,9 @@ impl Writer {
         paused: &mut bool,
     ) -> Poll<Result<(), WriteError>> {
         let config = self.shared.config;
+        if self.reader_gone {
+            return Poll::Ready(Err(WriteError::ReaderClosed));
+        }
         if !*paused && self.below_pause_as_last_seen() {
             // Below the threshold at our last look at the reader's word,
             // and since then the reader has only examined more (no loan
@@ -657,6 +679,9 @@ impl Writer {
         let mut word = self.shared.examined.load(Ordering::Acquire);
         loop {
             if has(word, READER_CLOSED) {
+                // Remembered: the news just stored includes the drop, so
+                // the fast path above would otherwise answer Ok next time.
+                self.reader_gone = true;
                 return Poll::Ready(Err(WriteError::ReaderClosed));
             }
             self.examined_seen = count(word);

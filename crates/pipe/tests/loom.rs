@@ -556,6 +556,34 @@ fn responder_vs_connection_close() {
     });
 }
 
+/// The reader's drop against a writer below its pause threshold, whose
+/// flushes take the fast path: once a call has said that the reader is
+/// gone, every later one says so. (Before: the flush that found the drop
+/// stored its news as seen, so the next flush's fast path said `Ok`, and
+/// writes went on leasing blocks for nobody.)
+#[test]
+fn reader_drop_vs_a_writer_below_its_threshold() {
+    model(|| {
+        let (mut writer, reader) = new_pipe(Options::new());
+        let writes = thread::spawn(move || {
+            let mut told = false;
+            for _ in 0..2 {
+                let flushed = writer.flush_blocking();
+                // Past one 64-byte block: the write needs a fresh one.
+                let put = writer.put_slice(&[1; 100]).map_err(|e| e.error());
+                for result in [flushed, put] {
+                    if told {
+                        assert_eq!(result, Err(falconet_pipe::WriteError::ReaderClosed));
+                    }
+                    told |= result.is_err();
+                }
+            }
+        });
+        drop(reader);
+        writes.join().unwrap();
+    });
+}
+
 /// The server's request body hand-back: the application reads part of the
 /// body from the shared reader on its thread and hands the reader back
 /// (here an atomic flag; the server's link is a lock); the parser then

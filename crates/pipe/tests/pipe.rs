@@ -167,6 +167,41 @@ fn the_writer_learns_that_the_reader_is_gone() {
     assert_eq!(writer.put_slice(b"x").map_err(|e| e.error()), Err(WriteError::ReaderClosed));
 }
 
+/// Once the writer has learnt that the reader is gone, every later call
+/// says so: flushes (the fast path's last look included the drop), and
+/// writes, which lease and copy nothing. Before, the second flush said
+/// `Ok` and `io::Write` took 10,000 blocks for a reader that was gone.
+#[test]
+fn the_reader_stays_gone() {
+    for back_pressure in [true, false] {
+        let pool = Pool::new();
+        let options =
+            if back_pressure { Options::new() } else { Options::new().without_back_pressure() };
+        // Learnt by a flush, by a commit into the tail, by a write that
+        // needs a block.
+        for learn in 0..3 {
+            let (mut writer, reader) = new_pipe(&pool, options);
+            writer.put_slice(b"tail").unwrap();
+            drop(reader);
+            match learn {
+                0 => assert_eq!(writer.flush_blocking(), Err(WriteError::ReaderClosed)),
+                // Nothing yet: the write below, into the tail, learns it.
+                1 => {}
+                _ => assert!(writer.put_slice(&[7; 10_000]).is_err()),
+            }
+            assert!(writer.put_slice(b"x").is_err());
+            for _ in 0..1_000 {
+                assert_eq!(writer.flush_blocking(), Err(WriteError::ReaderClosed));
+                let error = writer.put_slice(&[7; 4096]).unwrap_err();
+                assert_eq!((error.committed(), error.error()), (0, WriteError::ReaderClosed));
+                assert_eq!(writer.write(&[7; 4096]).unwrap_err().kind(), io::ErrorKind::BrokenPipe);
+                assert!(writer.buffer(1).is_err());
+            }
+            assert!(pool.stats().leased <= 1, "the tail block at most: {:?}", pool.stats());
+        }
+    }
+}
+
 #[test]
 fn thresholds_are_validated() {
     let pool = small_pool();
@@ -611,14 +646,15 @@ fn put_slice_says_how_much_it_committed_when_it_fails() {
     assert_eq!(reader.try_read().unwrap().unwrap().len(), 64);
     // Nothing fits at all: committed 0.
     assert_eq!(writer.put_slice(b"x").unwrap_err().committed(), 0);
-    // The reader is gone: the bytes went in (and are dropped with the pipe).
+    // The reader is gone: no block is leased for bytes nobody will read.
     let (mut writer, reader) = {
         drop((writer, reader));
         new_pipe(&pool, Options::new().without_back_pressure())
     };
     drop(reader);
     let error = writer.put_slice(b"late").unwrap_err();
-    assert_eq!((error.committed(), error.error()), (4, WriteError::ReaderClosed));
+    assert_eq!((error.committed(), error.error()), (0, WriteError::ReaderClosed));
+    assert_eq!(pool.stats().leased, 0);
     // As an `io::Error` it keeps the cause's kind.
     assert_eq!(io::Error::from(error).kind(), io::ErrorKind::BrokenPipe);
 }
