@@ -10,6 +10,8 @@
 //!           it parses nothing, but the worker keeps reading the socket into
 //!           the pipe until the pipe pauses (back-pressure, with the link as
 //!           the waker that resumes it)
+//!   app:    the first read, if the client waits for `100 (Continue)`,
+//!           asks the worker for it (see `crate::link`)
 //!   app:    reads (any thread): each read is a read of the pipe, de-framed
 //!           (Content-Length or chunked) and bounded by max_body; consumed
 //!           blocks go back to the pool from this thread (the pipe does
@@ -148,6 +150,7 @@ impl RequestBody {
         if let Some(result) = self.finished() {
             return result.map(Some);
         }
+        self.link.want_continue();
         let Some(guard) = self.reader.try_read().map_err(io::Error::other)? else {
             return Ok(None);
         };
@@ -160,6 +163,7 @@ impl RequestBody {
         if out.is_empty() {
             return Ok(0);
         }
+        self.link.want_continue();
         loop {
             if let Some(result) = self.finished() {
                 return result;
@@ -343,6 +347,7 @@ impl RequestBody {
         if !out.has_remaining_mut() {
             return Poll::Ready(Ok(0));
         }
+        self.link.want_continue();
         loop {
             if let Some(result) = self.finished() {
                 self.readable = None;

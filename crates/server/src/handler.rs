@@ -216,6 +216,11 @@ impl<'a> Request<'a> {
     /// [`Response::take_body`](crate::Response::take_body) hands the body
     /// over (usually together with [`Response::defer`](crate::Response::defer)).
     /// No effect on a request without a body.
+    ///
+    /// A request with `Expect: 100-continue` gets its `100 (Continue)` when
+    /// the body is first read, not before: a response given without
+    /// reading it saves the client the upload, and closes the connection
+    /// (the client may or may not send the body).
     pub fn stream_body(&self) {
         self.stream.set(true);
     }

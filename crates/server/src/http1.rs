@@ -126,6 +126,9 @@ struct Exchange<S> {
     version: Version,
     head_only: bool,
     keep_alive: bool,
+    /// `Expect: 100-continue` on a body the handler reads itself: the 100
+    /// waits for the application's first read (see [`crate::link`]).
+    expects_continue: bool,
 }
 
 /// How a request body is framed, and how much of it is left.
@@ -282,6 +285,7 @@ impl<S> Http1<S> {
                 version: Version::Http11,
                 head_only: false,
                 keep_alive: true,
+                expects_continue: false,
             }),
         };
     }
@@ -411,7 +415,10 @@ impl<S> Http1<S> {
                     self.phase = Phase::Closed;
                     return Progress::Close;
                 }
-                Step::Lend(exchange) => {
+                Step::Lend(mut exchange) => {
+                    // A client that sent body bytes behind the head does
+                    // not wait for a 100.
+                    exchange.expects_continue &= pos == len;
                     let after = u64::try_from(len - pos).unwrap_or(u64::MAX);
                     self.lent_length = Some(match exchange.framing {
                         Framing::Length(length) => Some((length, after)),
@@ -590,8 +597,11 @@ impl<S> Http1<S> {
             BodyLength::Known(length) => Framing::Length(length),
             BodyLength::Chunked => Framing::Chunked(ChunkedDecoder::new()),
         };
-        if fields.expect_continue && version == Version::Http11 {
-            out.extend_from_slice(b"HTTP/1.1 100 Continue\r\n\r\n");
+        let expects_continue = fields.expect_continue && version == Version::Http11;
+        let lent = request.stream.get();
+        if expects_continue && !lent {
+            // The server reads this body for the handler: ask for it now.
+            out.extend_from_slice(crate::link::CONTINUE);
         }
         let exchange = Exchange {
             state: Some(state),
@@ -600,8 +610,9 @@ impl<S> Http1<S> {
             version,
             head_only,
             keep_alive: fields.keep_alive,
+            expects_continue: expects_continue && lent,
         };
-        if request.stream.get() { Head::Stream(used, exchange) } else { Head::Body(used, exchange) }
+        if lent { Head::Stream(used, exchange) } else { Head::Body(used, exchange) }
     }
 
     /// Answers a request whose body the handler reads itself: offers the
@@ -620,6 +631,11 @@ impl<S> Http1<S> {
         H: Handler<State = S>,
     {
         let Some(state) = exchange.state.take() else { return };
+        if exchange.expects_continue {
+            app.link().lend_expecting(true);
+        } else if let Some(link) = app.existing_link() {
+            link.lend_expecting(false);
+        }
         app.offer = Some(BodyOffer {
             reader: Arc::clone(input),
             framing: std::mem::replace(&mut exchange.framing, Framing::Length(0)),

@@ -29,7 +29,7 @@ use crate::body::RequestBody;
 use crate::date::{DateCache, FIELDS_LEN};
 use crate::handler::{Field, ResponseError, Status};
 use crate::http1::Framing;
-use crate::link::{Link, Notify};
+use crate::link::{CONTINUE, Continue, Link, Notify};
 use crate::pieces::Pieces;
 use crate::wire::Encoder;
 
@@ -157,6 +157,9 @@ pub struct Response<'a> {
     /// Where an HTTP/2 stream keeps body pieces sent in place: each goes
     /// out after `out[..at]`. `None`: they are copied into `out`.
     shared: Option<&'a mut Pieces>,
+    /// Where this response's head begins in `out`, if it had not begun
+    /// when this `Response` was made (a `100 (Continue)` goes there).
+    head_at: Option<usize>,
 }
 
 /// How a response ended, for the connection.
@@ -175,7 +178,19 @@ impl<'a> Response<'a> {
         encoder: Encoder,
         app: &'a mut AppSlots,
     ) -> Self {
-        Self { out, fields, encoder, app, shared: None }
+        let head_at = encoder.is_untouched().then_some(out.len());
+        Self { out, fields, encoder, app, shared: None, head_at }
+    }
+
+    /// The head is about to end: settles `Expect: 100-continue` on a lent
+    /// body (see [`settle_continue`]).
+    #[inline]
+    fn settle(&mut self) {
+        if self.encoder.head_open()
+            && let Some(link) = self.app.existing_link()
+        {
+            settle_continue(link, &mut self.encoder, self.out, self.head_at);
+        }
     }
 
     /// Keeps the pieces of [`write_bytes`](Self::write_bytes) and
@@ -243,6 +258,7 @@ impl<'a> Response<'a> {
     /// [`ResponseError::Finished`] after another `body`, or
     /// [`ResponseError::HeadSent`] after [`write`](Self::write).
     pub fn body(&mut self, body: &[u8]) -> Result<(), ResponseError> {
+        self.settle();
         self.encoder.body(self.out, self.fields, body)
     }
 
@@ -251,6 +267,7 @@ impl<'a> Response<'a> {
     /// # Errors
     /// [`ResponseError::Finished`] after [`body`](Self::body).
     pub fn write(&mut self, bytes: &[u8]) -> Result<(), ResponseError> {
+        self.settle();
         self.encoder.write(self.out, self.fields, bytes)
     }
 
@@ -263,6 +280,7 @@ impl<'a> Response<'a> {
     /// # Errors
     /// As [`body`](Self::body).
     pub fn body_bytes(&mut self, body: Bytes) -> Result<(), ResponseError> {
+        self.settle();
         let Some(shared) = self.shared.as_deref_mut() else { return self.body(&body) };
         self.encoder.sized_head(self.out, self.fields, body.len() as u64)?;
         if !body.is_empty() && self.encoder.sends_body() {
@@ -278,6 +296,7 @@ impl<'a> Response<'a> {
     /// # Errors
     /// As [`write`](Self::write).
     pub fn write_bytes(&mut self, bytes: Bytes) -> Result<(), ResponseError> {
+        self.settle();
         let Some(shared) = self.shared.as_deref_mut() else { return self.write(&bytes) };
         self.encoder.start_stream(self.out, self.fields)?;
         if !bytes.is_empty() && self.encoder.sends_body() {
@@ -360,6 +379,7 @@ impl<'a> Response<'a> {
         if self.app.deferred.is_some() || self.app.polled.is_some() {
             return Answered::Later;
         }
+        self.settle();
         Answered::Now { keep_alive: self.encoder.finish(self.out, self.fields) }
     }
 }
@@ -451,6 +471,7 @@ impl Responder {
     /// [`ResponseError::NoMemory`].
     pub fn body(mut self, body: &[u8]) -> Result<(), ResponseError> {
         let fields = self.fields();
+        self.settle();
         self.encoder.sized_head(&mut self.buf, &fields, body.len() as u64)?;
         self.put_buf()?;
         if self.encoder.sends_body() {
@@ -513,6 +534,7 @@ impl Responder {
     /// [`ResponseError::Closed`], [`ResponseError::NoMemory`].
     pub fn finish(mut self) -> Result<(), ResponseError> {
         let fields = self.fields();
+        self.settle();
         self.encoder.finish(&mut self.buf, &fields);
         self.put_buf()?;
         self.complete()
@@ -529,6 +551,7 @@ impl Responder {
 
     fn write_now(&mut self, bytes: &[u8]) -> Result<(), ResponseError> {
         let fields = self.fields();
+        self.settle();
         self.encoder.start_stream(&mut self.buf, &fields)?;
         if !bytes.is_empty() && self.encoder.sends_body() {
             self.encoder.chunk_prefix(&mut self.buf, bytes.len());
@@ -548,6 +571,15 @@ impl Responder {
             let _ = self.encoder.close();
         }
         *self.fields.get_or_insert_with(|| *DateCache::new().fields())
+    }
+
+    /// The head is about to end (and go into the pipe): settles `Expect:
+    /// 100-continue` on a lent body. Until then the head is all that
+    /// `buf` holds.
+    fn settle(&mut self) {
+        if self.encoder.head_open() {
+            settle_continue(&self.link, &mut self.encoder, &mut self.buf, Some(0));
+        }
     }
 
     fn put_buf(&mut self) -> Result<(), ResponseError> {
@@ -587,6 +619,31 @@ impl Responder {
         match error {
             WriteError::Lease(_) => ResponseError::NoMemory,
             _ => ResponseError::Closed,
+        }
+    }
+}
+
+/// A response's head, encoded by `encoder` into `out` from `head_at`
+/// (`None`: it began before it could be known), is about to end: settles
+/// `Expect: 100-continue` on the connection's lent body (the protocol is
+/// in [`crate::link`]). A body the application read gets its `100
+/// (Continue)` in front of the head; one never read, or a 100 that cannot
+/// go in front, closes the connection after this response instead (the
+/// client, told nothing, may or may not send the body).
+pub(crate) fn settle_continue(
+    link: &Link,
+    encoder: &mut Encoder,
+    out: &mut Vec<u8>,
+    head_at: Option<usize>,
+) {
+    match (link.settle_continue(), head_at) {
+        (Continue::Nothing, _) => {}
+        (Continue::Send, Some(at)) => {
+            out.splice(at..at, CONTINUE.iter().copied());
+        }
+        (Continue::Send | Continue::Unsolicited, _) => {
+            // Cannot fail: the head has not ended.
+            let _ = encoder.close();
         }
     }
 }

@@ -356,6 +356,14 @@ impl<H: Handler> Session<H> {
         }
         loop {
             self.take_returned();
+            if let Some(link) = self.app.existing_link()
+                && link.take_wanted_continue()
+            {
+                // The application reads a lent body whose client waits
+                // for this, and no byte of the response's head is out
+                // (its end would have taken the word).
+                self.out.extend_from_slice(crate::link::CONTINUE);
+            }
             let answered = self.pump(cx);
             let progress =
                 self.http.process(&self.reader, &mut self.out, handler, cx, &mut self.app);
@@ -518,6 +526,9 @@ impl<H: Handler> Session<H> {
                 Poll::Pending => return false,
                 Poll::Ready(Step::Wrote) => {}
                 Poll::Ready(Step::Frame(data)) => {
+                    if encoder.head_open() {
+                        settle_continue(&self.app, &mut self.out, encoder);
+                    }
                     if encoder.start_stream(&mut self.out, cx.date.fields()).is_err() {
                         break Step::Failed;
                     }
@@ -550,6 +561,9 @@ impl<H: Handler> Session<H> {
             }
             // Else 500, as a synchronous answer would.
             let _ = encoder.status(crate::Status::INTERNAL_SERVER_ERROR);
+        }
+        if encoder.head_open() {
+            settle_continue(&self.app, &mut self.out, &mut encoder);
         }
         let keep_alive = encoder.finish(&mut self.out, cx.date.fields());
         self.http.response_done(keep_alive);
@@ -751,7 +765,8 @@ impl<H: Handler> Session<H> {
     }
 
     /// Whether the client owes bytes: a request (head or body) that has
-    /// not all arrived, or (HTTP/2) credit that responses wait for. A body
+    /// not all arrived (and not waiting for a `100 (Continue)` we owe), or
+    /// (HTTP/2) credit that responses wait for. A body
     /// lent to the application is the client's to send only while the
     /// application has looked at every byte that came (bytes it has not
     /// read mean it is behind, and the body may well be whole). The I/O
@@ -760,6 +775,11 @@ impl<H: Handler> Session<H> {
     pub(crate) fn client_owes(&self) -> bool {
         if let Some(h2) = self.h2() {
             return h2.client_owes();
+        }
+        if self.app.existing_link().is_some_and(|link| link.continue_pending()) {
+            // The client waits for our `100 (Continue)` (the application
+            // has not read its body yet): it owes nothing.
+            return false;
         }
         if self.http.is_lent() {
             return self.lent_body_owed();
@@ -950,5 +970,14 @@ impl<H: Handler> std::fmt::Debug for Session<H> {
             .field("pending_output", &self.output_len())
             .field("closed", &self.is_closed())
             .finish_non_exhaustive()
+    }
+}
+
+/// A polled response's head is about to end outside a `Response`: settles
+/// `Expect: 100-continue` (see [`crate::response::settle_continue`]).
+fn settle_continue(app: &AppSlots, out: &mut Vec<u8>, encoder: &mut Encoder) {
+    if let Some(link) = app.existing_link() {
+        let head_at = encoder.is_untouched().then_some(out.len());
+        crate::response::settle_continue(link, encoder, out, head_at);
     }
 }

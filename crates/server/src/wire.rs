@@ -272,6 +272,11 @@ impl Encoder {
         self.phase == Phase::Status
     }
 
+    /// Whether the head has not ended yet (it may not have begun).
+    pub(crate) fn head_open(&self) -> bool {
+        matches!(self.phase, Phase::Status | Phase::Headers)
+    }
+
     /// Whether the connection stays open after this response, as far as
     /// the response knows.
     pub(crate) fn keep_alive(&self) -> bool {
