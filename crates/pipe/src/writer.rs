@@ -277,6 +277,12 @@ impl Writer {
         if self.closed | self.reader_gone {
             return Err(self.ended().into());
         }
+        // No blocks, and nothing taken from the source, for a reader that
+        // is gone (as `grow` checks for the other writes).
+        if has(self.shared.written.load(Ordering::Acquire), READER_CLOSED) {
+            self.reader_gone = true;
+            return Err(WriteError::ReaderClosed.into());
+        }
         let block_size = self.shared.config.block_size;
         let tail_space = self.tail_cap - self.tail_len;
         let mut fresh: [Option<Block>; MAX_READ_BLOCKS] = [const { None }; MAX_READ_BLOCKS];

@@ -199,6 +199,15 @@ fn the_reader_stays_gone() {
             }
             assert!(pool.stats().leased <= 1, "the tail block at most: {:?}", pool.stats());
         }
+        // A vectored read after the drop takes nothing from its source
+        // and leases nothing (it does not go through `grow`).
+        let (mut writer, reader) = new_pipe(&pool, options);
+        drop(reader);
+        let data = vec![7u8; 300_000];
+        let mut source: &[u8] = &data;
+        let error = writer.read_vectored_from(&mut source, 256 * 1024).unwrap_err();
+        assert_eq!(error.kind(), io::ErrorKind::BrokenPipe);
+        assert_eq!((source.len(), pool.stats().leased), (data.len(), 0));
     }
 }
 
