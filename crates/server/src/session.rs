@@ -356,12 +356,16 @@ impl<H: Handler> Session<H> {
         }
         loop {
             self.take_returned();
-            if let Some(link) = self.app.existing_link()
+            if !self.http.is_closed()
+                && let Some(link) = self.app.existing_link()
                 && link.take_wanted_continue()
             {
                 // The application reads a lent body whose client waits
                 // for this, and no byte of the response's head is out
-                // (its end would have taken the word).
+                // (its end would have taken the word). Not after a final
+                // answer the server wrote itself (a 500 for a panic or a
+                // dropped responder, a timeout's refusal): the connection
+                // is closing behind it.
                 self.out.extend_from_slice(crate::link::CONTINUE);
             }
             let answered = self.pump(cx);
