@@ -278,11 +278,8 @@ impl Writer {
             return Err(self.ended().into());
         }
         // No blocks, and nothing taken from the source, for a reader that
-        // is gone (as `grow` checks for the other writes).
-        if has(self.shared.written.load(Ordering::Acquire), READER_CLOSED) {
-            self.reader_gone = true;
-            return Err(WriteError::ReaderClosed.into());
-        }
+        // is gone (it does not go through `grow`).
+        self.check_reader()?;
         let block_size = self.shared.config.block_size;
         let tail_space = self.tail_cap - self.tail_len;
         let mut fresh: [Option<Block>; MAX_READ_BLOCKS] = [const { None }; MAX_READ_BLOCKS];
@@ -481,6 +478,17 @@ impl Writer {
         if self.closed { WriteError::Closed } else { WriteError::ReaderClosed }
     }
 
+    /// Before leasing blocks: fails (and remembers) if the reader is gone.
+    /// Our own word: the reader's drop sets the bit with AcqRel, and this
+    /// Acquire pairs with it (a bit set later is found by the commit's RMW).
+    fn check_reader(&mut self) -> Result<(), WriteError> {
+        if has(self.shared.written.load(Ordering::Acquire), READER_CLOSED) {
+            self.reader_gone = true;
+            return Err(WriteError::ReaderClosed);
+        }
+        Ok(())
+    }
+
     /// Links a fresh block at the tail.
     #[cold]
     fn grow(&mut self, min: usize) -> Result<(), WriteError> {
@@ -488,13 +496,7 @@ impl Writer {
         if min > block_size {
             return Err(WriteError::TooLarge { requested: min, block_size });
         }
-        // No block for a reader that is gone. Our own word: the reader's
-        // drop sets the bit with AcqRel, and this Acquire pairs with it (a
-        // bit set later is found by the commit's RMW).
-        if has(self.shared.written.load(Ordering::Acquire), READER_CLOSED) {
-            self.reader_gone = true;
-            return Err(WriteError::ReaderClosed);
-        }
+        self.check_reader()?;
         let kept = if self.shared.config.keep_blocks && self.has_spare() {
             self.take_kept_ahead()
         } else {
