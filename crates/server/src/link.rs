@@ -245,21 +245,19 @@ impl Link {
     /// The lent body is being read: if its client waits for the 100, asks
     /// the worker for it (once; later reads cost one load).
     pub(crate) fn want_continue(self: &Arc<Self>) {
-        // Relaxed: the word's own modification order decides who answers
-        // (module docs); the wake's queue lock orders the rest.
-        if self.expect.load(Ordering::Relaxed) == CONTINUE_OWED
-            && self
-                .expect
-                .compare_exchange(
-                    CONTINUE_OWED,
-                    CONTINUE_WANTED,
-                    Ordering::Relaxed,
-                    Ordering::Relaxed,
-                )
-                .is_ok()
-        {
+        if self.advance(CONTINUE_OWED, CONTINUE_WANTED) {
             self.wake_by_ref();
         }
+    }
+
+    /// Moves the word from `from` to `to`; whether this call did. One
+    /// load first, so that the common case (nothing owed) writes nothing.
+    fn advance(&self, from: u8, to: u8) -> bool {
+        // Relaxed: the word's own modification order decides who answers
+        // (module docs); the wake's queue lock and the output pipe order
+        // the rest.
+        self.expect.load(Ordering::Relaxed) == from
+            && self.expect.compare_exchange(from, to, Ordering::Relaxed, Ordering::Relaxed).is_ok()
     }
 
     /// Whether a `100 (Continue)` is owed and not sent: the client waits
@@ -271,16 +269,7 @@ impl Link {
     /// The worker, with no byte of the response's head written: whether
     /// to write the 100 now (the application asked for the body).
     pub(crate) fn take_wanted_continue(&self) -> bool {
-        self.expect.load(Ordering::Relaxed) == CONTINUE_WANTED
-            && self
-                .expect
-                .compare_exchange(
-                    CONTINUE_WANTED,
-                    CONTINUE_NONE,
-                    Ordering::Relaxed,
-                    Ordering::Relaxed,
-                )
-                .is_ok()
+        self.advance(CONTINUE_WANTED, CONTINUE_NONE)
     }
 
     /// A response's head is ending: what it does about the 100 (see
