@@ -129,19 +129,33 @@ fn a_client_waiting_for_the_100_is_not_timed_out() {
 
 /// A handler that reads its body itself: on a thread, after the head and
 /// fields of its answer are set (the 100 must not wait for the answer's
-/// head), or not at all.
+/// head), or not at all (answered now, or later from a thread: a day-one
+/// handler that asked for the body and forgot it must not hang).
 struct Reads;
 
 impl Handler for Reads {
-    type State = bool;
+    type State = &'static str;
 
-    fn head(&self, request: &Request<'_>) -> bool {
+    fn head(&self, request: &Request<'_>) -> &'static str {
         request.stream_body();
-        request.target() == "/read"
+        match request.target() {
+            "/read" => "read",
+            "/forgotten" => "forgotten",
+            _ => "other",
+        }
     }
 
-    fn respond(&self, read: bool, response: &mut Response<'_>) {
-        if !read {
+    fn respond(&self, what: &'static str, response: &mut Response<'_>) {
+        if what == "forgotten" {
+            let mut responder = response.defer().unwrap();
+            thread::spawn(move || {
+                thread::sleep(Duration::from_millis(50));
+                let _ = responder.status(Status::new(403).unwrap());
+                let _ = responder.body(b"no");
+            });
+            return;
+        }
+        if what == "other" {
             let _ = response.status(Status::new(403).unwrap()).and_then(|r| r.body(b"no"));
             return;
         }
@@ -165,6 +179,7 @@ fn a_handler_that_reads_its_body_on_a_thread_gets_it() {
     continued(&mut client, "/read", "Ok(5) hello");
     continued(&mut client, "/read", "Ok(5) hello");
     refused_unread(&mut client, "/other", 403);
+    refused_unread(&mut Client::connect(server.addr), "/forgotten", 403);
 }
 
 /// The read and the answer race on two threads: whichever wins, the wire
