@@ -956,7 +956,7 @@ impl Connection {
             received: 0,
         };
         let input = Arc::clone(&stream.input);
-        self.streams.insert(id, stream);
+        super::roomy::insert(&mut self.streams, id, stream);
         self.ignored_allowance =
             (self.ignored_allowance + IGNORED_PER_STREAM).min(IGNORED_ALLOWANCE_MAX);
         streams.headers(id, &self.head, end_stream, &input);

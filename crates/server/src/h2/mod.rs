@@ -20,5 +20,6 @@ pub mod frame;
 pub mod head;
 pub mod hpack;
 mod recent;
+mod roomy;
 pub(crate) mod serve;
 pub(crate) mod upgrade;

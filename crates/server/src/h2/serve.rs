@@ -1096,7 +1096,8 @@ impl<H: Handler> Dispatch<'_, H> {
         let staged = self.spare.pop().unwrap_or_default();
         let ready = end_stream || refused.is_some() || offer.is_some();
         self.hints.ready |= ready;
-        self.exchanges.insert(
+        super::roomy::insert(
+            self.exchanges,
             stream,
             Exchange {
                 state,
