@@ -271,6 +271,14 @@ impl<'a> Response<'a> {
         self.encoder.write(self.out, self.fields, bytes)
     }
 
+    /// Completes a `HEAD` response whose `GET` length is not known (see
+    /// `Encoder::unsized_head`): the tower path, for an emptied body.
+    #[cfg(feature = "tower")]
+    pub(crate) fn unsized_head(&mut self) -> Result<(), ResponseError> {
+        self.settle();
+        self.encoder.unsized_head(self.out, self.fields)
+    }
+
     /// [`body`](Self::body) for a body already in [`Bytes`] (a static
     /// slice, or a shared buffer): an HTTP/2 stream sends it in place, in
     /// DATA frames whose payloads are slices of it, without copying it.
@@ -536,6 +544,16 @@ impl Responder {
         let fields = self.fields();
         self.settle();
         self.encoder.finish(&mut self.buf, &fields);
+        self.put_buf()?;
+        self.complete()
+    }
+
+    /// [`Response::unsized_head`], for a deferred `HEAD` response.
+    #[cfg(feature = "tower")]
+    pub(crate) fn finish_unsized_head(mut self) -> Result<(), ResponseError> {
+        let fields = self.fields();
+        self.settle();
+        self.encoder.unsized_head(&mut self.buf, &fields)?;
         self.put_buf()?;
         self.complete()
     }

@@ -136,10 +136,12 @@
 //! the connection after the response. A `server` field replaces falconet's
 //! own (`Server: falconet`, sent when the service names none). For `HEAD`,
 //! whose body axum has already emptied, the service's `content-length` is
-//! sent when it is at most 1 MiB (beyond it, or without one, the response
-//! is framed as a stream, as `GET`'s would be: never `Content-Length: 0`;
-//! a `GET` whose frames of unknown total size all arrive at once is sent
-//! with a length instead, which axum's emptied `HEAD` body cannot tell).
+//! sent when it is at most 1 MiB (beyond it the response is framed as a
+//! stream, as `GET`'s is). Without one, neither `Content-Length` nor
+//! `Transfer-Encoding` is sent (as hyper does): an emptied body cannot say
+//! whether `GET`'s streams or is empty (axum's own `404` is not emptied),
+//! and RFC 9110 §9.3.2 lets a field known only while generating the
+//! content be left out, where either field could be false.
 //! That length is the service's word: with no body to count, falconet
 //! cannot check it (hyper cannot either), where a `GET`'s is always the
 //! length of what is sent. The request's URI is absolute (`http://` and the
@@ -579,6 +581,7 @@ fn answer_now<B>(
     let length = write_head(response, &parts);
     let _ = match held.sized_body(head_request, length) {
         Some(body) => response.body(body),
+        None if length.is_none() => response.unsized_head(),
         None => response.write(b""),
     };
     HeadCache::recycle(parts.headers);
@@ -694,6 +697,7 @@ where
             }
             let sent = match self.held.sized_body(self.head_request, self.length) {
                 Some(body) => response.body(body),
+                None if self.length.is_none() => response.unsized_head(),
                 None => response.write(b""),
             };
             return Poll::Ready(if sent.is_ok() { Step::Done } else { Step::Failed });
@@ -883,17 +887,23 @@ async fn respond_later<B>(
             }
         }
     }
+    if streaming {
+        let _ = responder.finish();
+        return;
+    }
     match held.sized_body(head_request, length) {
-        Some(body) if !streaming => {
+        Some(body) => {
             let _ = responder.body(body);
         }
-        sized => {
-            // A HEAD answer of unknown length is framed as a stream, as
-            // GET's would be (never `Content-Length: 0`), as on the worker.
-            if sized.is_none() && !streaming && responder.write(b"").await.is_err() {
-                return;
+        // As on the worker: a HEAD answer without a length has no framing
+        // field; one over the limit is framed as a stream, as GET's is.
+        None if length.is_none() => {
+            let _ = responder.finish_unsized_head();
+        }
+        None => {
+            if responder.write(b"").await.is_ok() {
+                let _ = responder.finish();
             }
-            let _ = responder.finish();
         }
     }
 }
@@ -1033,11 +1043,14 @@ impl<D: Buf> Held<D> {
     /// The body to send with `Content-Length`: what is held, or for `HEAD`
     /// with an empty body (axum empties it) and the service's length, a
     /// body of that length that is never sent.
-    /// `None`, framed as a stream as `GET` would be, for a `HEAD` response
-    /// longer than [`HEAD_LENGTH_LIMIT`] or without a length: axum sets
-    /// `content-length` from the body's exact size before emptying it, so
-    /// none means the `GET` body streams, and `Content-Length: 0` would
-    /// tell the client the resource is empty.
+    /// `None` for a `HEAD` response longer than [`HEAD_LENGTH_LIMIT`]
+    /// (framed as a stream, as `GET`'s is) or without a length (sent with
+    /// no framing field at all: axum sets `content-length` from the body's
+    /// exact size before emptying it, so none means either a `GET` body
+    /// that streams, where `Content-Length: 0` would say the resource is
+    /// empty, or an empty body axum did not empty, such as its `404`
+    /// fallback's, where `Transfer-Encoding: chunked` would say `GET`
+    /// streams).
     fn sized_body(&self, head_request: bool, length: Option<u64>) -> Option<&[u8]> {
         match (head_request, self.len(), length) {
             (true, 0, Some(length)) => {

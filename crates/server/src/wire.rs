@@ -172,6 +172,33 @@ impl Encoder {
         Ok(())
     }
 
+    /// Appends the head of a `HEAD` response whose `GET` body length is
+    /// not known, with no framing field (RFC 9110 §9.3.2 lets a field
+    /// determined only while generating the content be left out, where
+    /// `Transfer-Encoding: chunked` or `Content-Length: 0` could be false
+    /// for the `GET`), and completes the response. For any other response
+    /// (with a body to frame) this is [`finish`](Self::finish).
+    #[cfg_attr(not(feature = "tower"), allow(dead_code))]
+    pub(crate) fn unsized_head(
+        &mut self,
+        out: &mut Vec<u8>,
+        fields: &[u8; FIELDS_LEN],
+    ) -> Result<(), ResponseError> {
+        match self.phase {
+            Phase::Streaming => return Err(ResponseError::HeadSent),
+            Phase::Done => return Err(ResponseError::Finished),
+            Phase::Status | Phase::Headers => {}
+        }
+        if !self.head_only {
+            return self.body(out, fields, b"");
+        }
+        self.start_head(out, fields)?;
+        out.reserve(TAIL_MAX);
+        self.end_head(out);
+        self.phase = Phase::Done;
+        Ok(())
+    }
+
     /// Starts a streamed body (appending the head), once; later calls do
     /// nothing.
     pub(crate) fn start_stream(
@@ -409,5 +436,39 @@ mod tests {
             write_hex(&mut out, n);
             assert_eq!(out, format!("{n:x}").into_bytes());
         }
+    }
+
+    /// A `HEAD` head of unknown length: no framing field, keep-alive kept
+    /// (also for HTTP/1.0, which has no body to end by closing), and done.
+    /// Not for `HEAD`: an empty sized body. After a streamed body began: an
+    /// error, nothing written.
+    #[test]
+    fn unsized_head_has_no_framing_field() {
+        let date = crate::date::DateCache::new();
+        let fields = date.fields();
+        for (version, head_only, expect) in [
+            (Version::Http11, true, None),
+            (Version::Http10, true, None),
+            (Version::Http11, false, Some("Content-Length: 0\r\n")),
+        ] {
+            let mut encoder = Encoder::new(version, head_only, true);
+            let mut out = Vec::new();
+            encoder.unsized_head(&mut out, fields).unwrap();
+            let text = String::from_utf8(out.clone()).unwrap();
+            assert!(text.ends_with("\r\n\r\n"), "{text:?}");
+            assert!(!text.contains("Transfer-Encoding"), "{text:?}");
+            assert_eq!(text.contains("Content-Length"), expect.is_some(), "{text:?}");
+            assert!(expect.is_none_or(|line| text.contains(line)), "{text:?}");
+            assert!(encoder.keep_alive(), "{version:?} {text:?}");
+            assert_eq!(encoder.unsized_head(&mut out, fields), Err(ResponseError::Finished));
+            assert!(encoder.finish(&mut out, fields));
+            assert_eq!(out, text.as_bytes(), "nothing more after it");
+        }
+        let mut encoder = Encoder::new(Version::Http11, true, true);
+        let mut out = Vec::new();
+        encoder.start_stream(&mut out, fields).unwrap();
+        let len = out.len();
+        assert_eq!(encoder.unsized_head(&mut out, fields), Err(ResponseError::HeadSent));
+        assert_eq!(out.len(), len);
     }
 }
