@@ -72,6 +72,35 @@ fn app() -> Router {
             post(|body: AxumBody| async move { AxumBody::from_stream(body.into_data_stream()) }),
         )
         .route(
+            // One poll of the body (which asks for the 100), then the read
+            // is dropped with the body.
+            "/poll-once",
+            post(|mut body: AxumBody| async move {
+                use http_body_util::BodyExt;
+                let mut frame = std::pin::pin!(body.frame());
+                let ready = std::future::poll_fn(|cx| {
+                    std::task::Poll::Ready(frame.as_mut().poll(cx).is_ready())
+                })
+                .await;
+                format!("polled once, ready {ready}")
+            }),
+        )
+        .route(
+            // A read cancelled by a timeout: the first frame's, or the
+            // next one's.
+            "/give-up",
+            post(|mut body: AxumBody| async move {
+                use http_body_util::BodyExt;
+                let mut got = 0;
+                while let Ok(Some(Ok(frame))) =
+                    tokio::time::timeout(Duration::from_millis(100), body.frame()).await
+                {
+                    got += frame.into_data().map_or(0, |d| d.len());
+                }
+                format!("gave up after {got}")
+            }),
+        )
+        .route(
             "/never",
             post(|_body: AxumBody| async move {
                 tokio::time::sleep(Duration::from_secs(3)).await;
@@ -364,4 +393,108 @@ fn a_tokio_task_reading_with_async_read() {
         assert_eq!(r.text(), "Ok(5) hello");
         assert!(!r.closes());
     }
+}
+
+/// A body that is itself a request: if the server ever parsed it as one,
+/// the client would get `got`.
+const SMUGGLED: &[u8] = b"GET /get HTTP/1.1\r\nHost: t\r\n\r\n";
+
+/// A read cancelled while the 100 is owed, at each of its await points:
+/// before any byte (polled once and dropped; a timeout) and in the middle
+/// of the body (a timeout on the next read). The client that got the 100
+/// sends the body, in two pieces 300 ms apart, after the application has
+/// given up on it. The answer is the application's; the rest of the body
+/// is drained or the connection closed, and never parsed as a request.
+fn cancelled_reads<H: Handler>(handler: H, cases: &[(&str, usize, &str)]) {
+    let server = serve(options(), handler);
+    let mut failures = Vec::new();
+    for &(path, first_piece, answer) in cases {
+        let mut c = Client::connect(server.addr);
+        short(&c, 5);
+        c.send(&head("POST", path, "", SMUGGLED.len()));
+        let first = c.reply().unwrap_or_else(|e| panic!("{path}: {e}"));
+        if first.status != 100 {
+            // Answered before the read asked: no body is owed, so a close.
+            assert_eq!((first.text().as_str(), first.closes()), (answer, true), "{path}");
+            c.expect_closed();
+            continue;
+        }
+        c.send(&SMUGGLED[..first_piece]);
+        thread::sleep(Duration::from_millis(300));
+        c.send(&SMUGGLED[first_piece..]);
+        let reply = c.reply().unwrap_or_else(|e| panic!("{path}: no answer: {e}"));
+        if (reply.status, reply.text().as_str()) != (200, answer) {
+            failures.push(format!("{path}: {reply:?}"));
+            continue;
+        }
+        if reply.closes() {
+            let rest = c.read_to_end().unwrap_or_default();
+            if !rest.is_empty() {
+                failures.push(format!("{path}: after the close: {:?}", common::text(&rest)));
+            }
+            continue;
+        }
+        // The body was drained as a body: the next answer is the next
+        // request's.
+        c.send(b"GET /slow-get HTTP/1.1\r\nHost: t\r\n\r\n");
+        match c.reply() {
+            Ok(next) if next.text() == "slow got" => {}
+            other => failures.push(format!("{path}: after the answer: {other:?}")),
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+#[test]
+fn a_read_cancelled_while_the_100_is_owed_over_tower() {
+    let runtime = runtime();
+    let cases = [
+        ("/poll-once", SMUGGLED.len(), "polled once, ready false"),
+        ("/give-up", 0, "gave up after 0"),
+        ("/give-up", 10, "gave up after 10"),
+    ];
+    cancelled_reads(TowerHandler::new(app(), runtime.handle().clone()), &cases);
+}
+
+/// The same with `AsyncRead` on a native handler's body, read by a task.
+struct GivesUp(tokio::runtime::Handle);
+
+impl Handler for GivesUp {
+    type State = bool;
+
+    fn head(&self, request: &Request<'_>) -> bool {
+        request.stream_body();
+        request.path() == "/slow-get"
+    }
+
+    fn respond(&self, slow_get: bool, response: &mut Response<'_>) {
+        if slow_get {
+            response.body(b"slow got").unwrap();
+            return;
+        }
+        let mut body = response.take_body().unwrap();
+        let responder = response.defer().unwrap();
+        self.0.spawn(async move {
+            use tokio::io::AsyncReadExt;
+            let mut got = 0;
+            let mut buf = [0u8; 64];
+            while let Ok(Ok(n @ 1..)) = tokio::time::timeout(
+                Duration::from_millis(100),
+                AsyncReadExt::read(&mut body, &mut buf),
+            )
+            .await
+            {
+                got += n;
+            }
+            drop(body);
+            let _ = responder.body(format!("gave up after {got}").as_bytes());
+        });
+    }
+}
+
+#[test]
+fn a_read_cancelled_while_the_100_is_owed_with_async_read() {
+    let runtime = runtime();
+    let cases = [("/a", 0, "gave up after 0"), ("/b", 10, "gave up after 10")];
+    cancelled_reads(GivesUp(runtime.handle().clone()), &cases);
 }
