@@ -527,3 +527,39 @@ fn a_zero_window_client_gets_at_most_two_huge_answers_staged() {
     let staged = answered.load(Ordering::SeqCst);
     assert!(staged <= 2, "{staged} answers of 4 MiB staged for a zero-window client");
 }
+
+/// A client may send DATA before it has processed our SETTINGS (RFC 9113
+/// §3.4 lets it send at once; §6.9.3: the receiver "MUST be prepared to
+/// receive data that exceeds this window size"). With a stream window
+/// set below the default 65,535, an upload sent with the preface was
+/// reset FLOW_CONTROL_ERROR (nghttp -d, every time; a 2026-12-04 probe).
+/// Now it is answered, and once the client acknowledges our SETTINGS the
+/// smaller window binds streams opened after.
+#[test]
+fn data_sent_before_our_settings_are_acknowledged_is_within_the_default_window() {
+    let config = falconet_server::h2::connection::Config {
+        initial_window_size: 1_000,
+        ..Default::default()
+    };
+    let server = serve(Options::new().workers(1).http2(config), common::Echo);
+    let mut raw = Raw::connect(server.addr);
+    let mut first = falconet_server::h2::frame::PREFACE.to_vec();
+    first.extend(common::h2raw::frame_bytes(kind::SETTINGS, 0, 0, &[]));
+    first.extend(common::h2raw::frame_bytes(kind::HEADERS, 0x4, 1, &req("POST", "/echo")));
+    first.extend(common::h2raw::frame_bytes(kind::DATA, 0x1, 1, &[b'a'; 5_000]));
+    raw.send(&first);
+    let frames = frames_until(&mut raw, Duration::from_secs(5), |f| {
+        f.kind == kind::RST_STREAM || f.kind == kind::GOAWAY || f.kind == kind::DATA
+    });
+    let last = frames.last().expect("an answer");
+    assert_eq!(last.kind, kind::DATA, "{frames:?}");
+    let expected = format!("len=5000 fnv={:x}", common::fnv(common::FNV_START, &[b'a'; 5_000]));
+    assert_eq!(last.payload, expected.as_bytes());
+    // Acknowledged: a stream opened now gets our 1,000 bytes.
+    raw.frame(kind::SETTINGS, 0x1, 0, &[]);
+    raw.headers(3, &req("POST", "/echo"), false);
+    raw.data(3, &[b'a'; 1_001], true);
+    let frames = frames_until(&mut raw, Duration::from_secs(5), |f| f.kind == kind::RST_STREAM);
+    let reset = frames.last().filter(|f| f.kind == kind::RST_STREAM && f.stream == 3);
+    assert_eq!(reset.map(|f| &f.payload[..]), Some(&3u32.to_be_bytes()[..]), "{frames:?}");
+}

@@ -597,6 +597,7 @@ impl Connection {
             Frame::Settings { ack: true, .. } => {
                 self.settings_acked = true;
                 self.free_refusals = 0;
+                self.lift_early_streams();
             }
             Frame::Settings { ack: false, params } => {
                 if params.len() > MAX_SETTINGS_PARAMS {
@@ -965,15 +966,50 @@ impl Connection {
     /// A fresh receive side for a new stream: a finished stream's, when no
     /// handle to it is left (no allocation), or a new one.
     fn stream_input(&mut self) -> Result<Arc<StreamInput>, falconet_flow::FlowError> {
-        let initial = self.local.initial_window_size;
+        let ours = self.local.initial_window_size;
+        let initial = self.stream_initial();
+        // Credit goes back at our window's share even while the stream's
+        // window is the default's: a client that applied our smaller one
+        // (and has not acknowledged it yet) is not left waiting.
+        let threshold = update_threshold(ours);
         while let Some(mut input) = self.spare_inputs.pop() {
             if let Some(reusable) = Arc::get_mut(&mut input) {
-                reusable.reset_with_threshold(initial, update_threshold(initial))?;
+                reusable.reset_with_threshold(initial, threshold)?;
                 return Ok(input);
             }
         }
-        let threshold = update_threshold(initial);
         Ok(Arc::new(StreamInput::with_threshold(Arc::clone(&self.recv), initial, threshold)?))
+    }
+
+    /// The receive window a new stream starts with: our
+    /// SETTINGS_INITIAL_WINDOW_SIZE once the client acknowledged it; before
+    /// that never less than the default 65,535, which the client may still
+    /// be using (6.9.3: a receiver "MUST be prepared to receive data that
+    /// exceeds this window size, since the sender might send data that
+    /// exceeds the lower limit prior to processing the SETTINGS frame").
+    fn stream_initial(&self) -> u32 {
+        let ours = self.local.initial_window_size;
+        if self.settings_acked { ours } else { ours.max(frame::DEFAULT_INITIAL_WINDOW_SIZE) }
+    }
+
+    /// The client acknowledged a SETTINGS_INITIAL_WINDOW_SIZE below the
+    /// default: streams opened before, whose windows are 65,535 here, are
+    /// now smaller by the difference on the client's side (it applied our
+    /// delta to them, 6.9.2, or opened them at our value once it had
+    /// processed our SETTINGS). One WINDOW_UPDATE of the difference for
+    /// each stream still sending puts the client's window back at ours,
+    /// in either case: 65,535 less what it sent, plus what we gave back.
+    fn lift_early_streams(&mut self) {
+        let lift =
+            frame::DEFAULT_INITIAL_WINDOW_SIZE.saturating_sub(self.local.initial_window_size);
+        if lift == 0 {
+            return;
+        }
+        for (&id, stream) in &self.streams {
+            if !stream.remote_closed {
+                frame::encode_window_update(&mut self.out, id, lift);
+            }
+        }
     }
 
     /// Keeps a finished stream's receive side for the next stream.

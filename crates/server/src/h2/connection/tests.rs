@@ -965,6 +965,7 @@ fn receive_windows() {
     let config =
         Config { initial_window_size: 10, connection_window_size: 65_535, ..Config::default() };
     let mut c = Client::with(config);
+    c.feed(&raw(kind::SETTINGS, flag::ACK, 0, &[]));
     let headers = c.request(1, "/", false);
     c.feed(&headers);
     c.feed(&raw(kind::DATA, 0, 1, &[0; 11]));
@@ -983,6 +984,43 @@ fn receive_windows() {
     for _ in 0..3 {
         c.feed(&raw(kind::DATA, 0, 1, &[0; 16_384]));
     }
+    assert!(c.conn.error().is_none());
+}
+
+/// 6.9.3: a stream window below the default binds only once the client
+/// acknowledged it; streams opened before keep 65,535 and, at the
+/// acknowledgement, get the difference back, so the client's view (our
+/// delta applied, 6.9.2) meets ours.
+#[test]
+fn a_smaller_stream_window_waits_for_its_acknowledgement() {
+    let mut c = Client::with(Config { initial_window_size: 1_000, ..Config::default() });
+    for (stream, end_stream) in [(1, false), (3, true)] {
+        let headers = c.request(stream, "/", end_stream);
+        c.feed(&headers);
+    }
+    // Sent before the client processed our SETTINGS: within the default.
+    c.feed(&raw(kind::DATA, 0, 1, &[0; 16_384]));
+    c.feed(&raw(kind::DATA, 0, 1, &[0; 5_000]));
+    assert!(c.conn.error().is_none());
+    // No reset, and each frame's credit came back at once (our window's
+    // share, 500 bytes, not the default's).
+    assert_eq!(
+        c.sent(),
+        [
+            Sent::WindowUpdate { stream: 1, increment: 16_384 },
+            Sent::WindowUpdate { stream: 1, increment: 5_000 }
+        ]
+    );
+    c.feed(&raw(kind::SETTINGS, flag::ACK, 0, &[]));
+    // Stream 3 sends nothing more: no update for it.
+    assert_eq!(c.sent(), [Sent::WindowUpdate { stream: 1, increment: 64_535 }]);
+    c.feed(&raw(kind::DATA, 0, 1, &[0; 5_000]));
+    assert!(!c.sent().iter().any(|f| matches!(f, Sent::Rst { .. })));
+    // Opened after the acknowledgement: our window binds.
+    let headers = c.request(5, "/", false);
+    c.feed(&headers);
+    c.feed(&raw(kind::DATA, 0, 5, &[0; 1_001]));
+    assert!(c.sent().contains(&Sent::Rst { stream: 5, code: ErrorCode::FLOW_CONTROL_ERROR }));
     assert!(c.conn.error().is_none());
 }
 
