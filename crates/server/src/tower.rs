@@ -137,16 +137,18 @@
 //! own (`Server: falconet`, sent when the service names none). For `HEAD`,
 //! whose body axum has already emptied, the service's `content-length` is
 //! sent when it is at most 1 MiB (beyond it the response is framed as a
-//! stream, as `GET`'s is). Without one, neither `Content-Length` nor
-//! `Transfer-Encoding` is sent (as hyper does): an emptied body cannot say
-//! whether `GET`'s streams or is empty (axum's own `404` is not emptied),
-//! and RFC 9110 §9.3.2 lets a field known only while generating the
-//! content be left out, where either field could be false.
-//! That length is the service's word: with no body to count, falconet
-//! cannot check it (hyper cannot either), where a `GET`'s is always the
-//! length of what is sent. The request's URI is absolute (`http://` and the
+//! stream, as `GET`'s is). That length is the service's word: with no body
+//! to count, falconet cannot check it (hyper cannot either), where a
+//! `GET`'s is always the length of what is sent. Without one, neither
+//! `Content-Length` nor `Transfer-Encoding` is sent (as hyper does): an
+//! emptied body cannot say whether `GET`'s streams or is empty (axum's own
+//! `404` is not emptied), and RFC 9110 §9.3.2 lets a field known only
+//! while generating the content be left out, where either field could be
+//! false. The request's URI is absolute (`http://` and the
 //! request's authority, see [`Request::authority`]) unless it has no
-//! authority (an HTTP/1.0 request without `Host`); trailers of response
+//! authority (an HTTP/1.0 request without `Host`) or one `http::Uri` cannot
+//! hold (a percent-encoded host: the path alone, the `Host` field as sent);
+//! trailers of response
 //! bodies are dropped; upgrades (WebSocket) are not offered.
 //!
 //! # Errors
@@ -445,18 +447,21 @@ fn http_head(request: &Request<'_>) -> Result<http::Request<()>, http::Error> {
 }
 
 /// `http://authority/target`, or the target alone without an authority
-/// (and for `*`).
+/// (and for `*`), or with one `http` cannot hold: a percent-encoded host
+/// (`a%2Db`), valid as an RFC 3986 reg-name, which the `Host` field still
+/// carries (as hyper's origin-form URIs leave it).
 fn uri(target: &str, authority: &str, cache: &mut HeadCache) -> Result<Uri, http::Error> {
     if target == "*" {
         return Ok(Uri::from_static("*"));
     }
     let path = PathAndQuery::from_maybe_shared(cache.copy(target.as_bytes()))?;
-    if authority.is_empty() {
-        return Ok(Uri::from(path));
-    }
+    let parsed = (!authority.is_empty())
+        .then(|| Authority::from_maybe_shared(cache.copy(authority.as_bytes())).ok())
+        .flatten();
+    let Some(authority) = parsed else { return Ok(Uri::from(path)) };
     let mut parts = http::uri::Parts::default();
     parts.scheme = Some(Scheme::HTTP);
-    parts.authority = Some(Authority::from_maybe_shared(cache.copy(authority.as_bytes()))?);
+    parts.authority = Some(authority);
     parts.path_and_query = Some(path);
     Ok(Uri::from_parts(parts)?)
 }

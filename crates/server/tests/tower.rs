@@ -55,6 +55,12 @@ fn app() -> Router {
         )
         .route("/query", get(|uri: Uri| async move { uri.query().unwrap_or_default().to_string() }))
         .route("/uri", get(|uri: Uri| async move { uri.to_string() }))
+        .route(
+            "/host",
+            get(|headers: http::HeaderMap| async move {
+                String::from_utf8_lossy(headers["host"].as_bytes()).into_owned()
+            }),
+        )
         .route("/error", get(|| async { (StatusCode::INTERNAL_SERVER_ERROR, "broken") }))
         .route("/teapot", get(|| async { StatusCode::IM_A_TEAPOT }))
         .route("/panic", get(panics))
@@ -445,6 +451,13 @@ fn the_uri_carries_the_authority() {
     // HTTP/1.0 without Host: the path alone.
     client.send(b"GET /uri HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
     assert_eq!(client.reply().unwrap().text(), "/uri");
+    // A percent-encoded host is a valid reg-name (RFC 3986 3.2.2) that
+    // `http::uri::Authority` refuses: the path alone, not a 400 (hyper's
+    // origin-form URIs serve it too), and the Host field as sent.
+    client.send(b"GET /uri HTTP/1.1\r\nHost: a%2Db:8080\r\n\r\n");
+    assert_eq!(client.reply().unwrap().text(), "/uri");
+    client.send(b"GET /host HTTP/1.1\r\nHost: a%2Db\r\n\r\n");
+    assert_eq!(client.reply().unwrap().text(), "a%2Db");
 }
 
 #[test]
