@@ -313,6 +313,11 @@ mod tokio_io {
             cx: &mut Context<'_>,
             data: &[u8],
         ) -> Poll<io::Result<usize>> {
+            if data.is_empty() {
+                // As `io::Write::write`: nothing to write waits for nothing
+                // (a `write_all(&[])` while paused would never end).
+                return Poll::Ready(Ok(0));
+            }
             let this = self.get_mut();
             ready!(this.poll_io_flush(cx))?;
             // As `io::Write::write`: a partial write is `Ok(n)`.

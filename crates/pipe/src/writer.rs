@@ -136,7 +136,10 @@ impl Writer {
     /// # Errors
     /// [`WriteError::TooLarge`] when `min` exceeds a block,
     /// [`WriteError::Lease`] when the pool has no block,
-    /// [`WriteError::Closed`] after `poll_shutdown`.
+    /// [`WriteError::Closed`] after `poll_shutdown`,
+    /// [`WriteError::ReaderClosed`] once the writer has seen the reader
+    /// gone (it looks when it needs a fresh block: space left in the tail
+    /// block is still returned, and [`commit`](Self::commit) then fails).
     #[inline]
     pub fn buffer(&mut self, min: usize) -> Result<&mut [u8], WriteError> {
         if self.closed | self.reader_gone {

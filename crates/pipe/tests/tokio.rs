@@ -225,3 +225,23 @@ fn a_read_from_async_dropped_while_waiting_commits_nothing_and_the_next_one_work
     assert_eq!(n, 5);
     assert_eq!(reader.try_read().unwrap().unwrap().to_vec(), b"hello");
 }
+
+/// A zero-length `AsyncWrite::write` is `Ok(0)` at once, as
+/// `io::Write::write`'s, even while the reader is over the pause threshold
+/// (it waited for the reader before, so `write_all(&[])` never ended).
+#[test]
+fn an_empty_write_does_not_wait_for_the_reader() {
+    use std::future::Future;
+    use std::task::{Context, Poll, Waker};
+    let pool = Pool::new();
+    let (mut writer, _reader) = pipe(&pool, Options::new().pause_at(10)).unwrap();
+    writer.put_slice(&[0; 100]).unwrap();
+    let mut cx = Context::from_waker(Waker::noop());
+    let written = std::pin::pin!(writer.write(&[])).poll(&mut cx);
+    assert!(matches!(written, Poll::Ready(Ok(0))), "{written:?}");
+    let all = std::pin::pin!(writer.write_all(&[])).poll(&mut cx);
+    assert!(matches!(all, Poll::Ready(Ok(()))), "{all:?}");
+    // A byte still waits for the reader.
+    assert!(std::pin::pin!(writer.write(b"x")).poll(&mut cx).is_pending());
+    assert_eq!(io::Write::write(&mut writer, &[]).unwrap(), 0);
+}
