@@ -305,8 +305,9 @@ mod tokio_io {
 
     /// Copies into the pipe; `Pending` while the reader is over the pause
     /// threshold. A partial write is `Ok(n)` and `Err` means nothing was
-    /// written, as for `io::Write`. `poll_shutdown` closes the stream
-    /// (writes then fail with `BrokenPipe`).
+    /// written, as for `io::Write`; an empty write is `Ok(0)` at once,
+    /// whatever the pipe's state. `poll_shutdown` closes the stream (other
+    /// writes then fail with `BrokenPipe`).
     impl AsyncWrite for Writer {
         fn poll_write(
             self: Pin<&mut Self>,
@@ -314,8 +315,7 @@ mod tokio_io {
             data: &[u8],
         ) -> Poll<io::Result<usize>> {
             if data.is_empty() {
-                // As `io::Write::write`: nothing to write waits for nothing
-                // (a `write_all(&[])` while paused would never end).
+                // As `io::Write::write`: nothing to write waits for nothing.
                 return Poll::Ready(Ok(0));
             }
             let this = self.get_mut();

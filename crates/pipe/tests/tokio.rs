@@ -228,7 +228,7 @@ fn a_read_from_async_dropped_while_waiting_commits_nothing_and_the_next_one_work
 
 /// A zero-length `AsyncWrite::write` is `Ok(0)` at once, as
 /// `io::Write::write`'s, even while the reader is over the pause threshold
-/// (it waited for the reader before, so `write_all(&[])` never ended).
+/// (it waited for the reader before; tokio's `write_all(&[])` never polls).
 #[test]
 fn an_empty_write_does_not_wait_for_the_reader() {
     use std::future::Future;

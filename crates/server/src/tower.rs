@@ -147,7 +147,8 @@
 //! false. The request's URI is absolute (`http://` and the
 //! request's authority, see [`Request::authority`]) unless it has no
 //! authority (an HTTP/1.0 request without `Host`) or one `http::Uri` cannot
-//! hold (a percent-encoded host: the path alone, the `Host` field as sent);
+//! hold (a percent-encoded host: the path alone, and a `Host` field of the
+//! request's authority, also over HTTP/2 and for an absolute-form target);
 //! trailers of response
 //! bodies are dropped; upgrades (WebSocket) are not offered.
 //!
@@ -440,6 +441,15 @@ fn http_head(request: &Request<'_>) -> Result<http::Request<()>, http::Error> {
             let value = HeaderValue::from_maybe_shared(cache.copy(value))?;
             headers.append(HeaderName::from_bytes(name.as_bytes())?, value);
         }
+        let authority = request.authority();
+        if head.uri().authority().is_none() && !authority.is_empty() {
+            // An authority the URI cannot hold: the `Host` field carries
+            // it, made from `:authority` over HTTP/2, and replacing the
+            // field of an absolute-form target, whose authority wins
+            // (RFC 9112 §3.2.2).
+            let host = HeaderValue::from_maybe_shared(cache.copy(authority.as_bytes()))?;
+            headers.insert(http::header::HOST, host);
+        }
         *head.headers_mut() = headers;
         Ok::<_, http::Error>(())
     })?;
@@ -448,8 +458,8 @@ fn http_head(request: &Request<'_>) -> Result<http::Request<()>, http::Error> {
 
 /// `http://authority/target`, or the target alone without an authority
 /// (and for `*`), or with one `http` cannot hold: a percent-encoded host
-/// (`a%2Db`), valid as an RFC 3986 reg-name, which the `Host` field still
-/// carries (as hyper's origin-form URIs leave it).
+/// (`a%2Db`), valid as an RFC 3986 reg-name, which the `Host` field then
+/// carries (see [`http_head`]).
 fn uri(target: &str, authority: &str, cache: &mut HeadCache) -> Result<Uri, http::Error> {
     if target == "*" {
         return Ok(Uri::from_static("*"));

@@ -458,6 +458,27 @@ fn the_uri_carries_the_authority() {
     assert_eq!(client.reply().unwrap().text(), "/uri");
     client.send(b"GET /host HTTP/1.1\r\nHost: a%2Db\r\n\r\n");
     assert_eq!(client.reply().unwrap().text(), "a%2Db");
+    // Absolute-form: the target's authority wins over Host (RFC 9112
+    // §3.2.2), also when the URI cannot hold it.
+    client.send(b"GET http://a%2Db/host HTTP/1.1\r\nHost: other\r\n\r\n");
+    assert_eq!(client.reply().unwrap().text(), "a%2Db");
+    // HTTP/2 has no Host field: one is made from `:authority` (RFC 9113
+    // §8.3.1).
+    let mut raw = common::h2raw::Raw::handshake(server.addr, &[]);
+    let head = common::h2raw::block(&[
+        (":method", "GET"),
+        (":scheme", "http"),
+        (":path", "/host"),
+        (":authority", "a%2Db"),
+    ]);
+    raw.headers(1, &head, true);
+    use falconet_server::h2::frame::kind;
+    let frames = common::h2raw::frames_until(&mut raw, std::time::Duration::from_secs(5), |f| {
+        f.end_stream() && f.kind == kind::DATA || [kind::RST_STREAM, kind::GOAWAY].contains(&f.kind)
+    });
+    let data: Vec<u8> =
+        frames.iter().filter(|f| f.kind == kind::DATA).flat_map(|f| f.payload.clone()).collect();
+    assert_eq!(common::text(&data), "a%2Db", "{frames:?}");
 }
 
 #[test]
