@@ -383,6 +383,9 @@ impl RequestBody {
 
 impl io::Read for RequestBody {
     fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        // An async read cancelled while it waited left its wait here,
+        // holding the pipe's read: this read is the body's next one.
+        self.readable = None;
         self.read_blocking_into(out)
     }
 }
@@ -397,6 +400,12 @@ impl io::Read for &RequestBody {
 
 impl Drop for RequestBody {
     fn drop(&mut self) {
+        // An async read cancelled while it waited (a timeout around it)
+        // left its wait here, which holds the pipe's read: it ends before
+        // the parser gets the pipe back, whose read would otherwise fail
+        // as a concurrent one and close the connection, with the answer
+        // still to come.
+        self.readable = None;
         // The parser drains what the application left (or closes after a
         // failure).
         let mut state = self.state.lock();
