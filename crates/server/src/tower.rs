@@ -149,8 +149,8 @@
 //! authority (an HTTP/1.0 request without `Host`) or one `http::Uri` cannot
 //! hold (a percent-encoded host: the path alone, and a `Host` field of the
 //! request's authority, also over HTTP/2 and for an absolute-form target);
-//! trailers of response
-//! bodies are dropped; upgrades (WebSocket) are not offered.
+//! trailers of response bodies are dropped; upgrades (WebSocket) are not
+//! offered.
 //!
 //! # Errors
 //!

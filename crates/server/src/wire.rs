@@ -155,21 +155,7 @@ impl Encoder {
         fields: &[u8; FIELDS_LEN],
         length: u64,
     ) -> Result<(), ResponseError> {
-        match self.phase {
-            Phase::Streaming => return Err(ResponseError::HeadSent),
-            Phase::Done => return Err(ResponseError::Finished),
-            Phase::Status | Phase::Headers => {}
-        }
-        self.start_head(out, fields)?;
-        out.reserve(TAIL_MAX);
-        if !self.status.bodiless() {
-            out.extend_from_slice(b"Content-Length: ");
-            write_decimal(out, length);
-            out.extend_from_slice(b"\r\n");
-        }
-        self.end_head(out);
-        self.phase = Phase::Done;
-        Ok(())
+        self.whole_head(out, fields, Some(length))
     }
 
     /// Appends the head of a `HEAD` response whose `GET` body length is
@@ -177,23 +163,38 @@ impl Encoder {
     /// determined only while generating the content be left out, where
     /// `Transfer-Encoding: chunked` or `Content-Length: 0` could be false
     /// for the `GET`), and completes the response. For any other response
-    /// (with a body to frame) this is [`finish`](Self::finish).
+    /// (with a body to frame) this is an empty [`body`](Self::body).
     #[cfg_attr(not(feature = "tower"), allow(dead_code))]
     pub(crate) fn unsized_head(
         &mut self,
         out: &mut Vec<u8>,
         fields: &[u8; FIELDS_LEN],
     ) -> Result<(), ResponseError> {
+        let length = if self.head_only { None } else { Some(0) };
+        self.whole_head(out, fields, length)
+    }
+
+    /// The head of a response with no streamed body: `Content-Length:
+    /// length` (none for bodiless statuses, or without a length), then
+    /// the response is done.
+    fn whole_head(
+        &mut self,
+        out: &mut Vec<u8>,
+        fields: &[u8; FIELDS_LEN],
+        length: Option<u64>,
+    ) -> Result<(), ResponseError> {
         match self.phase {
             Phase::Streaming => return Err(ResponseError::HeadSent),
             Phase::Done => return Err(ResponseError::Finished),
             Phase::Status | Phase::Headers => {}
         }
-        if !self.head_only {
-            return self.body(out, fields, b"");
-        }
         self.start_head(out, fields)?;
         out.reserve(TAIL_MAX);
+        if let Some(length) = length.filter(|_| !self.status.bodiless()) {
+            out.extend_from_slice(b"Content-Length: ");
+            write_decimal(out, length);
+            out.extend_from_slice(b"\r\n");
+        }
         self.end_head(out);
         self.phase = Phase::Done;
         Ok(())
