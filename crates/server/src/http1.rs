@@ -601,7 +601,7 @@ impl<S> Http1<S> {
         let lent = request.stream.get();
         if expects_continue && !lent {
             // The server reads this body for the handler: ask for it now.
-            out.extend_from_slice(crate::link::CONTINUE);
+            out.extend_from_slice(crate::expect::CONTINUE);
         }
         let exchange = Exchange {
             state: Some(state),
@@ -632,9 +632,9 @@ impl<S> Http1<S> {
     {
         let Some(state) = exchange.state.take() else { return };
         if exchange.expects_continue {
-            app.link().lend_expecting(true);
+            app.link().expect.lend(true);
         } else if let Some(link) = app.existing_link() {
-            link.lend_expecting(false);
+            link.expect.lend(false);
         }
         app.offer = Some(BodyOffer {
             reader: Arc::clone(input),

@@ -104,6 +104,7 @@ mod body;
 mod chunked;
 mod conn;
 mod date;
+mod expect;
 pub mod h2;
 mod handler;
 pub mod hello;

@@ -16,38 +16,14 @@
 //! - a lent request body is handed back ([`Link::hand_back`]);
 //! - a response body the worker polls (the tower path) is ready to be
 //!   polled again (the connection's own input, read by that body, wakes
-//!   it too).
-//!
+//!   it too);
 //! - an HTTP/2 request body read on an application thread released
 //!   receive credit that asks for WINDOW_UPDATEs ([`Link::push_updates`]);
 //! - a lent HTTP/1 body whose request expects `100-continue` is read for
-//!   the first time ([`Link::want_continue`], below).
+//!   the first time ([`Link::want_continue`]).
 //!
-//! # `Expect: 100-continue` on a lent body
-//!
-//! As hyper does, the `100 (Continue)` that asks the client for a lent
-//! body goes out only once the application reads the body, so that a
-//! request refused unread (a 404, a 401) does not cost its client the
-//! upload. One word holds where it stands:
-//!
-//! ```text
-//!   NONE  --lend, expected--> OWED    the client waits; the body is unread
-//!   OWED  --first read------> WANTED  (the reader wakes the worker)
-//!   WANTED --worker, no head of the response yet--> NONE, writes the 100
-//!   OWED | WANTED --the response's head ends--> NONE:
-//!       WANTED: the 100 goes in front of the head;
-//!       OWED: no 100, and the head says `Connection: close` (the client,
-//!       told nothing, may or may not send the body: the connection
-//!       cannot be read past it)
-//! ```
-//!
-//! The head's end and the worker's write each take the word by one
-//! read-modify-write, so exactly one of them answers a `WANTED`. A
-//! responder on another thread settles the word before its head goes
-//! into its output pipe, and the worker reads that head from the pipe
-//! (Acquire, after the responder's Release), so the responder's swap
-//! precedes any later one of the worker's: a worker that won the word
-//! has not seen a byte of that head, and its 100 goes first.
+//! Where an owed `100 (Continue)` stands is one atomic word, with its own
+//! protocol and loom models: [`crate::expect`].
 //!
 //! Nothing else crosses: bytes travel in the pipes, whose own protocol
 //! (`falconet-pipe`'s state word) orders them; the link carries only ids
@@ -57,11 +33,12 @@
 //! `100 (Continue)` stands, in one atomic word).
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Wake, Waker};
 
 use parking_lot::Mutex;
 
+use crate::expect::ContinueWord;
 use crate::http1::Framing;
 
 /// One worker's queue of connections that application threads woke.
@@ -125,28 +102,6 @@ pub(crate) struct Returned {
     pub(crate) status: Option<crate::Status>,
 }
 
-/// Nothing owed: no `Expect: 100-continue` on the lent body, or settled.
-const CONTINUE_NONE: u8 = 0;
-/// The client waits for `100 (Continue)`; the body has not been read.
-const CONTINUE_OWED: u8 = 1;
-/// The application reads the body: the 100 is to go out now.
-const CONTINUE_WANTED: u8 = 2;
-
-/// What the end of a response's head does about `Expect: 100-continue`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Continue {
-    /// Nothing owed.
-    Nothing,
-    /// The body was read: the 100 goes in front of the head.
-    Send,
-    /// The body was never read and the client never told to send it: no
-    /// 100, and the connection closes after this response.
-    Unsolicited,
-}
-
-/// The `100 (Continue)` interim response.
-pub(crate) const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
-
 /// A connection's link to the application threads.
 #[derive(Debug)]
 pub(crate) struct Link {
@@ -163,8 +118,8 @@ pub(crate) struct Link {
     /// WINDOW_UPDATEs that HTTP/2 request bodies read on application
     /// threads asked for: (stream, increments), for the worker to send.
     updates: Mutex<Vec<(u32, falconet_flow::Updates)>>,
-    /// `Expect: 100-continue` on the lent body: `CONTINUE_*` (module docs).
-    expect: AtomicU8,
+    /// `Expect: 100-continue` on the lent body.
+    pub(crate) expect: ContinueWord,
 }
 
 impl Link {
@@ -176,7 +131,7 @@ impl Link {
             close_asked: AtomicBool::new(false),
             returned: Mutex::new(None),
             updates: Mutex::new(Vec::new()),
-            expect: AtomicU8::new(CONTINUE_NONE),
+            expect: ContinueWord::new(),
         })
     }
 
@@ -234,56 +189,11 @@ impl Link {
         std::mem::swap(&mut *self.updates.lock(), into);
     }
 
-    /// A body is lent: whether its client waits for `100 (Continue)`.
-    pub(crate) fn lend_expecting(&self, expects: bool) {
-        // Relaxed: the body and any responder reach the application after
-        // this, through whatever hands them over (a spawn, a channel).
-        let word = if expects { CONTINUE_OWED } else { CONTINUE_NONE };
-        self.expect.store(word, Ordering::Relaxed);
-    }
-
     /// The lent body is being read: if its client waits for the 100, asks
     /// the worker for it (once; later reads cost one load).
     pub(crate) fn want_continue(self: &Arc<Self>) {
-        if self.advance(CONTINUE_OWED, CONTINUE_WANTED) {
+        if self.expect.want() {
             self.wake_by_ref();
-        }
-    }
-
-    /// Moves the word from `from` to `to`; whether this call did. One
-    /// load first, so that the common case (nothing owed) writes nothing.
-    fn advance(&self, from: u8, to: u8) -> bool {
-        // Relaxed: the word's own modification order decides who answers
-        // (module docs); the wake's queue lock and the output pipe order
-        // the rest.
-        self.expect.load(Ordering::Relaxed) == from
-            && self.expect.compare_exchange(from, to, Ordering::Relaxed, Ordering::Relaxed).is_ok()
-    }
-
-    /// Whether a `100 (Continue)` is owed and not sent: the client waits
-    /// for it, so it owes no body bytes meanwhile.
-    pub(crate) fn continue_pending(&self) -> bool {
-        self.expect.load(Ordering::Relaxed) != CONTINUE_NONE
-    }
-
-    /// The worker, with no byte of the response's head written: whether
-    /// to write the 100 now (the application asked for the body).
-    pub(crate) fn take_wanted_continue(&self) -> bool {
-        self.advance(CONTINUE_WANTED, CONTINUE_NONE)
-    }
-
-    /// A response's head is ending: what it does about the 100 (see
-    /// [`Continue`]). Settles the word.
-    pub(crate) fn settle_continue(&self) -> Continue {
-        if self.expect.load(Ordering::Relaxed) == CONTINUE_NONE {
-            return Continue::Nothing;
-        }
-        // Relaxed: see the module docs (the output pipe orders a
-        // responder's swap before the worker reads its head).
-        match self.expect.swap(CONTINUE_NONE, Ordering::Relaxed) {
-            CONTINUE_WANTED => Continue::Send,
-            CONTINUE_OWED => Continue::Unsolicited,
-            _ => Continue::Nothing,
         }
     }
 

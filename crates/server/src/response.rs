@@ -27,9 +27,10 @@ use falconet_pool::Pool;
 
 use crate::body::RequestBody;
 use crate::date::{DateCache, FIELDS_LEN};
+use crate::expect::{CONTINUE, Continue};
 use crate::handler::{Field, ResponseError, Status};
 use crate::http1::Framing;
-use crate::link::{CONTINUE, Continue, Link, Notify};
+use crate::link::{Link, Notify};
 use crate::pieces::Pieces;
 use crate::wire::Encoder;
 
@@ -189,7 +190,7 @@ impl<'a> Response<'a> {
         if self.encoder.head_open()
             && let Some(link) = self.app.existing_link()
         {
-            settle_continue(link, &mut self.encoder, self.out, self.head_at);
+            settle_continue(link.expect.settle_here(), &mut self.encoder, self.out, self.head_at);
         }
     }
 
@@ -596,7 +597,8 @@ impl Responder {
     /// `buf` holds.
     fn settle(&mut self) {
         if self.encoder.head_open() {
-            settle_continue(&self.link, &mut self.encoder, &mut self.buf, Some(0));
+            let settled = self.link.expect.settle_elsewhere();
+            settle_continue(settled, &mut self.encoder, &mut self.buf, Some(0));
         }
     }
 
@@ -642,19 +644,20 @@ impl Responder {
 }
 
 /// A response's head, encoded by `encoder` into `out` from `head_at`
-/// (`None`: it began before it could be known), is about to end: settles
-/// `Expect: 100-continue` on the connection's lent body (the protocol is
-/// in [`crate::link`]). A body the application read gets its `100
-/// (Continue)` in front of the head; one never read, or a 100 that cannot
-/// go in front, closes the connection after this response instead (the
-/// client, told nothing, may or may not send the body).
+/// (`None`: it began before it could be known), is about to end, and
+/// `Expect: 100-continue` on the connection's lent body was settled
+/// (the protocol is in [`crate::expect`]): acts on it. A body the
+/// application read gets its `100 (Continue)` in front of the head; one
+/// never read, or a 100 that cannot go in front, closes the connection
+/// after this response instead (the client, told nothing, may or may not
+/// send the body).
 pub(crate) fn settle_continue(
-    link: &Link,
+    settled: Continue,
     encoder: &mut Encoder,
     out: &mut Vec<u8>,
     head_at: Option<usize>,
 ) {
-    match (link.settle_continue(), head_at) {
+    match (settled, head_at) {
         (Continue::Nothing, _) => {}
         (Continue::Send, Some(at)) => {
             out.splice(at..at, CONTINUE.iter().copied());

@@ -358,7 +358,7 @@ impl<H: Handler> Session<H> {
             self.take_returned();
             if !self.http.is_closed()
                 && let Some(link) = self.app.existing_link()
-                && link.take_wanted_continue()
+                && link.expect.take_wanted()
             {
                 // The application reads a lent body whose client waits
                 // for this, and no byte of the response's head is out
@@ -366,7 +366,7 @@ impl<H: Handler> Session<H> {
                 // answer the server wrote itself (a 500 for a panic or a
                 // dropped responder, a timeout's refusal): the connection
                 // is closing behind it.
-                self.out.extend_from_slice(crate::link::CONTINUE);
+                self.out.extend_from_slice(crate::expect::CONTINUE);
             }
             let answered = self.pump(cx);
             let progress =
@@ -467,7 +467,15 @@ impl<H: Handler> Session<H> {
                 pending.readable = None;
             }
             let guard = match pending.reader.try_read() {
-                Ok(Some(guard)) => guard,
+                Ok(Some(guard)) => {
+                    if let Some(link) = self.app.existing_link() {
+                        // A head the responder ended is ours to send now
+                        // (the client, waiting for a 100, heard nothing
+                        // until this: see `crate::expect`).
+                        link.expect.head_taken();
+                    }
+                    guard
+                }
                 Ok(None) => {
                     // Nothing yet: wait, with the connection's waker.
                     pending.readable = Some(Readable::new(&pending.reader));
@@ -780,7 +788,7 @@ impl<H: Handler> Session<H> {
         if let Some(h2) = self.h2() {
             return h2.client_owes();
         }
-        if self.app.existing_link().is_some_and(|link| link.continue_pending()) {
+        if self.app.existing_link().is_some_and(|link| link.expect.pending()) {
             // The client waits for our `100 (Continue)` (the application
             // has not read its body yet): it owes nothing.
             return false;
@@ -982,6 +990,6 @@ impl<H: Handler> std::fmt::Debug for Session<H> {
 fn settle_continue(app: &AppSlots, out: &mut Vec<u8>, encoder: &mut Encoder) {
     if let Some(link) = app.existing_link() {
         let head_at = encoder.is_untouched().then_some(out.len());
-        crate::response::settle_continue(link, encoder, out, head_at);
+        crate::response::settle_continue(link.expect.settle_here(), encoder, out, head_at);
     }
 }
