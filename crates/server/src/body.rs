@@ -104,8 +104,11 @@ pub struct RequestBody {
     link: Arc<Link>,
     /// HTTP/2: the stream's receive window.
     flow: Option<BodyFlow>,
-    /// The async read's wait for bytes, kept across polls.
-    readable: Option<Readable>,
+    /// The async read's wait for bytes, kept across polls. Behind a lock
+    /// only so that a read through `&self` can end a wait that a dropped
+    /// async read left (an async read has `&mut self`, so it never runs
+    /// beside one; it reaches the wait with `get_mut`, no lock).
+    readable: Mutex<Option<Readable>>,
 }
 
 #[derive(Debug)]
@@ -122,7 +125,7 @@ impl RequestBody {
     pub(crate) fn new(offer: BodyOffer, link: Arc<Link>) -> Self {
         let BodyOffer { reader, framing, received, max_body, flow } = offer;
         let state = BodyState { framing: Some(framing), received, max_body, failed: None };
-        Self { reader, state: Mutex::new(state), link, flow, readable: None }
+        Self { reader, state: Mutex::new(state), link, flow, readable: Mutex::new(None) }
     }
 
     /// Whether this is an HTTP/2 stream's body (its reads release flow
@@ -150,12 +153,22 @@ impl RequestBody {
         if let Some(result) = self.finished() {
             return result.map(Some);
         }
+        self.end_dropped_wait();
         self.link.want_continue();
         let Some(guard) = self.reader.try_read().map_err(io::Error::other)? else {
             return Ok(None);
         };
         // `None` from `take`: only framing was buffered.
         self.take(guard, &mut &mut *out)
+    }
+
+    /// Ends the wait of an async read whose future was dropped while it
+    /// waited (a timeout around it), which would hold the pipe's read and
+    /// fail this read as a concurrent one. Called with `&self` only: no
+    /// async read is in progress then (it would hold `&mut self`), so a
+    /// wait found here is a dropped one's.
+    fn end_dropped_wait(&self) {
+        self.readable.lock().take();
     }
 
     /// Reads into `out`, waiting on this thread for bytes.
@@ -350,13 +363,13 @@ impl RequestBody {
         self.link.want_continue();
         loop {
             if let Some(result) = self.finished() {
-                self.readable = None;
+                *self.readable.get_mut() = None;
                 return Poll::Ready(result);
             }
             // A wait in progress owns the pipe's read: finish it first.
-            if let Some(readable) = &mut self.readable {
+            if let Some(readable) = self.readable.get_mut() {
                 let waited = std::task::ready!(std::pin::Pin::new(readable).poll(cx));
-                self.readable = None;
+                *self.readable.get_mut() = None;
                 waited.map_err(io::Error::other)?;
             }
             match self.reader.try_read() {
@@ -374,7 +387,7 @@ impl RequestBody {
                         ON_WORKER_READ,
                     )));
                 }
-                Ok(None) => self.readable = Some(Readable::new(&self.reader)),
+                Ok(None) => *self.readable.get_mut() = Some(Readable::new(&self.reader)),
                 Err(error) => return Poll::Ready(Err(io::Error::other(error))),
             }
         }
@@ -385,7 +398,7 @@ impl io::Read for RequestBody {
     fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
         // An async read cancelled while it waited left its wait here,
         // holding the pipe's read: this read is the body's next one.
-        self.readable = None;
+        *self.readable.get_mut() = None;
         self.read_blocking_into(out)
     }
 }
@@ -394,6 +407,7 @@ impl io::Read for RequestBody {
 /// hold one, and the pipe's rule decides between overlapping reads.
 impl io::Read for &RequestBody {
     fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        self.end_dropped_wait();
         self.read_blocking_into(out)
     }
 }
@@ -405,7 +419,7 @@ impl Drop for RequestBody {
         // the parser gets the pipe back, whose read would otherwise fail
         // as a concurrent one and close the connection, with the answer
         // still to come.
-        self.readable = None;
+        *self.readable.get_mut() = None;
         // The parser drains what the application left (or closes after a
         // failure).
         let mut state = self.state.lock();

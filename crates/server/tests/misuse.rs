@@ -195,3 +195,75 @@ fn over_http2_a_blocking_response_write_on_the_worker_fails_instead_of_hanging()
     drop(runtime);
     server.stop();
 }
+
+/// Gives up on an async read of its body after 50 ms (a `timeout` around
+/// it, the future dropped while it waits), then reads the body through a
+/// shared reference on a blocking thread: with `&RequestBody`'s
+/// `io::Read` (`/shared`) or a `try_read` loop (`/try`).
+struct ReadsAgainAfterATimeout(tokio::runtime::Handle);
+
+impl Handler for ReadsAgainAfterATimeout {
+    type State = bool;
+
+    fn head(&self, request: &Request<'_>) -> bool {
+        request.stream_body();
+        request.path() == "/try"
+    }
+
+    fn respond(&self, with_try_read: bool, response: &mut Response<'_>) {
+        let mut body = response.take_body().unwrap();
+        let responder = response.defer().unwrap();
+        let handle = self.0.clone();
+        self.0.spawn(async move {
+            let mut buf = [0u8; 16];
+            let timed_out = tokio::time::timeout(
+                Duration::from_millis(50),
+                tokio::io::AsyncReadExt::read(&mut body, &mut buf),
+            )
+            .await
+            .is_err();
+            let read = handle.spawn_blocking(move || {
+                let body = &body;
+                let mut all = Vec::new();
+                let result = if with_try_read {
+                    let mut piece = [0u8; 4];
+                    loop {
+                        match body.try_read(&mut piece) {
+                            Ok(Some(0)) => break Ok(all.len()),
+                            Ok(Some(n)) => all.extend_from_slice(&piece[..n]),
+                            Ok(None) => thread::sleep(Duration::from_millis(5)),
+                            Err(error) => break Err(error),
+                        }
+                    }
+                } else {
+                    let mut shared = body;
+                    shared.read_to_end(&mut all)
+                };
+                format!("timed out {timed_out}: {result:?} {}", common::text(&all))
+            });
+            let answer = read.await.unwrap();
+            let _ = responder.body(answer.as_bytes());
+        });
+    }
+}
+
+/// An async read cancelled while it waited left its wait holding the
+/// pipe's read, and a later read through `&RequestBody` (`try_read`, or
+/// `io::Read for &RequestBody`, which cannot reach the wait through `&`)
+/// failed with `ConcurrentRead`: the wait is now ended first.
+#[test]
+fn a_shared_read_after_a_cancelled_async_read_gets_the_body() {
+    let runtime = common::runtime();
+    let server = serve(options(), ReadsAgainAfterATimeout(runtime.handle().clone()));
+    for path in ["/shared", "/try"] {
+        let mut client = Client::connect(server.addr);
+        client.send(
+            format!("POST {path} HTTP/1.1\r\nHost: t\r\nContent-Length: 11\r\n\r\n").as_bytes(),
+        );
+        // After the application gave up waiting.
+        thread::sleep(Duration::from_millis(200));
+        client.send(b"hello world");
+        let reply = client.reply().unwrap();
+        assert_eq!(reply.text(), "timed out true: Ok(11) hello world", "{path}");
+    }
+}
