@@ -150,11 +150,10 @@ impl RequestBody {
         if out.is_empty() {
             return Ok(Some(0));
         }
-        if let Some(result) = self.finished() {
+        if let Some(result) = self.finished_else_want() {
             return result.map(Some);
         }
         self.end_dropped_wait();
-        self.link.want_continue();
         let Some(guard) = self.reader.try_read().map_err(io::Error::other)? else {
             return Ok(None);
         };
@@ -176,9 +175,8 @@ impl RequestBody {
         if out.is_empty() {
             return Ok(0);
         }
-        self.link.want_continue();
         loop {
-            if let Some(result) = self.finished() {
+            if let Some(result) = self.finished_else_want() {
                 return result;
             }
             let guard = if crate::worker::on_worker() {
@@ -199,13 +197,21 @@ impl RequestBody {
     }
 
     /// The answer of a body that is over: `Some(Ok(0))` at its end, its
-    /// error after a failure, `None` while it goes on.
-    fn finished(&self) -> Option<io::Result<usize>> {
+    /// error after a failure. `None` while it goes on, and then the read
+    /// asks for the `100 (Continue)` if its client waits for one. Under
+    /// the state's lock, which the hand-back takes too: once the body is
+    /// handed back, the connection's word is the next exchange's, and a
+    /// read of this body after its end (`read_to_end` always makes one)
+    /// must not ask for that exchange's 100.
+    fn finished_else_want(&self) -> Option<io::Result<usize>> {
         let state = self.state.lock();
         match (&state.framing, state.failed) {
             (_, Some(kind)) => Some(Err(failure(kind))),
             (None, None) => Some(Ok(0)),
-            (Some(_), None) => None,
+            (Some(_), None) => {
+                self.link.want_continue();
+                None
+            }
         }
     }
 
@@ -360,9 +366,8 @@ impl RequestBody {
         if !out.has_remaining_mut() {
             return Poll::Ready(Ok(0));
         }
-        self.link.want_continue();
         loop {
-            if let Some(result) = self.finished() {
+            if let Some(result) = self.finished_else_want() {
                 *self.readable.get_mut() = None;
                 return Poll::Ready(result);
             }

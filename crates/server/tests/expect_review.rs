@@ -498,3 +498,92 @@ fn a_read_cancelled_while_the_100_is_owed_with_async_read() {
     let cases = [("/a", 0, "gave up after 0"), ("/b", 10, "gave up after 10")];
     cancelled_reads(GivesUp(runtime.handle().clone()), &cases);
 }
+
+/// A body read on a thread after its application answered, and the next
+/// request's application, which refuses its body unread: `/drain` answers
+/// at once and reads its body to its end on a thread (`read_to_end` makes
+/// one more read after the last byte); `/read-late` reads its 5 bytes,
+/// answers, and reads once more 300 ms later; `/refuse` refuses unread
+/// after `State` ms.
+struct ReadsAfterTheEnd;
+
+impl Handler for ReadsAfterTheEnd {
+    type State = (String, u64);
+
+    fn head(&self, request: &Request<'_>) -> (String, u64) {
+        request.stream_body();
+        let ms = request.target().split_once('?').and_then(|(_, q)| q.parse().ok()).unwrap_or(0);
+        (request.path().to_owned(), ms)
+    }
+
+    fn respond(&self, (path, ms): (String, u64), response: &mut Response<'_>) {
+        let mut body = response.take_body().unwrap();
+        match path.as_str() {
+            "/drain" => {
+                response.body(b"drained").unwrap();
+                thread::spawn(move || body.read_to_end(&mut Vec::new()));
+            }
+            "/read-late" => {
+                let responder = response.defer().unwrap();
+                thread::spawn(move || {
+                    let read = body.read_exact(&mut [0u8; 5]);
+                    let _ = responder.body(format!("{read:?}").as_bytes());
+                    thread::sleep(Duration::from_millis(300));
+                    body.read(&mut [0u8; 8])
+                });
+            }
+            _ => {
+                let mut responder = response.defer().unwrap();
+                thread::spawn(move || {
+                    thread::sleep(Duration::from_millis(ms));
+                    let _ = responder.status(falconet_server::Status::new(401).unwrap());
+                    let _ = responder.body(b"no");
+                    drop(body);
+                });
+            }
+        }
+    }
+}
+
+fn plain(path: &str, body: &[u8]) -> Vec<u8> {
+    let mut request =
+        format!("POST {path} HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\n\r\n", body.len())
+            .into_bytes();
+    request.extend_from_slice(body);
+    request
+}
+
+/// A read of a body after its end asked the connection's word for a 100:
+/// by then the word was the next request's, whose application refused its
+/// body unread, and its client got a 100 it must not get (the body then
+/// uploaded for nothing, or, not sent, a 408 instead of the answer). The
+/// read now looks whether the body is over, under the lock its hand-back
+/// takes, before it asks.
+#[test]
+fn a_read_after_the_end_of_a_body_does_not_ask_for_the_next_requests_100() {
+    let server = serve(options().io_timeout(Duration::from_millis(200)), ReadsAfterTheEnd);
+    // The late read comes while the next request waits for its answer.
+    let mut c = Client::connect(server.addr);
+    short(&c, 5);
+    c.send(&plain("/read-late", b"hello"));
+    assert_eq!(c.reply().unwrap().text(), "Ok(())");
+    c.send(&head("POST", "/refuse?700", "", 5));
+    let reply = c.reply().unwrap();
+    assert_eq!((reply.status, reply.closes()), (401, true), "{reply:?}");
+    // Answered at once, the body drained on a thread while the next
+    // request is already in (a race: each round is a chance).
+    let mut spurious = Vec::new();
+    for round in 0..30 {
+        let mut c = Client::connect(server.addr);
+        short(&c, 5);
+        let mut both = plain("/drain", b"hello");
+        both.extend_from_slice(&head("POST", "/refuse?50", "", 5));
+        c.send(&both);
+        assert_eq!(c.reply().unwrap().text(), "drained");
+        let reply = c.reply().unwrap();
+        if reply.status != 401 {
+            spurious.push(format!("round {round}: {reply:?}"));
+        }
+    }
+    assert!(spurious.is_empty(), "{spurious:#?}");
+}
