@@ -390,7 +390,12 @@ where
             Ok(Poll::Ready(Ok(()))) => {}
             Ok(Poll::Pending) => {
                 if let Some(responder) = defer(response) {
-                    self.runtime.spawn(call_later(service, request, responder, head_request));
+                    self.runtime.spawn(told_if_dropped(call_later(
+                        service,
+                        request,
+                        responder,
+                        head_request,
+                    )));
                 }
                 return;
             }
@@ -412,7 +417,11 @@ where
             Ok(Some(Poll::Pending)) => {
                 if let Some(responder) = defer(response) {
                     let future = future.steal();
-                    self.runtime.spawn(await_later(future, responder, head_request));
+                    self.runtime.spawn(told_if_dropped(await_later(
+                        future,
+                        responder,
+                        head_request,
+                    )));
                 }
             }
             Ok(Some(Poll::Ready(Err(error)))) => failed(response, error.into()),
@@ -819,6 +828,33 @@ async fn call_later<S, B>(
     };
     let (parts, body) = answer.into_parts();
     respond_later(parts, pin!(body), Held::Nothing, responder, head_request).await;
+}
+
+/// A request's task, which logs a warning if it is dropped before it
+/// ends: the runtime shut down with the request in flight, before or after
+/// the task began (or the task panicked, which the panic hook reports
+/// too). The responder it holds answers `500`, or closes the connection
+/// if the head went out: without this, a user who dropped the runtime
+/// first saw those and no reason.
+fn told_if_dropped(task: impl Future<Output = ()>) -> impl Future<Output = ()> {
+    /// Dropped only if the task did not end (which forgets it).
+    struct Unfinished;
+
+    impl Drop for Unfinished {
+        fn drop(&mut self) {
+            tracing::warn!(
+                "a request's task was dropped before it ended (its runtime shut down, \
+                 or it panicked); answered 500, or closed if its head was out"
+            );
+        }
+    }
+
+    // Made before the task first runs: a task dropped unpolled tells too.
+    let unfinished = Unfinished;
+    async move {
+        task.await;
+        std::mem::forget(unfinished);
+    }
 }
 
 /// The task of a request whose future was not ready at its first poll.

@@ -2,7 +2,7 @@
 //! runtime, then the runtime dropped with a request in flight: the client
 //! gets its answer or a close, and the workers exit. One test per binary: it
 //! counts this process's falconet worker threads.
-#![cfg(feature = "tower")]
+#![cfg(all(feature = "tower", feature = "cli"))]
 
 mod common;
 
@@ -56,8 +56,9 @@ fn running_then_runtime_dropped_with_a_request_in_flight() {
         (addr, client)
     });
     assert_eq!(workers_alive(), 2, "workers still draining");
-    // The task in flight dies with the runtime.
-    drop(runtime);
+    // The task in flight dies with the runtime, and says so.
+    let logs = logged(|| drop(runtime));
+    assert!(logs.contains("a request's task was dropped before it ended"), "logs: {logs:?}");
     let (answer, waited) = client.join().unwrap();
     eprintln!("client got {answer:?} after {waited:?}");
     assert!(waited < Duration::from_secs(3), "client waited {waited:?}");
@@ -68,4 +69,32 @@ fn running_then_runtime_dropped_with_a_request_in_flight() {
     }
     assert_eq!(workers_alive(), 0, "worker threads leaked");
     assert!(TcpStream::connect(addr).is_err(), "still listening");
+}
+
+/// What `f` logs on this thread (warnings and worse).
+fn logged(f: impl FnOnce()) -> String {
+    use std::sync::{Arc, Mutex};
+
+    #[derive(Clone, Default)]
+    struct Capture(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Capture {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    let capture = Capture::default();
+    let writer = capture.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::WARN)
+        .with_writer(move || writer.clone())
+        .finish();
+    tracing::subscriber::with_default(subscriber, f);
+    String::from_utf8_lossy(&capture.0.lock().unwrap()).into_owned()
 }
