@@ -71,7 +71,7 @@ impl PoolBuilder {
     /// [`Pool::try_lease`] fails with [`LeaseError::Exhausted`](crate::LeaseError::Exhausted).
     /// Default [`DEFAULT_MAX_BYTES`]. At most [`MAX_SLABS`] slabs' worth
     /// (128 GiB with the default 128 KiB slab): [`build`](Self::build) refuses more
-    /// with [`ConfigError::TooManySlabs`](crate::ConfigError::TooManySlabs),
+    /// with [`ConfigError::TooManySlabs`],
     /// `usize::MAX` included.
     pub fn max_bytes(mut self, bytes: usize) -> Self {
         self.max_bytes = bytes;

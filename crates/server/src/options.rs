@@ -215,7 +215,7 @@ impl Options {
     }
 
     /// Header fields per request at most, 1 to
-    /// [`MAX_HEADERS_LIMIT`](crate::MAX_HEADERS_LIMIT); past it, `431`.
+    /// [`MAX_HEADERS_LIMIT`]; past it, `431`.
     pub fn max_headers(mut self, count: usize) -> Self {
         self.max_headers = count;
         self
@@ -561,7 +561,7 @@ pub enum OptionsError {
     RequestLine(usize),
     /// `max_head` above [`MAX_HEAD`].
     Head(usize),
-    /// `max_headers` outside `1..=`[`MAX_HEADERS_LIMIT`](crate::MAX_HEADERS_LIMIT).
+    /// `max_headers` outside `1..=`[`MAX_HEADERS_LIMIT`].
     Headers(usize),
     /// A timeout outside [`MIN_TIMEOUT`]`..=`[`MAX_TIMEOUT`] (a
     /// [`MinDataRate`]'s grace included).
