@@ -98,9 +98,10 @@ impl ContinueWord {
     /// not sent, or a head that settled it is not yet taken. It owes no
     /// body bytes meanwhile.
     pub(crate) fn pending(&self) -> bool {
-        // Relaxed: the worker asks, and every move to `NONE` but the
-        // head's end on the worker is the worker's own (program order);
-        // that one is too, under the connection's lock.
+        // Relaxed: every move to or from `NONE` is the worker's, and the
+        // timer asks under the connection's lock, after the worker's last
+        // move; the application's moves (to `WANTED`, to `IN_FLIGHT`)
+        // only keep the word pending.
         self.0.load(Ordering::Relaxed) != NONE
     }
 
