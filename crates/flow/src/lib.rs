@@ -86,7 +86,10 @@
 //! accounting bug, neither ever sent. [`Aborted`] refuses reservations and
 //! holds on an aborted send window. [`StreamFlowError`] says which window ([`Scope`]) refused a
 //! frame. No operation panics on bad input, and a refused operation changes
-//! nothing: no other thread ever sees it.
+//! nothing: no other thread ever sees it (one exception, a caller's bug:
+//! when bytes of a [`StreamInput`] were released on its connection
+//! directly, the stream's `release` or `abort` that the connection then
+//! refuses has already settled the stream's own window).
 
 #![forbid(unsafe_code)]
 

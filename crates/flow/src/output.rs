@@ -411,7 +411,9 @@ impl OutputWindow {
     /// [`try_reserve`](Self::try_reserve).
     ///
     /// Any number of tasks may wait on one window (every stream's writer
-    /// on the connection's): each credit-giving change (`increase`,
+    /// on the connection's, each for credit it already took from its
+    /// stream: [`StreamOutput`](crate::StreamOutput#waiting-for-credit)
+    /// shows how): each credit-giving change (`increase`,
     /// `give_back`, a growing `apply_initial_window_delta`, `abort`) wakes
     /// them all, and each takes what it finds in turn or waits again. No
     /// order among them is kept. Dropping the future cancels the wait:

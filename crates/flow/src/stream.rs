@@ -158,7 +158,13 @@ impl<W: InputFlow> StreamInput<W> {
     /// already returned them).
     ///
     /// # Errors
-    /// [`FlowError::OverRelease`] when more is released than consumed.
+    /// [`FlowError::OverRelease`] when more is released than this stream
+    /// consumed (nothing changes), or when the connection refuses what the
+    /// stream took back: its accounting disagrees because bytes of this
+    /// stream were released on the connection directly, a caller's bug.
+    /// The stream's window keeps its part then (the two steps are not one
+    /// atomic change; no stream WINDOW_UPDATE is reported), as for
+    /// [`abort`](Self::abort).
     pub fn release(&self, n: u32) -> Result<Updates, FlowError> {
         let stream = self.stream.release(n)?;
         if stream == Release::Aborted {
@@ -188,11 +194,29 @@ impl<W: InputFlow> StreamInput<W> {
 
     /// Makes this stream's side new again for another stream of the same
     /// connection (`initial` bytes, as [`new`](Self::new)): a connection
-    /// reuses the allocation of a stream whose handles are all gone.
+    /// reuses the allocation of a stream whose handles are all gone. The
+    /// old stream is aborted first, as by [`abort`](Self::abort): bytes it
+    /// received and nobody consumed go back to the connection, and the
+    /// connection WINDOW_UPDATE that may make due is returned, to send.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use falconet_flow::{InputWindow, StreamInput};
+    ///
+    /// let connection = Arc::new(InputWindow::new(100)?);
+    /// let mut stream = StreamInput::new(connection.clone(), 100)?;
+    /// stream.try_advance(60).unwrap(); // never read: its reader is gone
+    /// // The 60 bytes are the connection's again (past half its window).
+    /// assert_eq!(stream.reset(100)?, Some(60));
+    /// assert_eq!(connection.state().window, 100);
+    /// # Ok::<(), falconet_flow::FlowError>(())
+    /// ```
     ///
     /// # Errors
-    /// [`FlowError::InitialTooLarge`] above 2^31-1 (nothing changes).
-    pub fn reset(&mut self, initial: u32) -> Result<(), FlowError> {
+    /// [`FlowError::InitialTooLarge`] above 2^31-1 (nothing changes);
+    /// [`FlowError::OverRelease`] as [`abort`](Self::abort)'s, when the
+    /// connection's accounting disagrees (the stream is new all the same).
+    pub fn reset(&mut self, initial: u32) -> Result<Option<u32>, FlowError> {
         self.reset_with_threshold(initial, initial / 2)
     }
 
@@ -200,11 +224,17 @@ impl<W: InputFlow> StreamInput<W> {
     /// `threshold` pending bytes.
     ///
     /// # Errors
-    /// As [`with_threshold`](Self::with_threshold); the stream is
-    /// unchanged then.
-    pub fn reset_with_threshold(&mut self, initial: u32, threshold: u32) -> Result<(), FlowError> {
-        self.stream = W::with_threshold(initial, threshold)?;
-        Ok(())
+    /// As [`with_threshold`](Self::with_threshold) (the stream is
+    /// unchanged then), or as [`reset`](Self::reset).
+    pub fn reset_with_threshold(
+        &mut self,
+        initial: u32,
+        threshold: u32,
+    ) -> Result<Option<u32>, FlowError> {
+        let fresh = W::with_threshold(initial, threshold)?;
+        let returned = self.abort();
+        self.stream = fresh;
+        returned
     }
 
     /// The stream's own window.

@@ -108,6 +108,46 @@ use crate::traits::OutputFlow;
 /// assert_eq!((stream.stream().held(), connection.held()), (0, 0));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+///
+/// # Waiting for credit
+///
+/// The composition has no async method. A writer that must wait takes
+/// its stream's credit first, with the stream window's own
+/// [`reserve`](OutputWindow::reserve) (only this stream's writers take
+/// from it), then waits on the connection for exactly that much. Waiting
+/// on the connection first would take credit the stream may not match,
+/// and reserved credit counts as sent: nothing gives it back.
+///
+/// ```
+/// use std::sync::Arc;
+/// use falconet_flow::{OutputWindow, StreamOutput};
+///
+/// # tokio::runtime::Builder::new_current_thread().build()?.block_on(async {
+/// let connection = Arc::new(OutputWindow::new(0)?);
+/// let output = StreamOutput::new(connection.clone(), 10)?;
+/// let writer = async {
+///     let n = output.stream().reserve(100).await?; // the stream's 10
+///     let mut got = 0;
+///     while got < n {
+///         got += output.connection().reserve(n - got).await?;
+///     }
+///     Ok::<u32, falconet_flow::Aborted>(n)
+/// };
+/// let peer = async {
+///     for update in [4, 100] {
+///         tokio::task::yield_now().await; // the writer waits
+///         connection.increase(update)?;
+///     }
+///     Ok::<(), falconet_flow::FlowError>(())
+/// };
+/// let (sent, updated) = tokio::join!(writer, peer);
+/// updated?;
+/// assert_eq!(sent?, 10);
+/// assert_eq!(connection.available(), 104 - 10); // no credit lost
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # })?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug)]
 pub struct StreamOutput<W: OutputFlow = OutputWindow> {
     connection: Arc<W>,

@@ -104,7 +104,7 @@ fn reset_makes_a_new_stream_of_the_same_connection() {
     stream.try_advance(60).unwrap();
     stream.release(60).unwrap();
     stream.disable_updates();
-    stream.reset(200).unwrap();
+    assert_eq!(stream.reset(200), Ok(None), "nothing unread to return");
     assert_eq!(stream.stream().available(), 200);
     assert_eq!(connection.available(), 1 << 20);
     stream.try_advance(150).unwrap();
@@ -143,4 +143,31 @@ fn stream_thresholds_at_their_edges() {
     eager.try_advance(151).unwrap();
     assert_eq!(eager.release(150).unwrap().stream, None);
     assert_eq!(eager.release(1).unwrap().stream, Some(151));
+}
+
+/// A stream side reset while its old stream holds bytes nobody consumed
+/// (its reader gone, never aborted): they go back to the connection, as
+/// an abort would return them, once; a second reset returns nothing. The
+/// connection's credit was lost for good before (a day-one review's
+/// find), and its window shrank with each such reuse.
+#[test]
+fn reset_returns_the_old_streams_unread_bytes_to_the_connection() {
+    use falconet_flow::{InputWindow, StreamInput};
+    let connection = std::sync::Arc::new(InputWindow::new(100).unwrap());
+    let mut stream = StreamInput::new(connection.clone(), 100).unwrap();
+    stream.try_advance(60).unwrap();
+    stream.release(10).unwrap();
+    assert_eq!(stream.reset(100), Ok(Some(60)), "the 50 unread plus the 10 pending, announced");
+    assert_eq!(connection.state().window, 100);
+    assert_eq!(connection.state().pending, 0);
+    assert_eq!(stream.reset(100), Ok(None));
+    // Below the connection's threshold: returned, not yet announced.
+    stream.try_advance(20).unwrap();
+    assert_eq!(stream.reset(100), Ok(None));
+    assert_eq!((connection.state().window, connection.state().pending), (100, 20));
+    // An aborted stream's bytes are not returned twice.
+    stream.try_advance(30).unwrap();
+    assert_eq!(stream.abort(), Ok(None), "50 pending: not past half");
+    assert_eq!(stream.reset(100), Ok(None));
+    assert_eq!((connection.state().window, connection.state().pending), (100, 50));
 }

@@ -974,7 +974,10 @@ impl Connection {
         let threshold = update_threshold(ours);
         while let Some(mut input) = self.spare_inputs.pop() {
             if let Some(reusable) = Arc::get_mut(&mut input) {
-                reusable.reset_with_threshold(initial, threshold)?;
+                // Bytes the finished stream received and nobody consumed
+                // (none where its reader aborted it) go back.
+                let update = reusable.reset_with_threshold(initial, threshold)?;
+                self.connection_update(update);
                 return Ok(input);
             }
         }
