@@ -163,7 +163,9 @@ impl std::error::Error for WriteError {
 /// Why [`Writer::put_slice`](crate::Writer::put_slice) stopped, and how
 /// far it got: the first [`committed`](Self::committed) bytes are in the
 /// pipe (the reader will see them, unless it is gone), the rest of the
-/// slice is not. A caller that retries must start at `committed`.
+/// slice is not. A caller that retries must start at `committed`. With
+/// [`WriteError::ReaderClosed`] the committed bytes were written into a
+/// pipe nobody reads: committed, not delivered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PutError {
     pub(crate) committed: usize,

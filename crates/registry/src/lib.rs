@@ -82,7 +82,8 @@
 //!
 //! # Errors
 //!
-//! - [`Full`]: `insert` at `max_connections`; it hands the value back.
+//! - [`Full`]: `insert` at `max_connections` (it hands the value back), and
+//!   `vacant_entry` there (`Full<()>`).
 //! - [`OptionsError`]: a shard count or bound the registry cannot have.
 //! - `remove` returns `None` for an id that is not live, and for one it
 //!   removed as `discard` does (held by this thread's `Ref`, or this thread

@@ -30,7 +30,9 @@
 //! instructions and, at worst, one page allocation. Never by a lookup, and
 //! no user code (not even a value's `Drop`) runs while it is held.
 
+use std::any::Any;
 use std::mem::MaybeUninit;
+use std::panic::{self, AssertUnwindSafe};
 use std::ptr;
 
 use crate::id::{PAGES, page_len, page_of, slot_of};
@@ -273,6 +275,7 @@ impl<T> Shard<T> {
     /// deferred and drop them) and vacates its slot: for a registry that
     /// drops while deferred ends still share its shards (`pinned.rs`).
     pub(crate) fn drop_live_values(&self) {
+        let mut dropping = DropAll::default();
         for page in 0..PAGES {
             let Some(states) = self.states(page) else { break };
             for (offset, state) in states.iter().enumerate() {
@@ -288,9 +291,10 @@ impl<T> Shard<T> {
                 // SAFETY: so the value is initialised and ours alone.
                 let value = unsafe { self.value(slot).take() };
                 self.vacate(slot, state);
-                drop(value);
+                dropping.drop_one(value);
             }
         }
+        dropping.finish();
     }
 
     /// Slots whose values are allocated (for `capacity`).
@@ -327,8 +331,35 @@ impl<T> ValueSlot<T> {
     }
 }
 
+/// Drops values one after another, every one of them even if some panic
+/// in `drop`, as a `Vec` does: the first panic resumes once all are
+/// dropped (and, in the shard's own drop, its pages freed). A value whose
+/// `drop` panics must not leak the others (their sockets left open).
+#[derive(Default)]
+struct DropAll {
+    /// The first panic's payload.
+    panic: Option<Box<dyn Any + Send>>,
+}
+
+impl DropAll {
+    fn drop_one<T>(&mut self, value: T) {
+        // AssertUnwindSafe: the value is gone either way, and nothing else
+        // is touched.
+        if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(move || drop(value))) {
+            self.panic.get_or_insert(payload);
+        }
+    }
+
+    fn finish(self) {
+        if let Some(payload) = self.panic {
+            panic::resume_unwind(payload);
+        }
+    }
+}
+
 impl<T> Drop for Shard<T> {
     fn drop(&mut self) {
+        let mut dropping = DropAll::default();
         let book = self.book.lock().pages;
         for (page, entry) in book.iter().enumerate() {
             let len = page_len(page);
@@ -341,7 +372,7 @@ impl<T> Drop for Shard<T> {
                     if slot::holds_value(word) {
                         // SAFETY: `&mut self`: no reference or removal is in
                         // flight, and an occupied slot holds its value.
-                        drop(unsafe { (*values.add(offset)).take() });
+                        dropping.drop_one(unsafe { (*values.add(offset)).take() });
                     }
                 }
                 // SAFETY: allocated by `allocate` with this length.
@@ -352,5 +383,6 @@ impl<T> Drop for Shard<T> {
                 unsafe { free_slice(states, len) };
             }
         }
+        dropping.finish();
     }
 }

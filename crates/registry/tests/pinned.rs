@@ -579,4 +579,38 @@ mod epoch_pinned {
             run_model(ops, 1 << shards, 24);
         }
     }
+
+    /// A value whose `drop` panics when the registry drops it, while a
+    /// pinned removal's deferred end still shares the shards (another
+    /// thread's pin holds the epoch): the registry's own drop drops the
+    /// live values, every one of them, and the panic comes out after; the
+    /// removed value drops with its deferred end.
+    #[test]
+    fn a_value_that_panics_in_drop_with_a_deferred_removal_does_not_leak_the_others() {
+        let (release, wait) = std::sync::mpsc::channel::<()>();
+        let (holding, held) = std::sync::mpsc::channel();
+        let holder = thread::spawn(move || {
+            let _guard = crossbeam_epoch::pin();
+            holding.send(()).unwrap();
+            wait.recv().unwrap();
+        });
+        held.recv().unwrap();
+        let (drops, dropped) = super::common::drop_bombs(|registry, ids| {
+            let pin = registry.pin();
+            assert!(registry.remove(ids[9]).is_none(), "discarded while pinned");
+            drop(pin);
+        });
+        assert!(dropped.is_err(), "the first panic comes out");
+        assert_eq!(count(&drops), 9, "every live value");
+        release.send(()).unwrap();
+        holder.join().unwrap();
+        for _ in 0..1_000_000 {
+            if count(&drops) == 10 {
+                return;
+            }
+            crossbeam_epoch::pin().flush();
+            thread::yield_now();
+        }
+        panic!("the deferred drop never ran");
+    }
 }

@@ -492,3 +492,15 @@ fn for_each_visits_every_entry_and_removes_or_trims_nothing() {
     assert_eq!(registry.sweep(|_, _| true), 0);
     assert!(registry.capacity() < capacity, "{} !< {capacity}", registry.capacity());
 }
+
+/// A value whose `drop` panics, among others, when the registry drops
+/// them: every other value is dropped all the same (their sockets closed,
+/// their memory freed), and the first panic comes out after (a day-one
+/// review found the rest leaked: 3 of 10 dropped). `pinned.rs` has the
+/// same after a pinned removal.
+#[test]
+fn a_value_that_panics_in_drop_does_not_leak_the_others() {
+    let (drops, dropped) = common::drop_bombs(|_, _| {});
+    assert!(dropped.is_err(), "the first panic comes out");
+    assert_eq!(drops.load(Ordering::Relaxed), 10);
+}
