@@ -171,3 +171,22 @@ fn reset_returns_the_old_streams_unread_bytes_to_the_connection() {
     assert_eq!(stream.reset(100), Ok(None));
     assert_eq!((connection.state().window, connection.state().pending), (100, 50));
 }
+
+/// `reset` when the connection's accounting disagrees (a caller released
+/// the old stream's bytes on the connection directly): the abort's
+/// `OverRelease` comes out, the stream is new all the same, and the
+/// connection is not credited twice.
+#[test]
+fn reset_after_a_release_on_the_connection_directly_is_an_error_and_a_new_stream() {
+    use falconet_flow::{FlowError, InputWindow, StreamInput};
+    let connection = std::sync::Arc::new(InputWindow::new(100).unwrap());
+    let mut stream = StreamInput::new(connection.clone(), 100).unwrap();
+    stream.try_advance(60).unwrap();
+    connection.release(60).unwrap(); // the misuse: behind the stream's back
+    let before = connection.state();
+    assert!(matches!(stream.reset(100), Err(FlowError::OverRelease { .. })));
+    assert_eq!(connection.state(), before, "not credited twice");
+    assert_eq!(stream.stream().available(), 100, "a new stream all the same");
+    stream.try_advance(100).unwrap();
+    assert_eq!(stream.release(100).unwrap().stream, Some(100));
+}
