@@ -21,9 +21,28 @@ use loom::sync::atomic::{AtomicBool, Ordering};
 use loom::thread;
 
 fn model(f: impl Fn() + Sync + Send + 'static) {
+    check(f, None);
+}
+
+/// A model whose state space grows fastest with the bound: at bound 2 each
+/// takes one to four minutes, at bound 3 far longer. `FALCONET_LOOM_HEAVY_BOUND`
+/// sets their bound apart from the others' (`LOOM_MAX_PREEMPTIONS`): CI's
+/// quick run sets 1 to stay within its time; `scripts/loom.sh` leaves it
+/// unset, so they run at the full bound there.
+fn heavy_model(f: impl Fn() + Sync + Send + 'static) {
+    let bound = std::env::var("FALCONET_LOOM_HEAVY_BOUND").ok().map(|bound| {
+        bound.parse().expect("FALCONET_LOOM_HEAVY_BOUND is a preemption bound: a number")
+    });
+    check(f, bound);
+}
+
+fn check(f: impl Fn() + Sync + Send + 'static, bound: Option<usize>) {
     let mut builder = loom::model::Builder::new();
     // A blocking wait polls twice (no-op waker first), so paths are long.
     builder.max_branches = 10_000;
+    if bound.is_some() {
+        builder.preemption_bound = bound;
+    }
     if builder.preemption_bound.is_none() {
         builder.preemption_bound = Some(3);
     }
@@ -234,7 +253,7 @@ fn pause_resume_at_the_thresholds() {
 /// writer leases blocks and recycles nodes.
 #[test]
 fn blocks_returned_while_the_writer_leases() {
-    model(|| {
+    heavy_model(|| {
         let (mut writer, reader) = new_pipe(Options::new().without_back_pressure());
         let writer = thread::spawn(move || {
             for byte in 0..3u8 {
@@ -283,7 +302,7 @@ fn blocks_kept_for_a_paused_writer_vs_the_reader() {
 /// block is back in the pool at the end.
 #[test]
 fn kept_blocks_behind_a_given_back_one_vs_the_reader() {
-    model(|| {
+    heavy_model(|| {
         let pool = Pool::builder().block_size(64).blocks_per_slab(3).thread_cache(0);
         let pool = pool.max_bytes(192).build().unwrap();
         let (mut writer, reader) = pipe(&pool, Options::new().pause_at(128).resume_at(64)).unwrap();
@@ -412,7 +431,7 @@ fn cancelled_read_at_least_vs_paused_writer() {
 /// back once, the writer is never stuck, every byte arrives once.
 #[test]
 fn conflict_on_a_read_at_least_with_credit_vs_paused_writer() {
-    model(|| {
+    heavy_model(|| {
         let (mut writer, reader) = new_pipe(Options::new().pause_at(1).resume_at(1));
         writer.put_slice(b"a").unwrap();
         let reader = Arc::new(reader);
