@@ -195,13 +195,19 @@ unsafe fn give_back_slow(shared: NonNull<Shared>, block: BlockRef) {
     }
 }
 
-/// Gives this thread's cached blocks of `shared` back to the store.
-pub(crate) fn flush_own(shared: &Shared) {
-    let _ = CACHE.try_with(|cache| {
-        if cache.is_bound_to(shared) {
-            cache.flush(cache.len());
-        }
-    });
+/// Gives this thread's cached blocks of `shared` back to the store;
+/// returns how many.
+pub(crate) fn flush_own(shared: &Shared) -> usize {
+    CACHE
+        .try_with(|cache| {
+            if !cache.is_bound_to(shared) {
+                return 0;
+            }
+            let len = cache.len();
+            cache.flush(len);
+            len
+        })
+        .unwrap_or(0)
 }
 
 /// Flushes and unbinds this thread's cache if it is bound to `shared`.

@@ -233,6 +233,35 @@ impl Pool {
         self.shared().config.block_size
     }
 
+    /// Gives this thread's cached blocks back to the shared store, where
+    /// every thread can lease them; returns how many.
+    ///
+    /// A thread keeps up to [`thread_cache`](crate::PoolBuilder::thread_cache)
+    /// free blocks for itself until it next leases them or exits, out of
+    /// every other thread's reach: in a pool near its `max_bytes`, a thread
+    /// that returned blocks and went quiet (an application thread between
+    /// requests, a runtime's idle worker) can hold all that is free while
+    /// another's [`try_lease`](Self::try_lease) fails with
+    /// [`LeaseError::Exhausted`]. Call this when a thread is done with the
+    /// pool for a while. Costs one atomic read-modify-write per slab among
+    /// the blocks given back; nothing when the cache is empty or belongs
+    /// to another pool.
+    ///
+    /// ```
+    /// use falconet_pool::Pool;
+    ///
+    /// let pool = Pool::builder().blocks_per_slab(4).max_bytes(4 * 4096).build()?;
+    /// let blocks: Vec<_> = (0..4).map(|_| pool.try_lease()).collect::<Result<_, _>>()?;
+    /// drop(blocks); // into this thread's cache
+    /// assert_eq!(pool.stats().cached, 4);
+    /// assert_eq!(pool.flush_thread_cache(), 4);
+    /// assert_eq!(pool.stats().cached, 0); // any thread can lease them now
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn flush_thread_cache(&self) -> usize {
+        cache::flush_own(self.shared())
+    }
+
     /// Frees every slab whose blocks are all free, after giving this
     /// thread's cached blocks back to the store. Returns the slabs freed.
     ///

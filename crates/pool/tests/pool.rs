@@ -120,6 +120,44 @@ fn trim_cannot_free_a_slab_cached_by_another_thread() {
     assert_eq!(pool.trim(), 1);
 }
 
+/// A quiet thread's cache can hold every free block of a pool at its
+/// bound; once it flushes, another thread leases them.
+#[test]
+fn a_flushed_cache_gives_another_thread_the_blocks() {
+    let pool = small(4, 1, 4);
+    let (to_helper, blocks) = mpsc::channel();
+    let (done, finished) = mpsc::channel();
+    let (flush, may_flush) = mpsc::channel::<()>();
+    let helper_pool = pool.clone();
+    let helper = thread::spawn(move || {
+        for block in blocks {
+            drop::<falconet_pool::Block>(block); // into the helper's cache
+        }
+        done.send(()).unwrap();
+        may_flush.recv().unwrap();
+        let flushed = helper_pool.flush_thread_cache();
+        // Nothing left to flush the second time.
+        (flushed, helper_pool.flush_thread_cache())
+    });
+    let leased: Vec<_> = (0..4).map(|_| pool.try_lease().unwrap()).collect();
+    for block in leased {
+        to_helper.send(block).unwrap();
+    }
+    drop(to_helper);
+    finished.recv().unwrap();
+    // All four are free, and all four are the helper's.
+    assert!(matches!(pool.try_lease(), Err(LeaseError::Exhausted { .. })));
+    let stats = pool.stats();
+    assert_eq!((stats.leased, stats.cached), (0, 4), "{stats:?}");
+    // This thread's cache holds none of them: flushing it gives nothing.
+    assert_eq!(pool.flush_thread_cache(), 0);
+    flush.send(()).unwrap();
+    assert_eq!(helper.join().unwrap(), (4, 0));
+    check_consistent(&pool.stats());
+    let again: Vec<_> = (0..4).map(|_| pool.try_lease().unwrap()).collect();
+    assert_eq!(again.len(), 4);
+}
+
 #[test]
 fn maintain_releases_only_what_demand_did_not_use() {
     let pool = small(4, 16, 4);
