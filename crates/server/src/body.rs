@@ -429,6 +429,9 @@ impl Drop for RequestBody {
         // failure).
         let mut state = self.state.lock();
         self.hand_back(&mut state);
+        drop(state);
+        // The blocks its reads consumed are in this thread's cache.
+        self.link.give_back_blocks();
     }
 }
 

@@ -36,6 +36,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Wake, Waker};
 
+use falconet_pool::Pool;
 use parking_lot::Mutex;
 
 use crate::expect::ContinueWord;
@@ -120,10 +121,12 @@ pub(crate) struct Link {
     updates: Mutex<Vec<(u32, falconet_flow::Updates)>>,
     /// `Expect: 100-continue` on the lent body.
     pub(crate) expect: ContinueWord,
+    /// The server's pool, whose blocks application threads return.
+    pool: Pool,
 }
 
 impl Link {
-    pub(crate) fn new(id: u64, notify: Arc<Notify>) -> Arc<Self> {
+    pub(crate) fn new(id: u64, notify: Arc<Notify>, pool: Pool) -> Arc<Self> {
         Arc::new(Self {
             id,
             notify,
@@ -132,7 +135,22 @@ impl Link {
             returned: Mutex::new(None),
             updates: Mutex::new(Vec::new()),
             expect: ContinueWord::new(),
+            pool,
         })
+    }
+
+    /// Called when an application thread is done with a body or a
+    /// response: the pool blocks it returned meanwhile (a body's consumed
+    /// input, on whatever thread read it) sit in that thread's cache,
+    /// where no worker can lease them, for as long as the thread stays
+    /// away from the pool, up to a slab's worth a thread. A server whose
+    /// `max_pool_bytes` is small had all its free blocks in an idle tokio
+    /// thread's cache after one upload, and reset every connection after.
+    /// A worker keeps its own: it leases them again at once.
+    pub(crate) fn give_back_blocks(&self) {
+        if !crate::worker::on_worker() {
+            self.pool.flush_thread_cache();
+        }
     }
 
     /// The connection's waker.
@@ -220,7 +238,8 @@ mod tests {
     #[test]
     fn woken_ids_are_drained_once_each() {
         let notify = Arc::new(Notify::new(None));
-        let (a, b) = (Link::new(7, notify.clone()), Link::new(3, notify.clone()));
+        let (a, b) =
+            (Link::new(7, notify.clone(), Pool::new()), Link::new(3, notify.clone(), Pool::new()));
         a.waker().wake_by_ref();
         b.waker().wake();
         a.waker().wake();

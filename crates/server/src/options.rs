@@ -544,8 +544,15 @@ pub const MAX_TIMEOUT: Duration = Duration::from_secs(24 * 60 * 60);
 /// default size and count per slab).
 const POOL_SLAB_BYTES: usize =
     falconet_pool::DEFAULT_BLOCK_SIZE * falconet_pool::DEFAULT_BLOCKS_PER_SLAB;
-/// The smallest `max_pool_bytes`: one slab of the pool.
-pub const MIN_POOL_BYTES: usize = POOL_SLAB_BYTES;
+/// The smallest `max_pool_bytes`: 2 MiB (16 slabs of the pool), what one
+/// request may hold at once with room to spare: its connection's input
+/// pauses at 256 KiB unexamined (one read may take up to 256 KiB past
+/// that), a deferred response's output at 256 KiB, and each thread that
+/// returns blocks keeps up to a slab (128 KiB) of them for itself until it
+/// next leases or the server takes them back. Below it (the bound was one
+/// slab) a single upload could find the pool exhausted, and its connection
+/// was closed unanswered.
+pub const MIN_POOL_BYTES: usize = 16 * POOL_SLAB_BYTES;
 /// The largest `max_pool_bytes`: as many slabs as the pool can track.
 pub const MAX_POOL_BYTES: usize = POOL_SLAB_BYTES.saturating_mul(falconet_pool::MAX_SLABS);
 

@@ -124,9 +124,10 @@ impl AppSlots {
     /// The connection's link, made the first time (a session driven by
     /// hand gets a queue of its own that wakes nothing).
     pub(crate) fn link(&mut self) -> &Arc<Link> {
-        let (id, notify) = (self.id, &mut self.notify);
+        let (id, notify, pool) = (self.id, &mut self.notify, &self.pool);
         self.link.get_or_insert_with(|| {
-            Link::new(id, Arc::clone(notify.get_or_insert_with(|| Arc::new(Notify::new(None)))))
+            let notify = Arc::clone(notify.get_or_insert_with(|| Arc::new(Notify::new(None))));
+            Link::new(id, notify, pool.clone())
         })
     }
 
@@ -423,6 +424,16 @@ pub struct Responder {
     /// Head and framing bytes on their way into the pipe.
     buf: Vec<u8>,
     link: Arc<Link>,
+}
+
+impl Drop for Responder {
+    fn drop(&mut self) {
+        // Closes the pipe (the worker ends the response, or answers 500
+        // for one never begun); then the blocks its writes claimed for
+        // this thread's cache go back to where the worker leases them.
+        drop(self.writer.take());
+        self.link.give_back_blocks();
+    }
 }
 
 impl Responder {

@@ -160,6 +160,7 @@ impl<H: Handler> Server<H> {
         // its refusal is still an options error.
         let pool = Pool::builder()
             .max_bytes(options.max_pool_bytes)
+            .thread_cache(thread_cache(options.max_pool_bytes, options.workers))
             .build()
             .map_err(|_| OptionsError::PoolBytes(options.max_pool_bytes))?;
 
@@ -496,4 +497,15 @@ fn in_tokio_task() -> bool {
     {
         false
     }
+}
+
+/// Free blocks each thread keeps for itself (the pool's fast path): a slab's
+/// worth, unless the workers' caches together would hold more than a
+/// quarter of the pool (a small `max_pool_bytes` with many workers), out of
+/// every other worker's reach while their own worker is quiet.
+/// Application threads give theirs back when done with a body or a response
+/// (`Link::give_back_blocks`).
+fn thread_cache(max_pool_bytes: usize, workers: usize) -> usize {
+    let blocks = max_pool_bytes / falconet_pool::DEFAULT_BLOCK_SIZE;
+    (blocks / 4 / workers.max(1)).min(falconet_pool::DEFAULT_BLOCKS_PER_SLAB)
 }

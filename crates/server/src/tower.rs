@@ -118,6 +118,14 @@
 //!   between events) is noticed when a write fails (the kernel takes the
 //!   first one after the client left), not at once: the body lives that
 //!   long.
+//! - A service future that waits (finished in a task) runs to its end even
+//!   when its answer is no longer wanted: after the `503` of
+//!   `response_timeout`, after its client left, after the server stopped;
+//!   it is dropped when it finishes or its runtime shuts down (hyper drops
+//!   it with the connection). With `response_timeout` off, its connection
+//!   stays registered until it finishes: bound long polls in the service
+//!   (`tokio::time::timeout`), or they hold `max_connections` slots and
+//!   the graceful shutdown waits `shutdown_timeout` for them.
 //! - axum's `ConnectInfo<SocketAddr>` is filled only by `axum::serve`: build
 //!   the handler [`with_peer_addr`](TowerHandler::with_peer_addr) and read
 //!   [`PeerAddr`], or map it to `ConnectInfo` with one layer (its docs show
@@ -161,8 +169,10 @@
 //! - A panic in the service or its response body, or the body's error:
 //!   `500` before anything of the response was written, otherwise the
 //!   connection closes (the client sees a cut response, never a wrong
-//!   one). In the task, the task's [`Responder`] is dropped, to the same
-//!   effect. The head of a streamed body is written as soon as the body
+//!   one). A panic on the worker's first poll leaves the connection going
+//!   on (nothing of its state was touched); in the task, the task's
+//!   [`Responder`] is dropped: `500` with `Connection: close`, or the cut
+//!   response. The head of a streamed body is written as soon as the body
 //!   first waits (a client of server-sent events sees it before the first
 //!   event), so a body that fails after waiting cuts the response.
 //! - Reading the request [`Body`] fails with a [`BodyError`]: past

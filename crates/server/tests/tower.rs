@@ -945,3 +945,43 @@ fn a_client_that_does_not_read_stops_an_endless_body() {
     assert_eq!(Client::connect(server.addr).get("/plaintext").text(), "Hello, World!");
     eprintln!("an endless body stopped after {stopped} bytes for a client that read nothing");
 }
+
+/// At the smallest pool, what a runtime thread did with pool blocks (a body
+/// it read, a response it wrote) leaves none in that thread's cache: the
+/// server goes on serving. Every connection after the first upload was
+/// reset when the idle thread kept the free blocks for itself.
+#[test]
+fn the_smallest_pool_serves_on_after_bodies_read_and_written_on_runtime_threads() {
+    let runtime =
+        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let app = Router::new()
+        .route("/plaintext", get(|| async { "Hello, World!" }))
+        .route("/count", post(|body: Bytes| async move { body.len().to_string() }))
+        .route(
+            "/later",
+            get(|| async {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                vec![b'x'; 1 << 20]
+            }),
+        );
+    let options = options().workers(1).max_pool_bytes(falconet_server::MIN_POOL_BYTES);
+    let server = serve(options, TowerHandler::new(app, runtime.handle().clone()));
+    for round in 0..3 {
+        let mut client = Client::connect(server.addr);
+        let body = vec![b'q'; 300_000];
+        let head =
+            format!("POST /count HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\n\r\n", body.len());
+        client.send(head.as_bytes());
+        client.send(&body);
+        let reply = client.reply().unwrap();
+        assert_eq!((reply.status, reply.text()), (200, "300000".to_string()), "round {round}");
+        let reply = client.get("/later");
+        assert_eq!(reply.status, 200, "round {round}");
+        assert_eq!(reply.body.len(), 1 << 20, "round {round}: the whole response");
+        // A new connection after the runtime's threads went quiet.
+        thread::sleep(Duration::from_millis(50));
+        assert_eq!(Client::connect(server.addr).get("/plaintext").text(), "Hello, World!");
+    }
+    let stats = server.handle().stats().pool;
+    assert!(stats.cached <= stats.blocks_per_slab, "only the worker keeps blocks: {stats:?}");
+}
