@@ -121,6 +121,7 @@ mod syntax;
 mod target;
 #[cfg(feature = "tower")]
 pub mod tower;
+mod wanted;
 mod wire;
 mod worker;
 

@@ -32,6 +32,7 @@ use crate::handler::{Field, ResponseError, Status};
 use crate::http1::Framing;
 use crate::link::{Link, Notify};
 use crate::pieces::Pieces;
+use crate::wanted::{Abandon, Wanted};
 use crate::wire::Encoder;
 
 /// A deferred response's output pipe pauses its writer (the application)
@@ -60,9 +61,17 @@ pub(crate) struct AppSlots {
     /// The body the response being written may take.
     pub(crate) offer: Option<BodyOffer>,
     /// The output pipe of the response just deferred.
-    pub(crate) deferred: Option<Reader>,
+    pub(crate) deferred: Option<Deferred>,
     /// The response just handed to the worker to poll, with its encoder.
     pub(crate) polled: Option<(Box<dyn Polled>, Encoder)>,
+}
+
+/// The worker's end of a deferred response: the output pipe's reader, and
+/// the notice that gives the response up when dropped with it.
+#[derive(Debug)]
+pub(crate) struct Deferred {
+    pub(crate) reader: Reader,
+    pub(crate) abandon: Abandon,
 }
 
 /// A response the worker writes by polling it (the tower path: a
@@ -342,7 +351,8 @@ impl<'a> Response<'a> {
             falconet_pipe::Options::new().pause_at(pause).resume_at(resume).keep_blocks(false);
         let (writer, reader) =
             falconet_pipe::pipe(&self.app.pool, options).map_err(|_| ResponseError::NoMemory)?;
-        self.app.deferred = Some(reader);
+        let (abandon, wanted) = crate::wanted::notice();
+        self.app.deferred = Some(Deferred { reader, abandon });
         let link = Arc::clone(self.app.link());
         Ok(Responder {
             writer: Some(writer),
@@ -350,6 +360,7 @@ impl<'a> Response<'a> {
             fields: None,
             buf: Vec::new(),
             link,
+            wanted,
         })
     }
 
@@ -408,7 +419,9 @@ impl<'a> Response<'a> {
 ///
 /// Dropped without finishing (an error, a panic), the connection answers
 /// `500` if nothing was sent yet, and otherwise closes (the client sees a
-/// cut response, never a wrong one).
+/// cut response, never a wrong one). [`closed`](Self::closed) tells slow
+/// work that the answer can go nowhere (the connection closed, or
+/// `response_timeout` answered for it), so it can stop.
 ///
 /// # Errors
 /// Every method returns the [`ResponseError`]s of [`Response`]'s, and
@@ -424,6 +437,8 @@ pub struct Responder {
     /// Head and framing bytes on their way into the pipe.
     buf: Vec<u8>,
     link: Arc<Link>,
+    /// Whether the worker still takes this response.
+    wanted: Wanted,
 }
 
 impl Drop for Responder {
@@ -437,6 +452,29 @@ impl Drop for Responder {
 }
 
 impl Responder {
+    /// Waits until the connection no longer takes this response
+    /// ([`is_closed`](Self::is_closed)): it closed (the client left, a
+    /// timeout, the server's shutdown), or
+    /// [`response_timeout`](crate::Options::response_timeout) answered for
+    /// it; writes then fail with [`ResponseError::Closed`]. Race it against slow
+    /// work (a query, a long poll) to drop that work once its answer can
+    /// go nowhere, as hyper drops a service's future with its connection
+    /// (the tower path does so).
+    ///
+    /// ```
+    /// # async fn query() -> Vec<u8> { Vec::new() }
+    /// # async fn example(mut responder: falconet_server::Responder) {
+    /// tokio::select! {
+    ///     rows = query() => { let _ = responder.body(&rows); }
+    ///     () = responder.closed() => {} // the client left: stop querying
+    /// }
+    /// # }
+    /// ```
+    pub fn closed(&self) -> impl Future<Output = ()> + Send + '_ {
+        let wanted = &self.wanted;
+        std::future::poll_fn(move |cx| wanted.poll_given_up(cx))
+    }
+
     /// Sets the status (200 unless set).
     ///
     /// # Errors

@@ -382,7 +382,12 @@ impl<H: Handler> Session<H> {
                 return self.switch_to_h2(upgrade, handler, cx);
             }
             if let Some(output) = self.app.deferred.take() {
-                let output = PendingOutput { reader: Arc::new(output), readable: None, sent: 0 };
+                let output = PendingOutput {
+                    reader: Arc::new(output.reader),
+                    readable: None,
+                    sent: 0,
+                    _abandon: output.abandon,
+                };
                 self.pending = Some(Pending::Pipe(output));
                 continue;
             }
@@ -973,6 +978,8 @@ struct PendingOutput {
     readable: Option<Readable>,
     /// Bytes of the response moved into the output so far.
     sent: u64,
+    /// Dropped with the rest: the responder's task stops computing.
+    _abandon: crate::wanted::Abandon,
 }
 
 impl<H: Handler> std::fmt::Debug for Session<H> {

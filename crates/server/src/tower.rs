@@ -118,14 +118,16 @@
 //!   between events) is noticed when a write fails (the kernel takes the
 //!   first one after the client left), not at once: the body lives that
 //!   long.
-//! - A service future that waits (finished in a task) runs to its end even
-//!   when its answer is no longer wanted: after the `503` of
-//!   `response_timeout`, after its client left, after the server stopped;
-//!   it is dropped when it finishes or its runtime shuts down (hyper drops
-//!   it with the connection). With `response_timeout` off, its connection
-//!   stays registered until it finishes: bound long polls in the service
-//!   (`tokio::time::timeout`), or they hold `max_connections` slots and
-//!   the graceful shutdown waits `shutdown_timeout` for them.
+//! - A service future that waits (finished in a task) is dropped once its
+//!   answer can go nowhere, as hyper drops it with its connection: after
+//!   `response_timeout`'s `503`, when its connection closes (a timeout, the
+//!   shutdown's deadline), when an HTTP/2 client resets its stream
+//!   ([`Responder::closed`]). But an HTTP/1 client's FIN is taken as a
+//!   half-close (`nc`, HTTP/1.0 clients still read the answer), where
+//!   hyper by default takes it as the client gone: with `response_timeout`
+//!   off, a future whose client left waits until it answers (then the
+//!   write fails and the connection closes). Bound long polls in the
+//!   service (`tokio::time::timeout`) if that matters.
 //! - axum's `ConnectInfo<SocketAddr>` is filled only by `axum::serve`: build
 //!   the handler [`with_peer_addr`](TowerHandler::with_peer_addr) and read
 //!   [`PeerAddr`], or map it to `ConnectInfo` with one layer (its docs show
@@ -829,15 +831,35 @@ async fn call_later<S, B>(
     B: http_body::Body,
     B::Error: Into<BoxError>,
 {
-    if let Err(error) = poll_fn(|cx| service.poll_ready(cx)).await {
-        return fail_later(&mut responder, error.into());
+    match unless_given_up(&responder, poll_fn(|cx| service.poll_ready(cx))).await {
+        None => return,
+        Some(Err(error)) => return fail_later(&mut responder, error.into()),
+        Some(Ok(())) => {}
     }
-    let answer = match service.call(request).await {
-        Ok(answer) => answer,
-        Err(error) => return fail_later(&mut responder, error.into()),
+    let answer = match unless_given_up(&responder, service.call(request)).await {
+        None => return,
+        Some(Ok(answer)) => answer,
+        Some(Err(error)) => return fail_later(&mut responder, error.into()),
     };
     let (parts, body) = answer.into_parts();
     respond_later(parts, pin!(body), Held::Nothing, responder, head_request).await;
+}
+
+/// `work`, unless the worker gives the response up first (it was answered
+/// `503` by `response_timeout`, its connection closed): then `None`, and
+/// the caller drops the work, as hyper drops a service's future with its
+/// connection. Without this, a future that never finished outlived its
+/// client, its connection's slot and the server.
+async fn unless_given_up<T>(responder: &Responder, work: impl Future<Output = T>) -> Option<T> {
+    let (mut work, mut closed) = (pin!(work), pin!(responder.closed()));
+    poll_fn(|cx| {
+        if closed.as_mut().poll(cx).is_ready() {
+            tracing::debug!("the answer can go nowhere: the service's future is dropped");
+            return Poll::Ready(None);
+        }
+        work.as_mut().poll(cx).map(Some)
+    })
+    .await
 }
 
 /// A request's task, which logs a warning if it is dropped before it
@@ -879,9 +901,10 @@ async fn await_later<F, B, E>(
     B::Error: Into<BoxError>,
 {
     let Some(pinned) = future.as_mut().as_pin_mut() else { return };
-    let answer = match pinned.await {
-        Ok(answer) => answer,
-        Err(error) => return fail_later(&mut responder, error.into()),
+    let answer = match unless_given_up(&responder, pinned).await {
+        None => return,
+        Some(Ok(answer)) => answer,
+        Some(Err(error)) => return fail_later(&mut responder, error.into()),
     };
     drop(future);
     let (parts, body) = answer.into_parts();

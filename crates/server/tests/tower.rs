@@ -985,3 +985,103 @@ fn the_smallest_pool_serves_on_after_bodies_read_and_written_on_runtime_threads(
     let stats = server.handle().stats().pool;
     assert!(stats.cached <= stats.blocks_per_slab, "only the worker keeps blocks: {stats:?}");
 }
+
+/// A router whose `/never` future waits for ever, counted in `live` while
+/// it exists.
+fn never_app(live: &std::sync::Arc<std::sync::atomic::AtomicUsize>) -> Router {
+    struct Alive(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+    impl Drop for Alive {
+        fn drop(&mut self) {
+            self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+    let live = live.clone();
+    Router::new().route(
+        "/never",
+        get(move || {
+            let live = live.clone();
+            async move {
+                live.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let _alive = Alive(live);
+                std::future::pending::<()>().await;
+                "never"
+            }
+        }),
+    )
+}
+
+/// Waits up to 5 s for `live` to reach `n`; returns what it last saw.
+fn settles_at(live: &std::sync::atomic::AtomicUsize, n: usize) -> usize {
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let now = live.load(std::sync::atomic::Ordering::SeqCst);
+        if now == n || std::time::Instant::now() > deadline {
+            return now;
+        }
+        thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// A service future that waits is dropped once its answer can go nowhere,
+/// as hyper drops it with its connection: after `response_timeout`'s 503,
+/// after the server's shutdown closed its connection, and over HTTP/2 when
+/// the client resets its stream. It lived on (with all it held) after its
+/// client, its connection and the server.
+#[test]
+fn a_waiting_service_future_is_dropped_when_its_answer_can_go_nowhere() {
+    let live = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let runtime = runtime();
+    let handler = || TowerHandler::new(never_app(&live), runtime.handle().clone());
+
+    // response_timeout answers 503.
+    let timed = options().response_timeout(Some(Duration::from_millis(300)));
+    let server = serve(timed, handler());
+    for _ in 0..3 {
+        assert_eq!(Client::connect(server.addr).get("/never").status, 503);
+    }
+    assert_eq!(settles_at(&live, 0), 0, "futures alive after their 503");
+    server.stop();
+
+    // The shutdown's deadline closes the connections.
+    let untimed = options().response_timeout(None).shutdown_timeout(Duration::from_millis(200));
+    let server = serve(untimed, handler());
+    let clients: Vec<_> = (0..3)
+        .map(|_| {
+            let mut client = Client::connect(server.addr);
+            client.send(b"GET /never HTTP/1.1\r\nHost: t\r\n\r\n");
+            client
+        })
+        .collect();
+    assert_eq!(settles_at(&live, 3), 3);
+    server.stop();
+    assert_eq!(settles_at(&live, 0), 0, "futures alive after the server stopped");
+    drop(clients);
+
+    // An HTTP/2 client resets its stream.
+    let server = serve(options().response_timeout(None), handler());
+    let client = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    client.block_on(async {
+        let tcp = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+        let (mut send, connection) = h2::client::handshake(tcp).await.unwrap();
+        tokio::spawn(async move {
+            let _ = connection.await;
+        });
+        let request = http::Request::get("http://t/never").body(()).unwrap();
+        let (response, _) = send.send_request(request, true).unwrap();
+        while live.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        drop(response); // RST_STREAM(CANCEL)
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        while live.load(std::sync::atomic::Ordering::SeqCst) != 0
+            && tokio::time::Instant::now() < deadline
+        {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(live.load(std::sync::atomic::Ordering::SeqCst), 0, "alive after its reset");
+        // The connection goes on.
+        let request = http::Request::get("http://t/never").body(()).unwrap();
+        assert!(send.send_request(request, true).is_ok());
+    });
+    server.stop();
+}

@@ -137,7 +137,13 @@ enum Source {
     /// Deferred: its bytes arrive through an output pipe. `held`: the
     /// last look left bytes in it for want of room (only the worker
     /// takes them, so they are still there: with no room, nothing to do).
-    Pipe { reader: Arc<Reader>, readable: Option<Readable>, held: bool },
+    /// `_abandon`, dropped with the rest, tells the responder's task to stop.
+    Pipe {
+        reader: Arc<Reader>,
+        readable: Option<Readable>,
+        held: bool,
+        _abandon: crate::wanted::Abandon,
+    },
     /// Polled by the worker, through this encoder. `starved`: the last
     /// look did not poll it for want of room (the stream's credit), so
     /// whatever it would give waits for the client.
@@ -446,9 +452,13 @@ impl<S: Send + 'static> Http2<S> {
                     }
                 }
             }
-            if let Some(reader) = app.deferred.take() {
-                exchange.source =
-                    Some(Source::Pipe { reader: Arc::new(reader), readable: None, held: false });
+            if let Some(deferred) = app.deferred.take() {
+                exchange.source = Some(Source::Pipe {
+                    reader: Arc::new(deferred.reader),
+                    readable: None,
+                    held: false,
+                    _abandon: deferred.abandon,
+                });
                 self.hints.sources = true;
             } else if let Some((polled, encoder)) = app.polled.take() {
                 exchange.source = Some(Source::Polled { body: polled, encoder, starved: false });
@@ -524,7 +534,7 @@ impl<S: Send + 'static> Http2<S> {
             let credit = if exchange.head_sent { credit } else { credit.max(HEAD_ROOM) };
             let mut room = budget.min(credit.saturating_sub(unsent));
             match source {
-                Source::Pipe { reader, readable, held } => loop {
+                Source::Pipe { reader, readable, held, .. } => loop {
                     let unsent = exchange.staged.len() - exchange.sent;
                     if room == 0 && (unsent > 0 || *held) {
                         // No room, and bytes to send first: a stream that
