@@ -311,10 +311,14 @@ impl RequestBody {
                 };
                 self.link.hand_back(Returned { framing: None, received, status });
             }
+            // The body's blocks are consumed: those in this thread's cache
+            // go back, whichever thread drops the body later.
+            self.link.give_back_blocks();
             return Err(failure(kind));
         }
         if done {
             self.hand_back(state);
+            self.link.give_back_blocks();
             return Ok(Some(produced));
         }
         Ok((produced > 0).then_some(produced))

@@ -453,10 +453,13 @@ impl Drop for Responder {
 
 impl Responder {
     /// Waits until the connection no longer takes this response
-    /// ([`is_closed`](Self::is_closed)): it closed (the client left, a
-    /// timeout, the server's shutdown), or
+    /// ([`is_closed`](Self::is_closed)): it closed (a reset, a timeout, the
+    /// server's shutdown), an HTTP/2 client reset the stream, or
     /// [`response_timeout`](crate::Options::response_timeout) answered for
-    /// it; writes then fail with [`ResponseError::Closed`]. Race it against slow
+    /// it; writes then fail with [`ResponseError::Closed`]. A client's FIN
+    /// alone is a half-close (it may still read the answer: `nc`, HTTP/1.0
+    /// clients), so a client that closed its socket is noticed when the
+    /// answer is written, or at `response_timeout`. Race it against slow
     /// work (a query, a long poll) to drop that work once its answer can
     /// go nowhere, as hyper drops a service's future with its connection
     /// (the tower path does so).

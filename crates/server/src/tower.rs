@@ -122,12 +122,14 @@
 //!   answer can go nowhere, as hyper drops it with its connection: after
 //!   `response_timeout`'s `503`, when its connection closes (a timeout, the
 //!   shutdown's deadline), when an HTTP/2 client resets its stream
-//!   ([`Responder::closed`]). But an HTTP/1 client's FIN is taken as a
-//!   half-close (`nc`, HTTP/1.0 clients still read the answer), where
-//!   hyper by default takes it as the client gone: with `response_timeout`
-//!   off, a future whose client left waits until it answers (then the
-//!   write fails and the connection closes). Bound long polls in the
-//!   service (`tokio::time::timeout`) if that matters.
+//!   ([`Responder::closed`]); so does a response body that waits for its
+//!   next frame in the task. But a client's FIN (HTTP/1 or HTTP/2) is
+//!   taken as a half-close (`nc`, HTTP/1.0 clients still read the answer),
+//!   where hyper by default takes it as the client gone: with
+//!   `response_timeout` off, a future whose client left waits until it
+//!   answers (then the write fails and the connection closes), and keeps
+//!   its connection's slot meanwhile. Bound long polls in the service
+//!   (`tokio::time::timeout`) if that matters.
 //! - axum's `ConnectInfo<SocketAddr>` is filled only by `axum::serve`: build
 //!   the handler [`with_peer_addr`](TowerHandler::with_peer_addr) and read
 //!   [`PeerAddr`], or map it to `ConnectInfo` with one layer (its docs show
@@ -953,7 +955,14 @@ async fn respond_later<B>(
         }
         let next = match ready {
             Some(next) => next,
-            None => Next::from(poll_fn(|cx| body.as_mut().poll_frame(cx)).await),
+            // A body that waits for its next frame goes with its
+            // connection too (a stream of events whose client left).
+            None => match unless_given_up(&responder, poll_fn(|cx| body.as_mut().poll_frame(cx)))
+                .await
+            {
+                Some(frame) => Next::from(frame),
+                None => return,
+            },
         };
         match next {
             Next::End => break,

@@ -122,7 +122,9 @@ fn upload(pool: usize, size: usize) -> String {
     }
 }
 
-/// Uploads that fit the smallest pool once (a slab, 128 KiB) but not twice.
+/// Uploads lent to a slow reader in the smallest pool (when it was one
+/// slab, 128 KiB, these fitted it once but not twice; it is 2 MiB now, and
+/// they must all still arrive whole).
 #[test]
 fn lent_upload_in_a_small_pool() {
     let mut results = Vec::new();

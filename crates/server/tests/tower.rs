@@ -995,19 +995,48 @@ fn never_app(live: &std::sync::Arc<std::sync::atomic::AtomicUsize>) -> Router {
             self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
         }
     }
-    let live = live.clone();
-    Router::new().route(
-        "/never",
-        get(move || {
-            let live = live.clone();
-            async move {
-                live.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                let _alive = Alive(live);
-                std::future::pending::<()>().await;
-                "never"
+    /// One frame, then none ever, holding `Alive`.
+    struct OnceThenNever(Option<Bytes>, #[allow(dead_code)] Alive);
+    impl http_body::Body for OnceThenNever {
+        type Data = Bytes;
+        type Error = Infallible;
+        fn poll_frame(
+            mut self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+        ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+            match self.0.take() {
+                Some(data) => Poll::Ready(Some(Ok(Frame::data(data)))),
+                None => Poll::Pending,
             }
-        }),
-    )
+        }
+    }
+    let (never, events) = (live.clone(), live.clone());
+    Router::new()
+        .route(
+            "/never",
+            get(move || {
+                let live = never.clone();
+                async move {
+                    live.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    let _alive = Alive(live);
+                    std::future::pending::<()>().await;
+                    "never"
+                }
+            }),
+        )
+        .route(
+            // A stream of events that stops after the first: its future
+            // waits first, so the body is polled in the task.
+            "/events",
+            get(move || {
+                let live = events.clone();
+                async move {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    live.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    AxumBody::new(OnceThenNever(Some(Bytes::from_static(b"event")), Alive(live)))
+                }
+            }),
+        )
 }
 
 /// Waits up to 5 s for `live` to reach `n`; returns what it last saw.
@@ -1022,10 +1051,11 @@ fn settles_at(live: &std::sync::atomic::AtomicUsize, n: usize) -> usize {
     }
 }
 
-/// A service future that waits is dropped once its answer can go nowhere,
-/// as hyper drops it with its connection: after `response_timeout`'s 503,
-/// after the server's shutdown closed its connection, and over HTTP/2 when
-/// the client resets its stream. It lived on (with all it held) after its
+/// A service future that waits (and a response body waiting in its task)
+/// is dropped once its answer can go nowhere, as hyper drops it with its
+/// connection: after `response_timeout`'s 503, after the server's shutdown
+/// closed its connection, and over HTTP/2 when the client resets its
+/// stream. It lived on (with all it held) after its
 /// client, its connection and the server.
 #[test]
 fn a_waiting_service_future_is_dropped_when_its_answer_can_go_nowhere() {
@@ -1044,7 +1074,7 @@ fn a_waiting_service_future_is_dropped_when_its_answer_can_go_nowhere() {
 
     // The shutdown's deadline closes the connections.
     let untimed = options().response_timeout(None).shutdown_timeout(Duration::from_millis(200));
-    let server = serve(untimed, handler());
+    let server = serve(untimed.clone(), handler());
     let clients: Vec<_> = (0..3)
         .map(|_| {
             let mut client = Client::connect(server.addr);
@@ -1056,6 +1086,20 @@ fn a_waiting_service_future_is_dropped_when_its_answer_can_go_nowhere() {
     server.stop();
     assert_eq!(settles_at(&live, 0), 0, "futures alive after the server stopped");
     drop(clients);
+
+    // So does a response body waiting in the task for its next frame.
+    let server = serve(untimed, handler());
+    let mut client = Client::connect(server.addr);
+    client.send(
+        b"GET /events HTTP/1.1
+Host: t
+
+",
+    );
+    assert_eq!(settles_at(&live, 1), 1);
+    server.stop();
+    assert_eq!(settles_at(&live, 0), 0, "a body alive after the server stopped");
+    drop(client);
 
     // An HTTP/2 client resets its stream.
     let server = serve(options().response_timeout(None), handler());
