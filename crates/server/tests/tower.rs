@@ -982,8 +982,7 @@ fn the_smallest_pool_serves_on_after_bodies_read_and_written_on_runtime_threads(
         thread::sleep(Duration::from_millis(50));
         assert_eq!(Client::connect(server.addr).get("/plaintext").text(), "Hello, World!");
     }
-    let stats = server.handle().stats().pool;
-    assert!(stats.cached <= stats.blocks_per_slab, "only the worker keeps blocks: {stats:?}");
+    common::only_the_worker_caches(&server, "after three rounds");
 }
 
 /// A router whose `/never` future waits for ever, counted in `live` while

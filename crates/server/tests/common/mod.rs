@@ -81,6 +81,23 @@ pub fn closed_within<H: Handler>(server: &TestServer<H>, within: Duration) -> Op
     Some(began.elapsed())
 }
 
+/// Asserts that, within 10 s, the server's pool keeps no more blocks in
+/// thread caches than one slab (its one worker's cache): the application
+/// threads gave theirs back. Waited for, not read once: a responder gives
+/// its blocks back when it is done, which may be after the client already
+/// has every byte of the answer.
+pub fn only_the_worker_caches<H: Handler>(server: &TestServer<H>, context: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let stats = server.handle().stats().pool;
+        if stats.cached <= stats.blocks_per_slab {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{context}: only the worker keeps blocks: {stats:?}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 /// Sends `pieces` on a clone of `stream`, one every `every`, from a
 /// thread; stops at the first failed write (the server closed). Returns
 /// how many went.
