@@ -8,7 +8,9 @@
 //!   control or non-ASCII octet (8.2.1), and no connection-specific field
 //!   (`connection`, `keep-alive`, `proxy-connection`, `transfer-encoding`,
 //!   `upgrade`; `te` other than `trailers`: 8.2.2);
-//! - values: no NUL, CR or LF, no leading or trailing space or tab (8.2.1);
+//! - values: no control octet but tab (NUL, CR and LF are a MUST; the
+//!   rest of RFC 9110 5.5's `field-value` a SHOULD, taken as HTTP/1 takes
+//!   it, which answers `400`), no leading or trailing space or tab (8.2.1);
 //! - pseudo-fields: only `:method`, `:scheme`, `:authority`, `:path`, each
 //!   at most once, all before the first regular field (8.3); `:method`,
 //!   `:scheme` and `:path` present, except that CONNECT has only
@@ -36,7 +38,8 @@ use crate::syntax::parse_decimal;
 pub enum Malformed {
     /// A name with uppercase or a forbidden octet (8.2.1).
     Name,
-    /// A value with NUL, CR, LF or surrounding whitespace (8.2.1).
+    /// A value with a control octet other than tab (NUL, CR, LF, DEL and
+    /// the rest), or surrounding whitespace (8.2.1, RFC 9110 5.5).
     Value,
     /// A connection-specific field (8.2.2).
     ConnectionField,
@@ -141,7 +144,7 @@ impl Head {
             return;
         }
         let Field { name, value, .. } = field;
-        if value.iter().any(|&b| matches!(b, 0 | b'\r' | b'\n'))
+        if value.iter().any(|&b| (b < 0x20 && b != b'\t') || b == 0x7f)
             || value.first().is_some_and(|&b| b == b' ' || b == b'\t')
             || value.last().is_some_and(|&b| b == b' ' || b == b'\t')
         {
@@ -283,8 +286,8 @@ impl Head {
     }
 
     fn text(&self, range: &Option<Range<usize>>) -> Option<&str> {
-        // Values are checked for NUL, CR and LF only: non-UTF-8 ones read
-        // as absent.
+        // Values may hold obs-text (octets 0x80 and up): non-UTF-8 ones
+        // read as absent.
         range.as_ref().and_then(|r| core::str::from_utf8(&self.bytes[r.clone()]).ok())
     }
 
@@ -419,6 +422,9 @@ mod tests {
             ("accept", " x", Malformed::Value),
             ("accept", "x\t", Malformed::Value),
             ("accept", "a\0", Malformed::Value),
+            ("accept", "a\x01b", Malformed::Value),
+            ("accept", "a\x1fb", Malformed::Value),
+            ("accept", "a\x7fb", Malformed::Value),
             ("connection", "close", Malformed::ConnectionField),
             ("transfer-encoding", "chunked", Malformed::ConnectionField),
             ("upgrade", "h2c", Malformed::ConnectionField),
@@ -435,6 +441,12 @@ mod tests {
             let mut fields = GET.to_vec();
             fields.push((name, "v"));
             assert_eq!(head(&fields).err(), Some(Malformed::Name), "{name}");
+        }
+        // A tab inside, and obs-text, as HTTP/1 takes them.
+        for value in ["a\tb", "caf\u{e9}", "~"] {
+            let mut fields = GET.to_vec();
+            fields.push(("accept", value));
+            assert!(head(&fields).is_ok(), "{value:?}");
         }
         for value in ["trailers", "Trailers", "TRAILERS"] {
             let mut te = GET.to_vec();
