@@ -430,7 +430,11 @@ impl Connection {
             encoder: Encoder::new(),
             recv,
             send: OutputWindow::new(frame::DEFAULT_INITIAL_WINDOW_SIZE)?,
-            streams: HashMap::with_capacity(config.max_concurrent_streams.min(256) as usize),
+            // Grown to the most streams the peer keeps open at once, and
+            // kept (no allocation in steady state): allocated up front for
+            // `max_concurrent_streams`, the map was 6.6 KiB of each idle
+            // connection's 23 KiB of heap.
+            streams: HashMap::new(),
             last_stream: 0,
             goaway: None,
             draining: false,
