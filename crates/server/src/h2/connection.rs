@@ -1019,10 +1019,14 @@ impl Connection {
         }
     }
 
-    /// Keeps a finished stream's receive side for the next stream.
+    /// Keeps a finished stream's receive side for the next stream: as many
+    /// as the peer may keep open, so a connection never allocates one per
+    /// stream in steady state (with a fixed 16 kept, every stream past the
+    /// 16th of a batch cost its allocations again). There are never more
+    /// than the most streams that were open at once.
     fn retire(&mut self, stream: Stream) {
-        const KEEP: usize = 16;
-        if self.spare_inputs.len() < KEEP {
+        let keep = usize::try_from(self.config.max_concurrent_streams).unwrap_or(usize::MAX);
+        if self.spare_inputs.len() < keep {
             self.spare_inputs.push(stream.input);
         }
     }

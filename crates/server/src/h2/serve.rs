@@ -158,7 +158,7 @@ pub(crate) struct Http2<S> {
     /// Input not yet framed (a frame split across socket reads).
     input: Vec<u8>,
     /// Staging buffers of finished streams, for the next ones.
-    spare: Vec<Vec<u8>>,
+    spare: Spares,
     /// Lowercased response field names for one HEADERS block, and each
     /// field's name (in `fields`) and value (in the staged head).
     fields: Vec<u8>,
@@ -211,11 +211,12 @@ impl<S: Send + 'static> Http2<S> {
         };
         // `Options::validate` checked the windows: construction cannot fail.
         let conn = Connection::new(config).unwrap_or_else(|_| unreachable!("validated windows"));
+        let streams = usize::try_from(config.max_concurrent_streams).unwrap_or(usize::MAX);
         Self {
             conn,
             exchanges: HashMap::new(),
             input: Vec::new(),
-            spare: Vec::new(),
+            spare: Spares::new(streams),
             fields: Vec::new(),
             spans: Vec::new(),
             done: Vec::new(),
@@ -482,7 +483,7 @@ impl<S: Send + 'static> Http2<S> {
                 if let Some(writer) = exchange.body.take() {
                     writer.close_with(std::io::Error::from(std::io::ErrorKind::UnexpectedEof));
                 }
-                recycle(&mut self.spare, exchange.staged);
+                self.spare.give(exchange.staged);
             }
         }
     }
@@ -497,7 +498,7 @@ impl<S: Send + 'static> Http2<S> {
         for id in failed {
             self.conn.reset(id, ErrorCode::INTERNAL_ERROR);
             if let Some(exchange) = self.exchanges.remove(&id) {
-                recycle(&mut self.spare, exchange.staged);
+                self.spare.give(exchange.staged);
             }
         }
     }
@@ -651,7 +652,7 @@ impl<S: Send + 'static> Http2<S> {
                 // Part of the response went out: only a reset can follow.
                 self.conn.reset(id, ErrorCode::INTERNAL_ERROR);
                 if let Some(exchange) = self.exchanges.remove(&id) {
-                    recycle(&mut self.spare, exchange.staged);
+                    self.spare.give(exchange.staged);
                 }
             } else {
                 let status = exchange.failure.unwrap_or(Status::INTERNAL_SERVER_ERROR);
@@ -711,7 +712,7 @@ impl<S: Send + 'static> Http2<S> {
         let finished = !done.is_empty();
         for id in done.drain(..) {
             if let Some(exchange) = self.exchanges.remove(&id) {
-                recycle(&mut self.spare, exchange.staged);
+                self.spare.give(exchange.staged);
             }
         }
         self.done = done;
@@ -826,7 +827,7 @@ impl<S: Send + 'static> Http2<S> {
             if exchange.head_sent {
                 self.conn.reset(id, ErrorCode::INTERNAL_ERROR);
                 if let Some(exchange) = self.exchanges.remove(&id) {
-                    recycle(&mut self.spare, exchange.staged);
+                    self.spare.give(exchange.staged);
                 }
             } else {
                 exchange.state = None;
@@ -922,12 +923,49 @@ fn send_body<S>(conn: &mut Connection, id: u32, exchange: &mut Exchange<S>) {
     }
 }
 
-fn recycle(spare: &mut Vec<Vec<u8>>, mut staged: Vec<u8>) {
-    const KEEP: usize = 16;
-    const KEEP_CAPACITY: usize = 64 * 1024;
-    if spare.len() < KEEP && staged.capacity() <= KEEP_CAPACITY {
-        staged.clear();
-        spare.push(staged);
+/// The largest staging buffer kept for another stream.
+const SPARE_CAPACITY: usize = 64 * 1024;
+/// The most bytes of staging buffers a connection keeps for its next
+/// streams.
+const SPARE_BYTES: usize = 256 * 1024;
+
+/// Staging buffers of finished streams, for the next ones: one for each
+/// stream the peer may keep open (so no stream allocates its own in steady
+/// state; with a fixed 16 kept, every stream past the 16th of a batch
+/// allocated again), each at most [`SPARE_CAPACITY`] and together at most
+/// [`SPARE_BYTES`].
+struct Spares {
+    buffers: Vec<Vec<u8>>,
+    /// The sum of the kept buffers' capacities.
+    bytes: usize,
+    /// At most this many: the connection's `max_concurrent_streams`.
+    keep: usize,
+}
+
+impl Spares {
+    fn new(keep: usize) -> Self {
+        Self { buffers: Vec::new(), bytes: 0, keep }
+    }
+
+    /// A staging buffer: a kept one, or a new one (no allocation until
+    /// written).
+    fn take(&mut self) -> Vec<u8> {
+        let staged = self.buffers.pop().unwrap_or_default();
+        self.bytes -= staged.capacity();
+        staged
+    }
+
+    /// Keeps a finished stream's staging buffer, if there is room.
+    fn give(&mut self, mut staged: Vec<u8>) {
+        let capacity = staged.capacity();
+        if self.buffers.len() < self.keep
+            && capacity <= SPARE_CAPACITY
+            && self.bytes + capacity <= SPARE_BYTES
+        {
+            staged.clear();
+            self.bytes += capacity;
+            self.buffers.push(staged);
+        }
     }
 }
 
@@ -980,7 +1018,7 @@ fn lowercase_fields(
 struct Dispatch<'a, H: Handler> {
     handler: &'a H,
     exchanges: &'a mut HashMap<u32, Exchange<H::State>>,
-    spare: &'a mut Vec<Vec<u8>>,
+    spare: &'a mut Spares,
     pool: &'a Pool,
     cx: &'a Context,
     hints: &'a mut Hints,
@@ -1103,7 +1141,7 @@ impl<H: Handler> Dispatch<'_, H> {
                 Err(_) => refused = Some(Status::INTERNAL_SERVER_ERROR),
             }
         }
-        let staged = self.spare.pop().unwrap_or_default();
+        let staged = self.spare.take();
         let ready = end_stream || refused.is_some() || offer.is_some();
         self.hints.ready |= ready;
         super::roomy::insert(
@@ -1207,7 +1245,7 @@ impl<H: Handler> Dispatch<'_, H> {
                 // The application's read fails instead of waiting forever.
                 writer.close_with(std::io::Error::from(std::io::ErrorKind::ConnectionReset));
             }
-            recycle(self.spare, exchange.staged);
+            self.spare.give(exchange.staged);
         }
     }
 }
