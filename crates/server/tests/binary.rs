@@ -307,11 +307,14 @@ fn memory_goes_back_after_a_connection_spike() {
     let open = rss_kib(&child);
     drop(spike);
     let grown = open.saturating_sub(before);
-    assert!(grown > 20 * 1024, "{SPIKE} connections took only {grown} KiB: nothing to measure");
+    // About 25 MiB: half the pool's input blocks, half the sessions (an
+    // idle HTTP/2 connection's heap is about 4 KiB).
+    assert!(grown > 10 * 1024, "{SPIKE} connections took only {grown} KiB: nothing to measure");
     let began = Instant::now();
     let after = loop {
         let now = rss_kib(&child);
-        if now < before + grown / 4 || began.elapsed() > Duration::from_secs(30) {
+        // The pool gives back half its idle slabs every 5 s: about 15 s.
+        if now < before + grown / 4 || began.elapsed() > Duration::from_secs(60) {
             break now;
         }
         std::thread::sleep(Duration::from_millis(100));
