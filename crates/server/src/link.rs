@@ -139,9 +139,10 @@ impl Link {
         })
     }
 
-    /// Called when an application thread is done with a body (its end read,
-    /// or the body dropped) or a response: the pool blocks it returned meanwhile (a body's consumed
-    /// input, on whatever thread read it) sit in that thread's cache,
+    /// Called when an application thread is done with a body (its end
+    /// read, or the body dropped) or a response: the pool blocks it
+    /// returned meanwhile (a body's consumed input, on whatever thread read
+    /// it) sit in that thread's cache,
     /// where no worker can lease them, for as long as the thread stays
     /// away from the pool, up to a slab's worth a thread. A server whose
     /// `max_pool_bytes` is small had all its free blocks in an idle tokio

@@ -565,19 +565,6 @@ fn no_content_statuses_have_no_body() {
     }
 }
 
-fn read_http1_head(raw: &mut Raw) -> String {
-    let mut head = Vec::new();
-    let mut byte = [0u8; 1];
-    raw.tcp.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    while !head.ends_with(b"\r\n\r\n") {
-        match raw.tcp.read(&mut byte) {
-            Ok(1) => head.push(byte[0]),
-            _ => break,
-        }
-    }
-    String::from_utf8_lossy(&head).into_owned()
-}
-
 const UPGRADE: &str =
     "Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABk\r\n";
 
@@ -590,7 +577,7 @@ fn upgrade_with_a_body_stays_http1() {
     raw.send(
         format!("POST /a HTTP/1.1\r\nHost: h\r\n{UPGRADE}Content-Length: 3\r\n\r\nabc").as_bytes(),
     );
-    let head = read_http1_head(&mut raw);
+    let head = raw.read_http1_head();
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
 }
 
@@ -601,7 +588,7 @@ fn upgrade_with_invalid_settings_stays_http1() {
     let mut raw = Raw::connect(server.addr);
     let bad = UPGRADE.replace("AAMAAABk", "AAUAAAAA"); // MAX_FRAME_SIZE 0
     raw.send(format!("GET /a HTTP/1.1\r\nHost: h\r\n{bad}\r\n").as_bytes());
-    let head = read_http1_head(&mut raw);
+    let head = raw.read_http1_head();
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
 }
 
@@ -615,12 +602,12 @@ fn upgrade_behind_a_deferred_response() {
     let mut out = b"GET /slow HTTP/1.1\r\nHost: h\r\n\r\n".to_vec();
     out.extend_from_slice(format!("GET /up HTTP/1.1\r\nHost: h\r\n{UPGRADE}\r\n").as_bytes());
     raw.send(&out);
-    let first = read_http1_head(&mut raw);
+    let first = raw.read_http1_head();
     assert!(first.starts_with("HTTP/1.1 200"), "first: {first:?}");
     let mut rest = vec![0u8; 9];
     raw.tcp.read_exact(&mut rest).unwrap();
     assert_eq!(&rest, b"slow done", "{first}");
-    let second = read_http1_head(&mut raw);
+    let second = raw.read_http1_head();
     assert!(second.starts_with("HTTP/1.1 101"), "second: {second:?}");
     out = PREFACE.to_vec();
     frame::encode_settings(&mut out, &[]);

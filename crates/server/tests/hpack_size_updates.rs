@@ -5,7 +5,11 @@
 //! encode-then-decode across random peer table sizes, and allocation
 //! counts once a table's size was raised after its first insert.
 
+mod common;
+
 use std::collections::VecDeque;
+
+use common::h2raw::{integer, string};
 
 use falconet_server::h2::hpack::{DecodeError, Decoder, Encoder, Field};
 
@@ -30,26 +34,6 @@ impl Rng {
     fn bytes(&mut self, len: usize) -> Vec<u8> {
         (0..len).map(|_| self.next() as u8).collect()
     }
-}
-
-fn integer(out: &mut Vec<u8>, mut n: usize, prefix: u8, flags: u8) {
-    let max = (1usize << prefix) - 1;
-    if n < max {
-        out.push(flags | n as u8);
-        return;
-    }
-    out.push(flags | max as u8);
-    n -= max;
-    while n >= 128 {
-        out.push((n % 128 + 128) as u8);
-        n /= 128;
-    }
-    out.push(n as u8);
-}
-
-fn string(out: &mut Vec<u8>, s: &[u8]) {
-    integer(out, s.len(), 7, 0);
-    out.extend_from_slice(s);
 }
 
 /// RFC 7541 4: the reference table.
@@ -357,8 +341,6 @@ fn size_updates_and_oversized_entries_before_any_insert_allocate_nothing() {
     // literal is not Huffman-coded and the name is new (borrowed).
     assert_eq!(allocations, 0);
 }
-
-mod common;
 
 /// Over a real connection: the client's first SETTINGS makes the server's
 /// encoder table 64 bytes (nothing fits at half of it: no first insert),

@@ -133,14 +133,24 @@ impl Raw {
     /// Reads up to the end of the `101 Switching Protocols` head of an
     /// h2c upgrade (the frames follow it).
     pub fn read_switch(&mut self) {
+        let head = self.read_http1_head();
+        assert!(head.starts_with("HTTP/1.1 101") && head.ends_with("\r\n\r\n"), "{head}");
+    }
+
+    /// Reads an HTTP/1 head byte by byte (the bytes after it stay unread),
+    /// up to its blank line, or what came before the connection ended or
+    /// 5 s passed.
+    pub fn read_http1_head(&mut self) -> String {
         let mut head = Vec::new();
         let mut byte = [0u8; 1];
         self.tcp.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
         while !head.ends_with(b"\r\n\r\n") {
-            assert_eq!(self.tcp.read(&mut byte).unwrap(), 1, "{}", String::from_utf8_lossy(&head));
-            head.push(byte[0]);
+            match self.tcp.read(&mut byte) {
+                Ok(1) => head.push(byte[0]),
+                _ => break,
+            }
         }
-        assert!(head.starts_with(b"HTTP/1.1 101"), "{}", String::from_utf8_lossy(&head));
+        String::from_utf8_lossy(&head).into_owned()
     }
 
     pub fn send(&mut self, bytes: &[u8]) {
