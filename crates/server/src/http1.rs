@@ -23,6 +23,11 @@
 //!   +-------------+
 //! ```
 //!
+//! A response that ends the connection (`Connection: close`, an HTTP/1.0
+//! client) while the application still reads the lent body leaves the
+//! phase `Lent` (`closing`): the rest of the body is the application's to
+//! read, and the connection closes when the body comes back.
+//!
 //! Orthogonally, a response may be *awaited*: deferred to an application
 //! thread ([`Response::defer`](crate::Response::defer)). While one is, no
 //! new head is parsed (pipelined requests keep their order; their bytes
@@ -86,8 +91,12 @@ pub(crate) struct Http1<S> {
     scanned: usize,
     /// A deferred response is in flight.
     awaiting: bool,
-    /// The connection closes once the deferred response in flight has
-    /// ended: the lent body failed, or the client's input ended behind it.
+    /// The connection closes once the application is done with the
+    /// exchange: when the deferred response in flight has ended (the lent
+    /// body failed, or the client's input ended behind the response), or,
+    /// for a response that ended with `Connection: close` while the
+    /// application still reads the body, when the body comes back (its
+    /// rest is the application's until then, not the linger's to discard).
     closing: bool,
     /// The client's error that failed the lent body (400, 413), the answer
     /// if the deferred response fails before its head.
@@ -245,7 +254,21 @@ impl<S> Http1<S> {
     /// connection after it.
     pub(crate) fn response_done(&mut self, keep_alive: bool) {
         self.awaiting = false;
-        if !keep_alive || self.closing {
+        if self.closing {
+            // The body is back (it failed) or was never lent.
+            self.phase = Phase::Closed;
+        } else if !keep_alive {
+            self.close_after_body();
+        }
+    }
+
+    /// The response is complete and the connection must close: now, or,
+    /// while the application still reads the request body, once the body
+    /// is back (a lent phase not `closing` is a body still out).
+    fn close_after_body(&mut self) {
+        if self.is_lent() {
+            self.closing = true;
+        } else {
             self.phase = Phase::Closed;
         }
     }
@@ -265,6 +288,11 @@ impl<S> Http1<S> {
     /// after a failed one.
     pub(crate) fn returned(&mut self, returned: Returned) {
         if !self.is_lent() {
+            return;
+        }
+        if self.closing && !self.awaiting {
+            // Its response ended with `Connection: close`: nothing follows.
+            self.phase = Phase::Closed;
             return;
         }
         self.phase = match returned.framing {
@@ -676,6 +704,9 @@ impl<S> Http1<S> {
         cx.requests += 1;
         match response.finish() {
             Answered::Now { keep_alive: true } => {}
+            // A body taken (no longer offered) is the application's to
+            // read on: the connection closes once it is back.
+            Answered::Now { keep_alive: false } if app.offer.is_none() => self.close_after_body(),
             Answered::Now { keep_alive: false } => self.phase = Phase::Closed,
             Answered::Later => self.awaiting = true,
         }

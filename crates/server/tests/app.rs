@@ -545,3 +545,93 @@ fn bodies_read_to_their_end_on_quiet_threads_give_their_blocks_back() {
         common::only_the_worker_caches(&server, &format!("round {round}"));
     }
 }
+
+/// Answers `202` at once (or deferred, answered from another thread before
+/// the body is read: `/later`), hands the request body to a thread that
+/// reads it after the answer went out, and reports what that thread read.
+struct AcceptThenRead {
+    read: std::sync::Mutex<mpsc::Sender<std::io::Result<(usize, u64)>>>,
+}
+
+impl Handler for AcceptThenRead {
+    type State = bool;
+
+    fn head(&self, request: &Request<'_>) -> bool {
+        request.stream_body();
+        request.path() == "/later"
+    }
+
+    fn respond(&self, later: bool, response: &mut Response<'_>) {
+        let Some(mut body) = response.take_body() else {
+            // No body (the keep-alive case's follow-up request).
+            return response.body(b"no body").unwrap();
+        };
+        let report = self.read.lock().unwrap().clone();
+        let responder = if later {
+            Some(response.defer().expect("deferred"))
+        } else {
+            response.status(falconet_server::Status::new(202).unwrap()).unwrap();
+            response.body(b"accepted").unwrap();
+            None
+        };
+        thread::spawn(move || {
+            if let Some(mut responder) = responder {
+                responder.status(falconet_server::Status::new(202).unwrap()).unwrap();
+                responder.body(b"accepted").unwrap();
+            }
+            // The answer is on its way (or out) before the body is read.
+            thread::sleep(Duration::from_millis(100));
+            let mut got = (0, common::FNV_START);
+            let mut buf = [0u8; 8192];
+            let result = loop {
+                match body.read(&mut buf) {
+                    Ok(0) => break Ok(got),
+                    Ok(n) => got = (got.0 + n, common::fnv(got.1, &buf[..n])),
+                    Err(error) => break Err(error),
+                }
+            };
+            let _ = report.send(result);
+        });
+    }
+}
+
+/// A response that ends the connection (`Connection: close` asked, or an
+/// HTTP/1.0 client) while the application still reads the request body:
+/// the body is the application's to read to its end, not the linger's to
+/// discard, and the connection closes once it is back.
+#[test]
+fn a_body_read_after_a_closing_response_arrives_whole() {
+    let (read, reports) = mpsc::channel();
+    let server = serve(options(), AcceptThenRead { read: std::sync::Mutex::new(read) });
+    let body: Vec<u8> = (0..300_000).map(pattern).collect();
+    let expected = (body.len(), common::fnv(common::FNV_START, &body));
+    for (path, version, close) in [
+        ("/now", "1.1", "Connection: close\r\n"),
+        ("/later", "1.1", "Connection: close\r\n"),
+        ("/now", "1.0", ""),
+        ("/later", "1.0", ""),
+        // Keep-alive: the next request waits for the body, as before.
+        ("/now", "1.1", ""),
+    ] {
+        let case = format!("{path} HTTP/{version} {close:?}");
+        let mut stream = TcpStream::connect(server.addr).unwrap();
+        stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        let head = format!(
+            "POST {path} HTTP/{version}\r\nHost: t\r\n{close}Content-Length: {}\r\n\r\n",
+            body.len()
+        );
+        let mut pieces = vec![head.into_bytes(), body.clone()];
+        if close.is_empty() && version == "1.1" {
+            pieces.push(b"GET /now HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n".to_vec());
+        }
+        let writer = common::trickle(&stream, pieces, Duration::ZERO);
+        let report = reports.recv_timeout(Duration::from_secs(30)).expect(&case);
+        assert_eq!(report.unwrap_or_else(|e| panic!("{case}: {e}")), expected, "{case}");
+        writer.join().unwrap();
+        let mut reply = Vec::new();
+        stream.read_to_end(&mut reply).expect("the connection closes");
+        let reply = String::from_utf8_lossy(&reply);
+        assert!(reply.starts_with("HTTP/1.1 202 Accepted\r\n"), "{case}: {reply}");
+        assert!(reply.contains("\r\n\r\naccepted"), "{case}: {reply}");
+    }
+}

@@ -1128,3 +1128,64 @@ Host: t
     });
     server.stop();
 }
+
+/// An axum handler that answers `202` at once and reads the body in a task
+/// it spawns (a fire-and-forget upload): with `Connection: close` too, the
+/// task reads the whole body (the connection closes once it is back), as
+/// it does on a connection kept alive.
+#[test]
+fn a_body_read_by_a_task_after_a_closing_202_arrives_whole() {
+    use http_body_util::BodyExt;
+    let runtime = runtime();
+    let (read, reports) = std::sync::mpsc::channel::<Result<(usize, u64), String>>();
+    let app = Router::new().route(
+        "/upload",
+        post(move |body: AxumBody| {
+            let report = read.clone();
+            async move {
+                tokio::spawn(async move {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    let mut body = body;
+                    let mut got = (0, common::FNV_START);
+                    let result = loop {
+                        match body.frame().await {
+                            Some(Ok(frame)) => {
+                                if let Some(data) = frame.data_ref() {
+                                    got = (got.0 + data.len(), common::fnv(got.1, data));
+                                }
+                            }
+                            Some(Err(error)) => break Err(error.to_string()),
+                            None => break Ok(got),
+                        }
+                    };
+                    let _ = report.send(result);
+                });
+                StatusCode::ACCEPTED
+            }
+        }),
+    );
+    let server = serve(options(), TowerHandler::new(app, runtime.handle().clone()));
+    let body: Vec<u8> = (0..1_000_000).map(pattern).collect();
+    let expected = (body.len(), common::fnv(common::FNV_START, &body));
+    for close in ["Connection: close\r\n", ""] {
+        let mut stream = TcpStream::connect(server.addr).unwrap();
+        stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        let head = format!(
+            "POST /upload HTTP/1.1\r\nHost: t\r\n{close}Content-Length: {}\r\n\r\n",
+            body.len()
+        );
+        let mut pieces = vec![head.into_bytes(), body.clone()];
+        if close.is_empty() {
+            pieces
+                .push(b"GET /plaintext HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n".to_vec());
+        }
+        let writer = common::trickle(&stream, pieces, Duration::ZERO);
+        let report = reports.recv_timeout(Duration::from_secs(30)).expect("the task read");
+        assert_eq!(report.unwrap_or_else(|e| panic!("{close:?}: {e}")), expected, "{close:?}");
+        writer.join().unwrap();
+        let mut reply = Vec::new();
+        std::io::Read::read_to_end(&mut stream, &mut reply).expect("the connection closes");
+        let reply = String::from_utf8_lossy(&reply);
+        assert!(reply.starts_with("HTTP/1.1 202 Accepted\r\n"), "{close:?}: {reply}");
+    }
+}
