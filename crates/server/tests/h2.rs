@@ -470,6 +470,86 @@ fn axum_over_h2() {
     });
 }
 
+/// An axum handler that answers `202` at once and reads the body in a task
+/// it spawns: the response's END_STREAM does not reset the stream (RFC
+/// 9113 8.1 lets a server ask the client to stop only when the response
+/// does not depend on the rest), so the task reads the whole body; a task
+/// that drops the body half read then gets the stream reset with NO_ERROR,
+/// and the connection serves on.
+#[cfg(feature = "tower")]
+#[test]
+fn a_body_read_by_a_task_after_the_response_arrives_whole() {
+    use axum::Router;
+    use axum::body::Body as AxumBody;
+    use axum::routing::{get, post};
+    use http_body_util::BodyExt;
+
+    let app = tokio::runtime::Runtime::new().unwrap();
+    let (read, reports) = std::sync::mpsc::channel::<(usize, bool)>();
+    let router = Router::new().route("/plaintext", get(|| async { "Hello, World!" })).route(
+        "/upload",
+        post(move |uri: http::Uri, body: AxumBody| {
+            let report = read.clone();
+            let keep = uri.query() != Some("drop");
+            async move {
+                tokio::spawn(async move {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    let (mut body, mut got, mut hash) = (body, 0, common::FNV_START);
+                    while let Some(Ok(frame)) = body.frame().await {
+                        if let Some(data) = frame.data_ref() {
+                            (got, hash) = (got + data.len(), common::fnv(hash, data));
+                        }
+                        if !keep {
+                            break; // dropped half read
+                        }
+                    }
+                    let _ =
+                        report.send((got, hash == common::fnv(common::FNV_START, &pattern(got))));
+                });
+                StatusCode::ACCEPTED
+            }
+        }),
+    );
+    let handler = falconet_server::tower::TowerHandler::new(router, app.handle().clone());
+    let server = serve(Options::new().workers(1), handler);
+    runtime().block_on(async {
+        let send = connect(server.addr, 1 << 20).await;
+        let body = pattern(1 << 20);
+        let answer = request(&send, Method::POST, "/upload", &body).await;
+        assert_eq!(answer.status, StatusCode::ACCEPTED);
+        let report = reports.recv_timeout(Duration::from_secs(30)).expect("the task read");
+        assert_eq!(report, (body.len(), true));
+
+        // Dropped half read: the client is told to stop, nothing hangs.
+        let mut ready = send.clone().ready().await.unwrap();
+        let request = http::Request::post("http://localhost/upload?drop").body(()).unwrap();
+        let (response, mut stream) = ready.send_request(request, false).unwrap();
+        let sender = tokio::spawn(async move {
+            let mut rest = Bytes::from(pattern(8 << 20));
+            while !rest.is_empty() {
+                stream.reserve_capacity(rest.len().min(1 << 20));
+                match std::future::poll_fn(|cx| stream.poll_capacity(cx)).await {
+                    Some(Ok(granted)) => {
+                        let piece = rest.split_to(granted.min(rest.len()));
+                        if stream.send_data(piece, rest.is_empty()).is_err() {
+                            return false;
+                        }
+                    }
+                    _ => return false, // reset
+                }
+            }
+            true
+        });
+        assert_eq!(response.await.unwrap().status(), StatusCode::ACCEPTED);
+        let (got, intact) = reports.recv_timeout(Duration::from_secs(30)).expect("dropped");
+        assert!(intact && got > 0 && got < 8 << 20, "{got}");
+        let finished = tokio::time::timeout(Duration::from_secs(30), sender).await;
+        assert!(!finished.expect("the stream ends").unwrap(), "stopped before the end");
+        let plain = self::request(&send, Method::GET, "/plaintext", b"").await;
+        assert_eq!(plain.body, b"Hello, World!");
+    });
+}
+
 /// curl's `--http2` on a plain URL: the HTTP/1.1 `Upgrade: h2c` path
 /// (RFC 7540 3.2). A GET switches; a POST with a body stays HTTP/1.1.
 #[test]
@@ -1050,9 +1130,9 @@ impl Handler for Hoard {
 }
 
 /// The pool runs dry halfway through request bodies that nobody reads
-/// (the smallest pool, 2 MiB, and 48 bodies of 60,000 bytes hoarded by the
-/// application, each on its own connection, within the first window the
-/// client may use): the streams whose bodies no longer fit are reset or
+/// (the smallest pool, 2 MiB, and 48 bodies of 100,000 bytes hoarded by
+/// the application, each on its own connection, within the first window
+/// the client may use; about 20 fit): the streams whose bodies no longer fit are reset or
 /// their connection closes, a hoarded body's read fails instead of waiting
 /// forever, and once the memory is back the server answers again. Nothing
 /// hangs.
@@ -1060,7 +1140,7 @@ impl Handler for Hoard {
 fn pool_running_dry_mid_body() {
     use std::io::Read;
     const BODIES: usize = 48;
-    const BODY: usize = 60_000;
+    const BODY: usize = 100_000;
 
     let hoard = std::sync::Arc::new(Hoard(std::sync::Mutex::new(Vec::new())));
     let options = Options::new().workers(1).max_pool_bytes(falconet_server::MIN_POOL_BYTES);

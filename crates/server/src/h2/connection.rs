@@ -251,6 +251,9 @@ struct Stream {
     remote_closed: bool,
     /// END_STREAM sent: half-closed (local).
     local_closed: bool,
+    /// The application reads the request body: a response that ends
+    /// before it does not reset the stream (see [`Connection::keep_reading`]).
+    reading: bool,
     input: Arc<StreamInput>,
     output: OutputWindow,
     content_length: Option<u64>,
@@ -955,6 +958,7 @@ impl Connection {
         let stream = Stream {
             remote_closed: end_stream,
             local_closed: false,
+            reading: false,
             input,
             output,
             content_length: self.head.content_length(),
@@ -1185,11 +1189,14 @@ impl Connection {
     /// Our side of stream `id` ended (END_STREAM sent). If the client is
     /// still sending its request, RST_STREAM(NO_ERROR) asks it to stop
     /// (RFC 9113 8.1): the response is complete, the rest of the body
-    /// would be read for nothing. Then the stream is done.
+    /// would be read for nothing. Then the stream is done. Unless the
+    /// application still reads the body ([`keep_reading`](Self::keep_reading)):
+    /// then the response did not end the exchange, and the stream stays
+    /// half-closed (local) until the body's end or a [`reset`](Self::reset).
     fn local_end(&mut self, id: u32) {
         let Some(stream) = self.streams.get_mut(&id) else { return };
         stream.local_closed = true;
-        if !stream.remote_closed {
+        if !stream.remote_closed && !stream.reading {
             if let Some(stream) = self.streams.remove(&id) {
                 let update = stream.input.abort().ok().flatten();
                 self.connection_update(update);
@@ -1398,8 +1405,18 @@ impl Connection {
         self.connection_update(updates.connection);
     }
 
+    /// The application took stream `id`'s request body and reads it: an
+    /// end of the response before the body's does not reset the stream
+    /// (the client goes on sending; the body is the application's to read).
+    pub fn keep_reading(&mut self, id: u32) {
+        if let Some(stream) = self.streams.get_mut(&id) {
+            stream.reading = true;
+        }
+    }
+
     /// Ends `stream` from our side with RST_STREAM(`code`) (the
-    /// application gave up: CANCEL, INTERNAL_ERROR).
+    /// application gave up: CANCEL, INTERNAL_ERROR; or dropped a body it
+    /// was reading after the response ended: NO_ERROR).
     pub fn reset(&mut self, id: u32, code: ErrorCode) {
         if let Some(stream) = self.streams.remove(&id) {
             let update = stream.input.abort().ok().flatten();

@@ -19,7 +19,10 @@
 //! (`body.rs`, `BodyFlow`), so the windows are shared between the worker
 //! and application threads; the WINDOW_UPDATEs the releases ask for come
 //! back through the connection's link. A reset stream ends its body's
-//! pipe with an error, so a read fails rather than hangs.
+//! pipe with an error, so a read fails rather than hangs. A response that
+//! ends while the application still reads the body leaves the stream
+//! open for the rest of it (the exchange stays until the body's end, or
+//! until the application drops the body: then RST_STREAM(NO_ERROR)).
 //!
 //! A connection also gets here from HTTP/1.1, by `Upgrade: h2c`
 //! (`upgrade.rs`): the upgrading request becomes stream 1.
@@ -452,6 +455,10 @@ impl<S: Send + 'static> Http2<S> {
                         self.conn.send_updates(id, updates);
                     }
                 }
+            } else if exchange.body.is_some() {
+                // Taken and still arriving: the application reads it to
+                // its end even if the response ends first.
+                self.conn.keep_reading(id);
             }
             if let Some(deferred) = app.deferred.take() {
                 exchange.source = Some(Source::Pipe {
@@ -702,7 +709,17 @@ impl<S: Send + 'static> Http2<S> {
             send_body(&mut self.conn, id, exchange);
             if exchange.sent == exchange.staged.len() && exchange.shared.is_empty() {
                 if exchange.finished {
-                    done.push(id);
+                    match &exchange.body {
+                        // The response is out; the application still
+                        // reads the body, which goes on arriving.
+                        Some(body) if !body.is_reader_closed() => {}
+                        // It dropped the body: the client may stop.
+                        Some(_) => {
+                            self.conn.reset(id, ErrorCode::NO_ERROR);
+                            done.push(id);
+                        }
+                        None => done.push(id),
+                    }
                 } else {
                     exchange.staged.clear();
                     exchange.sent = 0;
