@@ -55,6 +55,11 @@ fn failure(kind: io::ErrorKind) -> io::Error {
         io::ErrorKind::FileTooLarge => "the request body is over the server's max_body",
         io::ErrorKind::InvalidData => "the request body is malformed",
         io::ErrorKind::UnexpectedEof => "the client closed the connection before the body's end",
+        io::ErrorKind::ConnectionReset => "the client reset the connection before the body's end",
+        io::ErrorKind::TimedOut => "the connection timed out before the body's end",
+        io::ErrorKind::ConnectionAborted => {
+            "the server closed the connection before the body's end"
+        }
         _ => "the request body failed",
     };
     io::Error::new(kind, why)
@@ -86,7 +91,11 @@ pub(crate) struct BodyFlow {
 /// before the body ended, `InvalidData` for a malformed chunked body,
 /// `FileTooLarge` past `max_body` (a chunked body; a `Content-Length`
 /// past it was refused before the handler ran), the client's connection
-/// error (a reset), or `Other` wrapping
+/// error (`ConnectionReset` for a reset), `TimedOut` when the server's
+/// timer closed the connection (`io_timeout`, a minimum rate),
+/// `ConnectionAborted` when the server closed it otherwise (the shutdown's
+/// deadline), `ConnectionReset` too for an HTTP/2 stream the client
+/// reset, or `Other` wrapping
 /// [`falconet_pipe::ReadError::ConcurrentRead`] for a read that overlapped
 /// another. After an error the body is over; the connection closes after
 /// its response.

@@ -175,6 +175,14 @@ pub(crate) struct Conn<H: Handler> {
     pub(crate) queued: bool,
 }
 
+impl<H: Handler> Drop for Conn<H> {
+    /// Closed by the server otherwise (a shutdown's deadline, a failed
+    /// write): a body still being read fails with `ConnectionAborted`.
+    fn drop(&mut self) {
+        self.session.fail_input(io::ErrorKind::ConnectionAborted);
+    }
+}
+
 impl<H: Handler> Conn<H> {
     pub(crate) fn new(socket: TcpStream, session: Session<H>, now: u64) -> Self {
         Self {
@@ -225,6 +233,8 @@ impl<H: Handler> Conn<H> {
             Ok(verdict) => verdict,
             Err(error) => {
                 tracing::debug!(%error, "connection failed");
+                // A body still being read fails with the client's error.
+                self.session.fail_input(error.kind());
                 Verdict::Close
             }
         }
@@ -481,8 +491,17 @@ impl<H: Handler> Conn<H> {
     }
 
     /// The timer's judgement at `now`. A request that timed out gets `408`
-    /// and the connection goes on to close as after any final response.
+    /// and the connection goes on to close as after any final response;
+    /// a body still being read then fails with `TimedOut`.
     pub(crate) fn check(&mut self, now: u64, timeouts: &Timeouts, cx: &mut Context) -> Verdict {
+        let verdict = self.judge(now, timeouts, cx);
+        if verdict == Verdict::Close {
+            self.session.fail_input(io::ErrorKind::TimedOut);
+        }
+        verdict
+    }
+
+    fn judge(&mut self, now: u64, timeouts: &Timeouts, cx: &mut Context) -> Verdict {
         let waited = now.saturating_sub(self.last_progress);
         if self.phase == Phase::Lingering {
             return if waited >= timeouts.linger { Verdict::Close } else { Verdict::Open };

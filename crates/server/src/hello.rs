@@ -278,8 +278,11 @@ impl Handler for Demo {
             DemoRoute::Delay(ms) => {
                 let Ok(responder) = response.defer() else { return };
                 self.runtime.spawn(async move {
-                    tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
-                    let _ = responder.body(format!("delayed {ms} ms").as_bytes());
+                    let delay = tokio::time::sleep(std::time::Duration::from_millis(ms));
+                    // A client that left frees its task at once.
+                    if responder.unless_closed(delay).await.is_some() {
+                        let _ = responder.body(format!("delayed {ms} ms").as_bytes());
+                    }
                 });
             }
             DemoRoute::BadBytes => {

@@ -456,10 +456,12 @@ impl Responder {
     /// ([`is_closed`](Self::is_closed)): it closed (a reset, a timeout, the
     /// server's shutdown), an HTTP/2 client reset the stream, or
     /// [`response_timeout`](crate::Options::response_timeout) answered for
-    /// it; writes then fail with [`ResponseError::Closed`]. A client's FIN
-    /// alone is a half-close (it may still read the answer: `nc`, HTTP/1.0
-    /// clients), so a client that closed its socket is noticed when the
-    /// answer is written, or at `response_timeout`. Race it against slow
+    /// it; writes then fail with [`ResponseError::Closed`]. Over HTTP/1.1
+    /// a client's FIN alone is a half-close (it may still read the answer:
+    /// `nc`, HTTP/1.0 clients), so a client that closed its socket is
+    /// noticed when the answer is written, or at `response_timeout`; over
+    /// HTTP/2, which has no half-close, the FIN gives up every response
+    /// the application still owes on that connection. Race it against slow
     /// work (a query, a long poll) to drop that work once its answer can
     /// go nowhere, as hyper drops a service's future with its connection
     /// (the tower path does so).
@@ -476,6 +478,24 @@ impl Responder {
     pub fn closed(&self) -> impl Future<Output = ()> + Send + '_ {
         let wanted = &self.wanted;
         std::future::poll_fn(move |cx| wanted.poll_given_up(cx))
+    }
+
+    /// `work`, unless the response is given up first
+    /// ([`closed`](Self::closed)): then `None`, and the caller drops the
+    /// work, as hyper drops a service's future with its connection.
+    /// Without this, work that never finished outlived its client, its
+    /// connection's slot and the server.
+    #[cfg(any(feature = "tokio", feature = "tower"))]
+    pub(crate) async fn unless_closed<T>(&self, work: impl Future<Output = T>) -> Option<T> {
+        let (mut work, mut closed) = (std::pin::pin!(work), std::pin::pin!(self.closed()));
+        std::future::poll_fn(|cx| {
+            if closed.as_mut().poll(cx).is_ready() {
+                tracing::debug!("the answer can go nowhere: the work for it is dropped");
+                return Poll::Ready(None);
+            }
+            work.as_mut().poll(cx).map(Some)
+        })
+        .await
     }
 
     /// Sets the status (200 unless set).

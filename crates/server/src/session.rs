@@ -302,6 +302,18 @@ impl<H: Handler> Session<H> {
         }
     }
 
+    /// The connection ends without the client's end of stream (a reset,
+    /// a timeout, the server closing it): a request body still being read
+    /// fails with `kind`, which its reader sees.
+    pub(crate) fn fail_input(&mut self, kind: io::ErrorKind) {
+        if let Some(h2) = self.h2.as_mut() {
+            h2.fail_bodies(kind);
+        }
+        if let Some(writer) = self.writer.take() {
+            writer.close_with(io::Error::from(kind));
+        }
+    }
+
     /// The client's address, which each request reports
     /// ([`Request::peer_addr`](crate::Request::peer_addr)).
     pub(crate) fn set_peer(&mut self, peer: std::net::SocketAddr) {

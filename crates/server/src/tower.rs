@@ -833,35 +833,18 @@ async fn call_later<S, B>(
     B: http_body::Body,
     B::Error: Into<BoxError>,
 {
-    match unless_given_up(&responder, poll_fn(|cx| service.poll_ready(cx))).await {
+    match responder.unless_closed(poll_fn(|cx| service.poll_ready(cx))).await {
         None => return,
         Some(Err(error)) => return fail_later(&mut responder, error.into()),
         Some(Ok(())) => {}
     }
-    let answer = match unless_given_up(&responder, service.call(request)).await {
+    let answer = match responder.unless_closed(service.call(request)).await {
         None => return,
         Some(Ok(answer)) => answer,
         Some(Err(error)) => return fail_later(&mut responder, error.into()),
     };
     let (parts, body) = answer.into_parts();
     respond_later(parts, pin!(body), Held::Nothing, responder, head_request).await;
-}
-
-/// `work`, unless the worker gives the response up first (it was answered
-/// `503` by `response_timeout`, its connection closed): then `None`, and
-/// the caller drops the work, as hyper drops a service's future with its
-/// connection. Without this, a future that never finished outlived its
-/// client, its connection's slot and the server.
-async fn unless_given_up<T>(responder: &Responder, work: impl Future<Output = T>) -> Option<T> {
-    let (mut work, mut closed) = (pin!(work), pin!(responder.closed()));
-    poll_fn(|cx| {
-        if closed.as_mut().poll(cx).is_ready() {
-            tracing::debug!("the answer can go nowhere: the service's future is dropped");
-            return Poll::Ready(None);
-        }
-        work.as_mut().poll(cx).map(Some)
-    })
-    .await
 }
 
 /// A request's task, which logs a warning if it is dropped before it
@@ -903,7 +886,7 @@ async fn await_later<F, B, E>(
     B::Error: Into<BoxError>,
 {
     let Some(pinned) = future.as_mut().as_pin_mut() else { return };
-    let answer = match unless_given_up(&responder, pinned).await {
+    let answer = match responder.unless_closed(pinned).await {
         None => return,
         Some(Ok(answer)) => answer,
         Some(Err(error)) => return fail_later(&mut responder, error.into()),
@@ -957,8 +940,7 @@ async fn respond_later<B>(
             Some(next) => next,
             // A body that waits for its next frame goes with its
             // connection too (a stream of events whose client left).
-            None => match unless_given_up(&responder, poll_fn(|cx| body.as_mut().poll_frame(cx)))
-                .await
+            None => match responder.unless_closed(poll_fn(|cx| body.as_mut().poll_frame(cx))).await
             {
                 Some(frame) => Next::from(frame),
                 None => return,

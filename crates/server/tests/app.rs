@@ -274,32 +274,112 @@ fn a_slow_application_pushes_the_client_back_with_bounded_memory() {
     assert_eq!(client.reply().unwrap().status, 200);
 }
 
+/// How a connection that ends mid-body fails the application's read: the
+/// client's reset is `ConnectionReset`, its FIN `UnexpectedEof`, a client
+/// that stalls past `io_timeout` `TimedOut` (not a pipe dropped unclosed,
+/// `BrokenPipe`). The server goes on.
 #[test]
-fn a_client_reset_mid_body_fails_the_applications_read() {
+fn a_connection_ended_mid_body_fails_the_applications_read_with_why() {
+    let (done, results) = mpsc::channel();
+    let options = options().io_timeout(Duration::from_millis(300));
+    let server = serve(options, Slow { done, gate: Gate::opened() });
+    for (end, kind) in [
+        ("reset", std::io::ErrorKind::ConnectionReset),
+        ("fin", std::io::ErrorKind::UnexpectedEof),
+        ("stall", std::io::ErrorKind::TimedOut),
+    ] {
+        let stream = TcpStream::connect(server.addr).unwrap();
+        (&stream)
+            .write_all(b"POST /x HTTP/1.1\r\nHost: t\r\nContent-Length: 100000\r\n\r\nabc")
+            .unwrap();
+        thread::sleep(Duration::from_millis(50));
+        let _open = match end {
+            "reset" => {
+                // A reset, not a clean close: linger 0.
+                socket2::SockRef::from(&stream).set_linger(Some(Duration::ZERO)).unwrap();
+                drop(stream);
+                None
+            }
+            "fin" => {
+                stream.shutdown(std::net::Shutdown::Write).unwrap();
+                Some(stream)
+            }
+            _ => Some(stream),
+        };
+        let result = results.recv_timeout(Duration::from_secs(30)).expect("the read returned");
+        assert_eq!(result.expect_err(end).kind(), kind, "{end}");
+    }
+    assert_eq!(Client::connect(server.addr).get("/x").status, 200);
+}
+
+/// The same over HTTP/2: a connection reset while a stream's body is read
+/// on an application thread fails that read with `ConnectionReset`.
+#[test]
+fn an_h2_connection_reset_mid_body_fails_the_applications_read_with_why() {
     let (done, results) = mpsc::channel();
     let server = serve(options(), Slow { done, gate: Gate::opened() });
-    let stream = TcpStream::connect(server.addr).unwrap();
-    let socket = socket2::SockRef::from(&stream);
-    (&stream)
-        .write_all(b"POST /x HTTP/1.1\r\nHost: t\r\nContent-Length: 100000\r\n\r\nabc")
-        .unwrap();
-    thread::sleep(Duration::from_millis(50));
-    // A reset, not a clean close: linger 0.
-    socket.set_linger(Some(Duration::ZERO)).unwrap();
-    drop(stream);
+    common::current_thread().block_on(async {
+        let socket = TcpStream::connect(server.addr).unwrap();
+        socket2::SockRef::from(&socket).set_linger(Some(Duration::ZERO)).unwrap();
+        socket.set_nonblocking(true).unwrap();
+        let tcp = tokio::net::TcpStream::from_std(socket).unwrap();
+        let (send, connection) = h2::client::handshake(tcp).await.unwrap();
+        let connection = tokio::spawn(connection);
+        let mut send = send.ready().await.unwrap();
+        let request = http::Request::post("http://t/x").body(()).unwrap();
+        let (_response, mut stream) = send.send_request(request, false).unwrap();
+        stream.send_data(bytes::Bytes::from_static(b"abc"), false).unwrap();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        // The socket drops with the connection's task: a reset.
+        connection.abort();
+        let _ = connection.await;
+    });
     let result = results.recv_timeout(Duration::from_secs(30)).expect("the read returned");
-    let error = result.expect_err("reset mid-body");
-    assert!(
-        matches!(
-            error.kind(),
-            std::io::ErrorKind::ConnectionReset
-                | std::io::ErrorKind::UnexpectedEof
-                | std::io::ErrorKind::BrokenPipe
-        ),
-        "{error:?}"
+    assert_eq!(result.expect_err("reset").kind(), std::io::ErrorKind::ConnectionReset);
+}
+
+/// An HTTP/2 client that sends requests the application answers later and
+/// then ends its side (HTTP/2 has no half-close; a client that did this
+/// and closed its socket, over and over, made the server hold every such
+/// connection with its streams until their answers came: 2 GB in 10 s):
+/// the application's work is given up at once (its tasks end, told by
+/// `closed()`), a client that only half-closed learns which streams were
+/// (RST_STREAM CANCEL), and the connection closes.
+#[test]
+fn an_h2_client_that_ends_its_side_gives_up_what_the_application_owes() {
+    use falconet_server::h2::frame::{ErrorCode, kind};
+    const STREAMS: u32 = 10;
+    let runtime = runtime();
+    let server = serve(Options::new().workers(1), Demo::new(runtime.handle().clone()));
+    let started = Instant::now();
+    let mut raw = common::h2raw::Raw::handshake(server.addr, &[]);
+    for i in 0..STREAMS {
+        raw.headers(2 * i + 1, &common::h2raw::req("GET", "/delay?ms=10000"), true);
+    }
+    let alive = || runtime.metrics().num_alive_tasks();
+    while alive() < STREAMS as usize {
+        assert!(started.elapsed() < Duration::from_secs(5), "the delays never started");
+        thread::sleep(Duration::from_millis(5));
+    }
+    raw.tcp.shutdown(std::net::Shutdown::Write).unwrap();
+    // Every frame until the server closes (or the test's patience ends).
+    let frames = common::h2raw::frames_until(&mut raw, Duration::from_secs(8), |_| false);
+    let cancelled = frames
+        .iter()
+        .filter(|f| f.kind == kind::RST_STREAM && ErrorCode::from(f.code()) == ErrorCode::CANCEL)
+        .count();
+    assert_eq!(
+        cancelled,
+        STREAMS as usize,
+        "{:?}",
+        frames.iter().map(|f| f.kind).collect::<Vec<_>>()
     );
-    // The server goes on.
-    assert_eq!(Client::connect(server.addr).get("/x").status, 200);
+    let closed = started.elapsed();
+    assert!(closed < Duration::from_secs(5), "closed after {closed:?}, not before the delays");
+    while alive() > 0 {
+        assert!(started.elapsed() < Duration::from_secs(5), "{} delay tasks left", alive());
+        thread::sleep(Duration::from_millis(5));
+    }
 }
 
 #[test]

@@ -310,7 +310,7 @@ impl<S: Send + 'static> Http2<S> {
             }
             self.reset_failed();
             if self.input_ended {
-                self.drop_unfinished_requests();
+                self.drop_unanswerable();
             }
             // Answering fills the staging buffers, sending empties them, and
             // room lets more of a deferred response in: until nothing moves
@@ -479,16 +479,30 @@ impl<S: Send + 'static> Http2<S> {
         answered
     }
 
-    /// The client ended its side: requests whose bodies had not ended
-    /// never will. They are dropped (a body being read fails with
-    /// `UnexpectedEof`); responses to complete requests still go out.
-    fn drop_unfinished_requests(&mut self) {
-        let unfinished: Vec<u32> =
-            self.exchanges.iter().filter(|(_, e)| !e.request_ended).map(|(&id, _)| id).collect();
-        for id in unfinished {
+    /// The client ended its side. HTTP/2 has no half-close (h2, Go and
+    /// nghttp2 end a connection whose peer's input ended): requests whose
+    /// bodies had not ended never will, and responses the application
+    /// still owes would go to a client that has most likely left, while
+    /// the connection and its streams wait for them (a client that sends
+    /// deferred requests and closes, over and over, would pile them up).
+    /// Both are dropped: a body being read fails with `UnexpectedEof`; a
+    /// responder's writes fail and its `closed()` resolves, and its stream
+    /// is reset (CANCEL). Responses the worker already has (answered at
+    /// once) still go out, to a client that only half-closed.
+    fn drop_unanswerable(&mut self) {
+        let gone: Vec<u32> = self
+            .exchanges
+            .iter()
+            .filter(|(_, e)| !e.request_ended || e.source.is_some())
+            .map(|(&id, _)| id)
+            .collect();
+        for id in gone {
             if let Some(mut exchange) = self.exchanges.remove(&id) {
                 if let Some(writer) = exchange.body.take() {
                     writer.close_with(std::io::Error::from(std::io::ErrorKind::UnexpectedEof));
+                }
+                if exchange.source.is_some() {
+                    self.conn.reset(id, ErrorCode::CANCEL);
                 }
                 self.spare.give(exchange.staged);
             }
@@ -851,6 +865,17 @@ impl<S: Send + 'static> Http2<S> {
                 exchange.ready = false;
                 exchange.responded = true;
                 refuse(exchange, cx, Status::SERVICE_UNAVAILABLE);
+            }
+        }
+    }
+
+    /// The connection ends before the client's end of stream: each body
+    /// still arriving fails with `kind` (its reader's error), not as a
+    /// pipe dropped unclosed.
+    pub(crate) fn fail_bodies(&mut self, kind: std::io::ErrorKind) {
+        for exchange in self.exchanges.values_mut() {
+            if let Some(writer) = exchange.body.take() {
+                writer.close_with(std::io::Error::from(kind));
             }
         }
     }
