@@ -82,7 +82,8 @@ impl fmt::Display for ServerError {
             Self::WorkerPanicked => f.write_str("a worker thread panicked"),
             Self::WouldBlockRuntime => f.write_str(
                 "Running::join would block the current-thread tokio runtime the handler's work \
-                 runs on (so that work could never finish); await Running::stopped() instead",
+                 runs on (so that work could never finish); the server is shutting down \
+                 instead: to serve until stopped, await Running::stopped()",
             ),
             Self::OnWorker => f.write_str(
                 "a server worker cannot wait for the server to stop (Running::join or \

@@ -576,6 +576,9 @@ fn answer_now<B>(
     B::Data: Send,
     B::Error: Into<BoxError>,
 {
+    if let Some(error) = not_final(answer.status()) {
+        return failed(response, error);
+    }
     let (parts, body) = answer.into_parts();
     let mut place = Place::<B>::take();
     place.pinned().set(Some(body));
@@ -809,6 +812,15 @@ fn defer(response: &mut Response<'_>) -> Option<Responder> {
     }
 }
 
+/// A 1xx answer is no final response (one would switch protocols, which
+/// falconet does not do): the service failed, and its head and body are
+/// not sent.
+fn not_final(status: http::StatusCode) -> Option<BoxError> {
+    status
+        .is_informational()
+        .then(|| format!("the service answered {status}, which is not a final response").into())
+}
+
 /// The service failed: `500`.
 fn failed(response: &mut Response<'_>, error: BoxError) {
     tracing::warn!(%error, "the service failed; answered 500");
@@ -891,6 +903,9 @@ async fn await_later<F, B, E>(
         Some(Ok(answer)) => answer,
         Some(Err(error)) => return fail_later(&mut responder, error.into()),
     };
+    if let Some(error) = not_final(answer.status()) {
+        return fail_later(&mut responder, error);
+    }
     drop(future);
     let (parts, body) = answer.into_parts();
     respond_later(parts, pin!(body), Held::Nothing, responder, head_request).await;
@@ -1036,13 +1051,9 @@ impl Head for Responder {
 /// Writes the status and the fields falconet does not write itself;
 /// returns the service's `content-length`, if it sent one.
 fn write_head(head: &mut impl Head, parts: &http::response::Parts) -> Option<u64> {
-    // http's codes are 100..=999, which is what Status accepts; a 1xx is
-    // no final answer (a protocol upgrade, which falconet does not do):
-    // the service's answer cannot be sent, so 500.
-    let status = Status::new(parts.status.as_u16())
-        .ok()
-        .filter(|status| status.code() >= 200)
-        .unwrap_or(Status::INTERNAL_SERVER_ERROR);
+    // http's codes are 100..=999, which is what Status accepts (a 1xx
+    // answer was refused before: `not_final`).
+    let status = Status::new(parts.status.as_u16()).unwrap_or(Status::INTERNAL_SERVER_ERROR);
     let _ = head.status(status);
     let mut length = None;
     for (name, value) in &parts.headers {

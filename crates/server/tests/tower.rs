@@ -63,6 +63,19 @@ fn app() -> Router {
         )
         .route("/error", get(|| async { (StatusCode::INTERNAL_SERVER_ERROR, "broken") }))
         .route("/teapot", get(|| async { StatusCode::IM_A_TEAPOT }))
+        .route(
+            "/informational",
+            get(|| async {
+                (StatusCode::SWITCHING_PROTOCOLS, [(header::CONTENT_TYPE, "x/y")], "z")
+            }),
+        )
+        .route(
+            "/informational-later",
+            get(|| async {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                (StatusCode::CONTINUE, [(header::CONTENT_TYPE, "x/y")], "z")
+            }),
+        )
         .route("/panic", get(panics))
         .route("/panic-later", get(panics_later))
         .route(
@@ -362,6 +375,14 @@ fn statuses_pass_through() {
     let reply = client.get("/error");
     assert_eq!((reply.status, reply.text().as_str()), (500, "broken"));
     assert_eq!(client.get("/teapot").status, 418);
+    // A 1xx is no final answer: the service failed (as hyper does, the
+    // connection closes after), and nothing of its answer goes out
+    // (answered now, and from a task).
+    for path in ["/informational", "/informational-later"] {
+        let reply = Client::connect(server.addr).get(path);
+        assert_eq!((reply.status, reply.text().as_str()), (500, ""), "{path}");
+        assert_eq!(reply.header("content-type"), None, "{path}");
+    }
     // A known path with another method: axum's 405 and its Allow field.
     client.send(b"DELETE /plaintext HTTP/1.1\r\nHost: t\r\n\r\n");
     let reply = client.reply().unwrap();
