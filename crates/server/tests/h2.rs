@@ -165,6 +165,38 @@ async fn request(
     Answer { status, headers, body }
 }
 
+/// Sends a POST of `len` bytes as the windows allow; returns the status
+/// and whether the client got to send it all (false: the stream was reset).
+async fn upload(
+    send: &h2::client::SendRequest<Bytes>,
+    path: &str,
+    len: usize,
+) -> (StatusCode, impl Future<Output = bool>) {
+    let mut ready = send.clone().ready().await.unwrap();
+    let request = http::Request::post(format!("http://localhost{path}")).body(()).unwrap();
+    let (response, mut stream) = ready.send_request(request, false).unwrap();
+    let sender = tokio::spawn(async move {
+        let mut rest = Bytes::from(pattern(len));
+        while !rest.is_empty() {
+            stream.reserve_capacity(rest.len().min(1 << 20));
+            let Some(Ok(granted)) = std::future::poll_fn(|cx| stream.poll_capacity(cx)).await
+            else {
+                return false; // reset
+            };
+            let piece = rest.split_to(granted.min(rest.len()));
+            if stream.send_data(piece, rest.is_empty()).is_err() {
+                return false;
+            }
+        }
+        true
+    });
+    let status = response.await.unwrap().status();
+    let sent_all = async move {
+        tokio::time::timeout(Duration::from_secs(30), sender).await.expect("ends").unwrap()
+    };
+    (status, sent_all)
+}
+
 #[test]
 fn plaintext_json_head_and_errors() {
     let server = serve(Options::new().workers(1), Hello);
@@ -520,31 +552,25 @@ fn a_body_read_by_a_task_after_the_response_arrives_whole() {
         let report = reports.recv_timeout(Duration::from_secs(30)).expect("the task read");
         assert_eq!(report, (body.len(), true));
 
-        // Dropped half read: the client is told to stop, nothing hangs.
-        let mut ready = send.clone().ready().await.unwrap();
-        let request = http::Request::post("http://localhost/upload?drop").body(()).unwrap();
-        let (response, mut stream) = ready.send_request(request, false).unwrap();
-        let sender = tokio::spawn(async move {
-            let mut rest = Bytes::from(pattern(8 << 20));
-            while !rest.is_empty() {
-                stream.reserve_capacity(rest.len().min(1 << 20));
-                match std::future::poll_fn(|cx| stream.poll_capacity(cx)).await {
-                    Some(Ok(granted)) => {
-                        let piece = rest.split_to(granted.min(rest.len()));
-                        if stream.send_data(piece, rest.is_empty()).is_err() {
-                            return false;
-                        }
+        // Dropped half read, or failed past max_body (8 MiB): the client
+        // is told to stop (RST_STREAM NO_ERROR), nothing hangs.
+        for (path, len) in [("/upload", 16 << 20), ("/upload?drop", 8 << 20)] {
+            let (status, sent_all) = upload(&send, path, len).await;
+            assert_eq!(status, StatusCode::ACCEPTED);
+            // Awaited, not blocked on: the client's tasks share this thread.
+            let report = async {
+                loop {
+                    match reports.try_recv() {
+                        Ok(report) => break report,
+                        Err(_) => tokio::time::sleep(Duration::from_millis(5)).await,
                     }
-                    _ => return false, // reset
                 }
-            }
-            true
-        });
-        assert_eq!(response.await.unwrap().status(), StatusCode::ACCEPTED);
-        let (got, intact) = reports.recv_timeout(Duration::from_secs(30)).expect("dropped");
-        assert!(intact && got > 0 && got < 8 << 20, "{got}");
-        let finished = tokio::time::timeout(Duration::from_secs(30), sender).await;
-        assert!(!finished.expect("the stream ends").unwrap(), "stopped before the end");
+            };
+            let timeout = tokio::time::timeout(Duration::from_secs(30), report).await;
+            let (got, intact) = timeout.expect(path);
+            assert!(intact && got > 0 && got <= 8 << 20, "{path}: {got}");
+            assert!(!sent_all.await, "{path}: the client was not stopped");
+        }
         let plain = self::request(&send, Method::GET, "/plaintext", b"").await;
         assert_eq!(plain.body, b"Hello, World!");
     });

@@ -723,16 +723,18 @@ impl<S: Send + 'static> Http2<S> {
             send_body(&mut self.conn, id, exchange);
             if exchange.sent == exchange.staged.len() && exchange.shared.is_empty() {
                 if exchange.finished {
-                    match &exchange.body {
-                        // The response is out; the application still
-                        // reads the body, which goes on arriving.
-                        Some(body) if !body.is_reader_closed() => {}
-                        // It dropped the body: the client may stop.
-                        Some(_) => {
+                    // The response is out. While the application reads the
+                    // body, the exchange stays for the rest of it.
+                    let reading =
+                        exchange.body.as_ref().is_some_and(|body| !body.is_reader_closed());
+                    if !reading {
+                        if !exchange.request_ended {
+                            // The body is over for the application (dropped,
+                            // failed) but not for the client: it may stop
+                            // (a stream `local_end` reset already is gone).
                             self.conn.reset(id, ErrorCode::NO_ERROR);
-                            done.push(id);
                         }
-                        None => done.push(id),
+                        done.push(id);
                     }
                 } else {
                     exchange.staged.clear();
