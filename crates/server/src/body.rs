@@ -358,6 +358,10 @@ impl RequestBody {
                 let connection = flow.input.abort().ok().flatten();
                 let updates = falconet_flow::Updates { stream: None, connection };
                 self.link.push_updates(flow.stream, updates);
+                // Even with no credit to return: a stream kept open for
+                // this body after its response is reset now, not at the
+                // client's next frame.
+                std::task::Wake::wake_by_ref(&self.link);
                 return;
             }
             self.link.hand_back(Returned {

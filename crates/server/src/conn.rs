@@ -494,8 +494,11 @@ impl<H: Handler> Conn<H> {
     /// and the connection goes on to close as after any final response;
     /// a body still being read then fails with `TimedOut`.
     pub(crate) fn check(&mut self, now: u64, timeouts: &Timeouts, cx: &mut Context) -> Verdict {
+        let lingering = self.phase == Phase::Lingering;
         let verdict = self.judge(now, timeouts, cx);
-        if verdict == Verdict::Close {
+        // Closed, or sent to linger (the client's end, read later, must
+        // not turn the timer's decision into another reason).
+        if verdict == Verdict::Close || (!lingering && self.phase == Phase::Lingering) {
             self.session.fail_input(io::ErrorKind::TimedOut);
         }
         verdict

@@ -250,6 +250,12 @@ impl<S> Http1<S> {
         matches!(self.phase, Phase::Lent)
     }
 
+    /// Whether the connection closes once the application is done with
+    /// the exchange (see `closing`): nothing after it is parsed.
+    pub(crate) fn is_closing(&self) -> bool {
+        self.closing
+    }
+
     /// The deferred response ended: `keep_alive` false closes the
     /// connection after it.
     pub(crate) fn response_done(&mut self, keep_alive: bool) {
@@ -674,7 +680,16 @@ impl<S> Http1<S> {
         let keep_alive = keep_open(exchange.keep_alive, false, cx);
         let encoder = Encoder::new(exchange.version, exchange.head_only, keep_alive);
         self.phase = Phase::Lent;
+        let start = out.len();
         self.answer(state, encoder, out, handler, cx, app);
+        if exchange.expects_continue
+            && self.closing
+            && !out[start..].starts_with(crate::expect::CONTINUE)
+        {
+            // The client waits for a 100 before it sends the body, and
+            // got a closing answer without one: no body will come.
+            self.phase = Phase::Closed;
+        }
         if let Some(offer) = app.offer.take() {
             // Not taken: the server reads the body and discards it.
             exchange.framing = offer.framing;

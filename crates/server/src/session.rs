@@ -925,13 +925,14 @@ impl<H: Handler> Session<H> {
     /// Whether a request answered in full waits behind its lent body with
     /// the next request already arriving (bytes past the body's end): a
     /// status now answers that next request, which cannot be parsed while
-    /// the application holds the body.
+    /// the application holds the body. Not after a response that closes
+    /// the connection: no next request is ever answered then.
     fn next_request_waiting(&self) -> bool {
         let past_end = match (&self.writer, self.lent_end) {
             (Some(writer), Some(end)) => writer.written() > end,
             _ => false,
         };
-        self.pending.is_none() && self.http.is_lent() && past_end
+        self.pending.is_none() && self.http.is_lent() && !self.http.is_closing() && past_end
     }
 
     /// Ends the session with `status` (a timeout): the response is queued

@@ -105,20 +105,6 @@ fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
 }
 
-async fn connect(addr: SocketAddr, window: u32) -> h2::client::SendRequest<Bytes> {
-    let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let (send, connection) = h2::client::Builder::new()
-        .initial_window_size(window)
-        .initial_connection_window_size(window)
-        .handshake(tcp)
-        .await
-        .unwrap();
-    tokio::spawn(async move {
-        let _ = connection.await;
-    });
-    send
-}
-
 struct Answer {
     status: StatusCode,
     headers: http::HeaderMap,
@@ -167,6 +153,7 @@ async fn request(
 
 /// Sends a POST of `len` bytes as the windows allow; returns the status
 /// and whether the client got to send it all (false: the stream was reset).
+#[cfg(feature = "tower")]
 async fn upload(
     send: &h2::client::SendRequest<Bytes>,
     path: &str,
@@ -201,7 +188,7 @@ async fn upload(
 fn plaintext_json_head_and_errors() {
     let server = serve(Options::new().workers(1), Hello);
     runtime().block_on(async {
-        let send = connect(server.addr, 65_535).await;
+        let send = common::h2_client_window(server.addr, 65_535).await;
         let plain = request(&send, Method::GET, "/plaintext", b"").await;
         assert_eq!(plain.status, StatusCode::OK);
         assert_eq!(plain.body, b"Hello, World!");
@@ -227,7 +214,7 @@ fn plaintext_json_head_and_errors() {
 fn concurrent_streams() {
     let server = serve(Options::new().workers(1), Bodies);
     runtime().block_on(async {
-        let send = connect(server.addr, 1 << 20).await;
+        let send = common::h2_client_window(server.addr, 1 << 20).await;
         let mut tasks = Vec::new();
         for i in 0..90usize {
             let send = send.clone();
@@ -250,7 +237,7 @@ fn concurrent_streams() {
 fn request_bodies_through_the_windows() {
     let server = serve(Options::new().workers(1).max_body(64 << 20), Bodies);
     runtime().block_on(async {
-        let send = connect(server.addr, 65_535).await;
+        let send = common::h2_client_window(server.addr, 65_535).await;
         for size in [1usize, 16_384, 65_536, 100_000, 3 << 20] {
             let body = vec![7u8; size];
             let answer = request(&send, Method::POST, "/count", &body).await;
@@ -266,7 +253,7 @@ fn request_bodies_through_the_windows() {
 fn responses_through_small_client_windows() {
     let server = serve(Options::new().workers(1), Bodies);
     runtime().block_on(async {
-        let send = connect(server.addr, 16_384).await;
+        let send = common::h2_client_window(server.addr, 16_384).await;
         for path in ["/big?n=4000000", "/sized?n=1000000", "/big?n=0"] {
             let answer = request(&send, Method::GET, path, b"").await;
             assert_eq!(answer.status, StatusCode::OK);
@@ -283,7 +270,7 @@ fn responses_through_small_client_windows() {
 fn shared_body_pieces() {
     let server = serve(Options::new().workers(1), Bodies);
     runtime().block_on(async {
-        let send = connect(server.addr, 16_384).await;
+        let send = common::h2_client_window(server.addr, 16_384).await;
         let mut streams = Vec::new();
         for n in [0usize, 1, 5, 16_384, 16_385, 300_000, 1_000_003] {
             for route in ["mixed", "shared"] {
@@ -319,7 +306,7 @@ fn shared_body_pieces() {
 fn body_over_max_body() {
     let server = serve(Options::new().workers(1).max_body(1000), Bodies);
     runtime().block_on(async {
-        let send = connect(server.addr, 65_535).await;
+        let send = common::h2_client_window(server.addr, 65_535).await;
         let mut send = send.ready().await.unwrap();
         let request = http::Request::builder()
             .method(Method::POST)
@@ -341,7 +328,7 @@ fn both_protocols_on_one_port() {
     let reply = common::Client::connect(server.addr).get("/plaintext");
     assert_eq!((reply.status, reply.text()), (200, "Hello, World!".to_string()));
     runtime().block_on(async {
-        let send = connect(server.addr, 65_535).await;
+        let send = common::h2_client_window(server.addr, 65_535).await;
         assert_eq!(request(&send, Method::GET, "/plaintext", b"").await.status, StatusCode::OK);
     });
     // The preface's first bytes, then something else: HTTP/1 answers it.
@@ -355,7 +342,7 @@ fn both_protocols_on_one_port() {
 fn deferred_responses_multiplexed() {
     let (_app, server) = demo(Options::new().workers(1));
     runtime().block_on(async {
-        let send = connect(server.addr, 65_535).await;
+        let send = common::h2_client_window(server.addr, 65_535).await;
         let started = std::time::Instant::now();
         let mut tasks = Vec::new();
         for _ in 0..50 {
@@ -399,7 +386,7 @@ fn curl_prior_knowledge() {
 fn echo_through_an_application_thread() {
     let (_app, server) = demo(Options::new().workers(1).max_body(64 << 20));
     runtime().block_on(async {
-        let send = connect(server.addr, 1 << 20).await;
+        let send = common::h2_client_window(server.addr, 1 << 20).await;
         for size in [1usize, 100_000, 5 << 20] {
             let body: Vec<u8> = (0..size).map(|i| (i * 7 % 251) as u8).collect();
             let answer = request(&send, Method::POST, "/echo", &body).await;
@@ -431,7 +418,7 @@ fn echo_through_an_application_thread() {
 fn echoes_held_back_by_the_connection_window() {
     let (_app, server) = demo(Options::new().workers(1));
     runtime().block_on(async {
-        let send = connect(server.addr, 65_535).await;
+        let send = common::h2_client_window(server.addr, 65_535).await;
         let mut tasks = Vec::new();
         for i in 0..16usize {
             let send = send.clone();
@@ -455,7 +442,7 @@ fn echoes_held_back_by_the_connection_window() {
 fn reset_mid_body() {
     let (_app, server) = demo(Options::new().workers(1));
     runtime().block_on(async {
-        let send = connect(server.addr, 1 << 20).await;
+        let send = common::h2_client_window(server.addr, 1 << 20).await;
         for _ in 0..20 {
             let mut ready = send.clone().ready().await.unwrap();
             let request = http::Request::builder()
@@ -490,7 +477,7 @@ fn axum_over_h2() {
     let handler = falconet_server::tower::TowerHandler::new(router, app.handle().clone());
     let server = serve(Options::new().workers(1).max_body(64 << 20), handler);
     runtime().block_on(async {
-        let send = connect(server.addr, 1 << 20).await;
+        let send = common::h2_client_window(server.addr, 1 << 20).await;
         let plain = request(&send, Method::GET, "/plaintext", b"").await;
         assert_eq!((plain.status, &plain.body[..]), (StatusCode::OK, &b"Hello, World!"[..]));
         for size in [0usize, 10, 3 << 20] {
@@ -545,7 +532,7 @@ fn a_body_read_by_a_task_after_the_response_arrives_whole() {
     let handler = falconet_server::tower::TowerHandler::new(router, app.handle().clone());
     let server = serve(Options::new().workers(1), handler);
     runtime().block_on(async {
-        let send = connect(server.addr, 1 << 20).await;
+        let send = common::h2_client_window(server.addr, 1 << 20).await;
         let body = pattern(1 << 20);
         let answer = request(&send, Method::POST, "/upload", &body).await;
         assert_eq!(answer.status, StatusCode::ACCEPTED);
@@ -754,7 +741,7 @@ fn shutdown_sends_goaway_to_idle_connections() {
 fn demo_bytes() {
     let (_app, server) = demo(Options::new().workers(1));
     runtime().block_on(async {
-        let send = connect(server.addr, 16_384).await;
+        let send = common::h2_client_window(server.addr, 16_384).await;
         for n in [0usize, 1, 16_384, 1 << 20] {
             let answer = request(&send, Method::GET, &format!("/bytes?n={n}"), b"").await;
             assert_eq!(answer.status, StatusCode::OK);
@@ -777,7 +764,7 @@ fn demo_bytes() {
 fn demo_upload() {
     let (_app, server) = demo(Options::new().workers(1));
     runtime().block_on(async {
-        let send = connect(server.addr, 16_384).await;
+        let send = common::h2_client_window(server.addr, 16_384).await;
         for n in [0usize, 1, 16_384, 65_536, 1 << 20] {
             let answer = request(&send, Method::POST, "/upload", &pattern(n)).await;
             assert_eq!(answer.status, StatusCode::OK);
@@ -1033,7 +1020,7 @@ fn the_last_stream_id() {
 fn oversized_header_list_gets_431() {
     let server = serve(Options::new().workers(1).max_head(8192), Hello);
     runtime().block_on(async {
-        let send = connect(server.addr, 65_535).await;
+        let send = common::h2_client_window(server.addr, 65_535).await;
         let mut ready = send.clone().ready().await.unwrap();
         let big = "x".repeat(5000);
         let oversized = http::Request::builder()
@@ -1077,7 +1064,7 @@ impl Handler for Panicky {
 fn a_panicking_handler_costs_one_stream() {
     let server = serve(Options::new().workers(1), Panicky);
     runtime().block_on(async {
-        let send = connect(server.addr, 65_535).await;
+        let send = common::h2_client_window(server.addr, 65_535).await;
         for path in ["/head", "/body", "/respond"] {
             let answer = request(&send, Method::POST, path, b"some body").await;
             assert_eq!(answer.status, StatusCode::INTERNAL_SERVER_ERROR, "{path}");
@@ -1174,7 +1161,7 @@ fn pool_running_dry_mid_body() {
     runtime().block_on(async {
         let mut connections = Vec::new();
         for _ in 0..BODIES {
-            let send = connect(server.addr, 1 << 20).await;
+            let send = common::h2_client_window(server.addr, 1 << 20).await;
             connections.push(send.clone());
             let Ok(ready) = send.ready().await else { break };
             let mut ready = ready;
@@ -1258,7 +1245,7 @@ impl Handler for FieldCount {
 fn field_counts_around_the_small_array() {
     let server = serve(Options::new().workers(1).max_headers(100), FieldCount);
     runtime().block_on(async {
-        let send = connect(server.addr, 65_535).await;
+        let send = common::h2_client_window(server.addr, 65_535).await;
         for count in [0usize, 1, 32, 33, 99] {
             let mut ready = send.clone().ready().await.unwrap();
             let mut builder = http::Request::builder().uri("http://localhost/");
@@ -1293,7 +1280,7 @@ fn field_counts_around_the_small_array() {
 fn a_lent_body_past_max_body_gets_413() {
     let (_app, server) = demo(Options::new().workers(1).max_body(10));
     runtime().block_on(async {
-        let send = connect(server.addr, 65_535).await;
+        let send = common::h2_client_window(server.addr, 65_535).await;
         let answer = request(&send, Method::POST, "/echo", b"hello world").await;
         assert_eq!(answer.status, StatusCode::PAYLOAD_TOO_LARGE);
         // The connection goes on.

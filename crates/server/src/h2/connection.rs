@@ -1414,6 +1414,13 @@ impl Connection {
         }
     }
 
+    /// Whether the reader of stream `id`'s body gave it up (dropped it, or
+    /// its read failed): its input is aborted. Seen as soon as the reader's
+    /// wake arrives, before its pipe handle is gone.
+    pub fn body_given_up(&self, id: u32) -> bool {
+        self.streams.get(&id).is_some_and(|stream| stream.input.stream().state().aborted)
+    }
+
     /// Ends `stream` from our side with RST_STREAM(`code`) (the
     /// application gave up: CANCEL, INTERNAL_ERROR; or dropped a body it
     /// was reading after the response ended: NO_ERROR).

@@ -121,10 +121,14 @@ impl<S> Exchange<S> {
     }
 
     /// The application holds this exchange: its handler's state waits
-    /// for `respond`, or its response comes from a responder or a polled
-    /// body.
+    /// for `respond`, its response comes from a responder or a polled
+    /// body, or it is behind on a lent body (bytes it has not looked at,
+    /// also after its response ended: `response_timeout` bounds it, as
+    /// over HTTP/1, not the client's `io_timeout`).
     fn with_application(&self) -> bool {
-        self.source.is_some() || self.state.is_some()
+        self.source.is_some()
+            || self.state.is_some()
+            || self.body.as_ref().is_some_and(|body| body.unexamined() > 0)
     }
 
     /// The request has not ended and the application is not behind on its
@@ -726,7 +730,8 @@ impl<S: Send + 'static> Http2<S> {
                     // The response is out. While the application reads the
                     // body, the exchange stays for the rest of it.
                     let reading =
-                        exchange.body.as_ref().is_some_and(|body| !body.is_reader_closed());
+                        exchange.body.as_ref().is_some_and(|body| !body.is_reader_closed())
+                            && !self.conn.body_given_up(id);
                     if !reading {
                         if !exchange.request_ended {
                             // The body is over for the application (dropped,

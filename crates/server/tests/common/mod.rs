@@ -432,3 +432,23 @@ pub fn refused(addr: SocketAddr, request: &[u8], status: u16) {
     assert!(reply.closes(), "{status} closes the connection");
     client.expect_closed();
 }
+
+/// An HTTP/2 client (the `h2` crate, prior knowledge) on `addr`, with
+/// stream and connection windows of `window` bytes; its connection runs
+/// in a task of the current runtime.
+pub async fn h2_client_window(
+    addr: SocketAddr,
+    window: u32,
+) -> h2::client::SendRequest<bytes::Bytes> {
+    let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let (send, connection) = h2::client::Builder::new()
+        .initial_window_size(window)
+        .initial_connection_window_size(window)
+        .handshake(tcp)
+        .await
+        .unwrap();
+    tokio::spawn(async move {
+        let _ = connection.await;
+    });
+    send
+}
