@@ -1414,11 +1414,12 @@ impl Connection {
         }
     }
 
-    /// Whether the reader of stream `id`'s body gave it up (dropped it, or
-    /// its read failed): its input is aborted. Seen as soon as the reader's
-    /// wake arrives, before its pipe handle is gone.
-    pub fn body_given_up(&self, id: u32) -> bool {
-        self.streams.get(&id).is_some_and(|stream| stream.input.stream().state().aborted)
+    /// Whether stream `id` is open and its body's reader still wants it:
+    /// false once the reader gave it up (dropped it, or its read failed:
+    /// its input is aborted, which the reader's wake finds, before its
+    /// pipe handle is gone), and for a stream no longer open.
+    pub fn body_wanted(&self, id: u32) -> bool {
+        self.streams.get(&id).is_some_and(|stream| !stream.input.stream().state().aborted)
     }
 
     /// Ends `stream` from our side with RST_STREAM(`code`) (the

@@ -729,9 +729,7 @@ impl<S: Send + 'static> Http2<S> {
                 if exchange.finished {
                     // The response is out. While the application reads the
                     // body, the exchange stays for the rest of it.
-                    let reading =
-                        exchange.body.as_ref().is_some_and(|body| !body.is_reader_closed())
-                            && !self.conn.body_given_up(id);
+                    let reading = exchange.body.is_some() && self.conn.body_wanted(id);
                     if !reading {
                         if !exchange.request_ended {
                             // The body is over for the application (dropped,

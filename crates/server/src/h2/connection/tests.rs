@@ -8,10 +8,13 @@ use crate::h2::frame::{flag, kind};
 #[derive(Debug, Default)]
 struct Seen {
     events: Vec<String>,
+    /// Each stream's receive side, as the sink got it.
+    inputs: Vec<Arc<StreamInput>>,
 }
 
 impl Streams for Seen {
-    fn headers(&mut self, stream: u32, head: &Head, end_stream: bool, _: &Arc<StreamInput>) {
+    fn headers(&mut self, stream: u32, head: &Head, end_stream: bool, input: &Arc<StreamInput>) {
+        self.inputs.push(Arc::clone(input));
         self.events.push(format!(
             "headers {stream} {} {} end={end_stream}",
             head.method().unwrap_or("-"),
@@ -1256,6 +1259,40 @@ fn early_response_resets_with_no_error() {
     // The rest of the body, in flight, is ignored.
     c.feed(&raw(kind::DATA, flag::END_STREAM, 1, &[0; 1000]));
     assert!(c.sent().iter().all(|f| !matches!(f, Sent::Rst { .. })));
+}
+
+/// 8.1 with the application still reading the body (`keep_reading`): the
+/// response's end does not reset the stream, which the body's end then
+/// completes; a reader that gives the body up is seen (`body_wanted`)
+/// and `reset` ends the stream with NO_ERROR. Unknown ids are no-ops.
+#[test]
+fn keep_reading_holds_the_stream_past_the_response() {
+    let no_reset = |sent: &[Sent]| sent.iter().all(|f| !matches!(f, Sent::Rst { .. }));
+    let mut c = Client::new();
+    c.conn.keep_reading(99);
+    assert!(!c.conn.body_wanted(99));
+    for (id, give_up) in [(1, false), (3, true)] {
+        let headers = c.request(id, "/", false);
+        c.feed(&headers);
+        c.feed(&raw(kind::DATA, 0, id, &[0; 1000]));
+        c.conn.keep_reading(id);
+        c.sent();
+        c.conn.send_headers(id, 202, [], true);
+        assert!(no_reset(&c.sent()), "stream {id}");
+        assert_eq!(c.conn.open_streams(), 1, "stream {id}");
+        if give_up {
+            c.seen.inputs.last().unwrap().abort().unwrap();
+            assert!(!c.conn.body_wanted(id));
+            c.conn.reset(id, ErrorCode::NO_ERROR);
+            assert!(c.sent().contains(&Sent::Rst { stream: id, code: ErrorCode::NO_ERROR }));
+        } else {
+            assert!(c.conn.body_wanted(id));
+            c.feed(&raw(kind::DATA, flag::END_STREAM, id, &[0; 1000]));
+            assert!(no_reset(&c.sent()), "stream {id}");
+        }
+        assert_eq!(c.conn.open_streams(), 0, "stream {id}");
+        assert!(!c.conn.body_wanted(id), "stream {id} is closed");
+    }
 }
 
 /// 4.3: a field block that does not decode is a connection error.
