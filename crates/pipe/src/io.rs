@@ -20,7 +20,10 @@ use crate::writer::Writer;
 /// (`AsyncReadExt::read(&mut io, buf)`): the blocking one is what a
 /// compiler's suggestion may pick.
 ///
-/// Bytes are consumed as they are read. After the last byte, the writer's
+/// Bytes are consumed as they are read. `fill_buf` shows one chunk (the
+/// rest of a pool block) and `consume` takes at most that chunk, as std's
+/// `BufReader` does: a larger `amt` (against the `BufRead` contract) never
+/// drops bytes that were not shown. After the last byte, the writer's
 /// [`close_with`](crate::Writer::close_with) error (if any) is returned,
 /// with its kind and message; a clean close is end of stream (`Ok(0)`).
 #[derive(Debug)]
@@ -101,6 +104,15 @@ impl IoReader {
         }
     }
 
+    /// `BufRead::consume`: at most what `fill_buf` showed (the first
+    /// chunk), as std's `BufReader` caps it. A larger `amt` breaks the
+    /// trait's contract; consuming it whole would drop bytes the caller
+    /// never saw.
+    fn consume_shown(&mut self, amt: usize) {
+        let shown = self.first_chunk().len();
+        self.release(amt.min(shown));
+    }
+
     fn first_chunk(&self) -> &[u8] {
         match &self.held {
             Some(s) => {
@@ -153,7 +165,7 @@ impl io::BufRead for IoReader {
     }
 
     fn consume(&mut self, amt: usize) {
-        self.release(amt);
+        self.consume_shown(amt);
     }
 }
 
@@ -240,7 +252,7 @@ mod tokio_io {
         }
 
         fn consume(self: Pin<&mut Self>, amt: usize) {
-            self.get_mut().release(amt);
+            self.get_mut().consume_shown(amt);
         }
     }
 

@@ -403,7 +403,11 @@ impl Writer {
     /// back-pressure counts. A snapshot, for a caller deciding who holds
     /// a stream up (the server's timer: a reader with bytes to look at is
     /// behind; one with none waits on the writer's source). The reader
-    /// may examine more at any moment; it never examines less.
+    /// may examine more at any moment. It examines less only when a
+    /// [`read_at_least`](crate::Reader::read_at_least) loan ends: that
+    /// read counts every buffered byte as examined while it waits, and
+    /// the count goes back to the caller's mark when it returns or is
+    /// dropped.
     ///
     /// ```
     /// use falconet_pipe::{Options, pipe};

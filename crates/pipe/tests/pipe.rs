@@ -435,6 +435,34 @@ fn io_reader_fill_buf_and_consume() {
 }
 
 #[test]
+fn io_reader_consume_takes_at_most_what_fill_buf_showed() {
+    // `BufRead` asks for `amt <= fill_buf().len()`; a caller that passes
+    // more (up to `usize::MAX`) must not lose the bytes it never saw.
+    let pool = small_pool(); // 64-byte blocks
+    let (mut writer, reader) = new_pipe(&pool, Options::new());
+    let data: Vec<u8> = (0..200u8).collect();
+    writer.put_slice(&data).unwrap();
+    writer.close();
+    let mut io = reader.into_io();
+    assert_eq!(io.fill_buf().unwrap(), &data[..64]);
+    io.consume(100);
+    assert_eq!(io.fill_buf().unwrap(), &data[64..128], "only the 64 shown were consumed");
+    io.consume(usize::MAX);
+    let mut rest = Vec::new();
+    io.read_to_end(&mut rest).unwrap();
+    assert_eq!(rest, &data[128..]);
+    // With nothing shown, nothing is consumed.
+    let (mut writer, reader) = new_pipe(&pool, Options::new());
+    writer.put_slice(&data[..10]).unwrap();
+    writer.close();
+    let mut io = reader.into_io();
+    io.consume(5);
+    let mut all = Vec::new();
+    io.read_to_end(&mut all).unwrap();
+    assert_eq!(all, &data[..10]);
+}
+
+#[test]
 fn read_from_fills_pool_memory_with_the_read_space_rule() {
     let pool = small_pool();
     let (mut writer, reader) = new_pipe(&pool, Options::new().min_read_space(32));

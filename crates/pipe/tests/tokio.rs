@@ -48,6 +48,25 @@ fn async_write_and_buf_read_under_back_pressure() {
     });
 }
 
+/// `AsyncBufRead::consume` takes at most what `poll_fill_buf` showed, as
+/// the blocking adapter: a larger `amt` never drops unseen bytes.
+#[test]
+fn async_consume_takes_at_most_what_fill_buf_showed() {
+    let pool = Pool::builder().block_size(64).build().unwrap();
+    let (mut writer, reader) = pipe(&pool, Options::new()).unwrap();
+    let data: Vec<u8> = (0..200u8).collect();
+    writer.put_slice(&data).unwrap();
+    writer.close();
+    let mut reader = reader.into_io();
+    runtime().block_on(async {
+        assert_eq!(reader.fill_buf().await.unwrap(), &data[..64]);
+        std::pin::Pin::new(&mut reader).consume(usize::MAX);
+        let mut rest = Vec::new();
+        reader.read_to_end(&mut rest).await.unwrap();
+        assert_eq!(rest, &data[64..], "only the 64 shown were consumed");
+    });
+}
+
 #[test]
 fn async_read_returns_the_writer_error_after_the_bytes() {
     let pool = Pool::new();

@@ -314,14 +314,19 @@ impl Pool {
             (registry.cached(), registry.hits())
         };
         let blocks = table.slabs * shared.config.blocks_per_slab;
+        // The store and the caches are read at different moments: a block
+        // moving between them meanwhile (a cache's refill or spill, a
+        // flush) can be counted in both. The snapshot keeps its sums.
+        let free = (store_free + cached).min(blocks);
+        let cached = cached.min(free);
         Stats {
             block_size: shared.config.block_size,
             blocks_per_slab: shared.config.blocks_per_slab,
             slabs: table.slabs,
             peak_slabs: table.peak_slabs,
             trimmed_slabs: table.trimmed_slabs,
-            leased: blocks.saturating_sub(store_free + cached),
-            free: store_free + cached,
+            leased: blocks - free,
+            free,
             cached,
             cache_leases,
             store_leases: shared.store_leases.load(Ordering::Relaxed),

@@ -2,8 +2,11 @@
 
 /// Counters of one pool, from [`Pool::stats`](crate::Pool::stats).
 ///
-/// `leased + free == slabs * blocks_per_slab` in every snapshot, and the
-/// snapshot is exact when no lease or return runs concurrently.
+/// `leased + free == slabs * blocks_per_slab` and `cached <= free` in
+/// every snapshot. The snapshot is exact when no lease or return runs
+/// concurrently; while other threads lease and return, the split between
+/// `leased`, `free` and `cached` is approximate (the shared store and the
+/// thread caches are read one after the other).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub struct Stats {

@@ -130,3 +130,53 @@ fn blocks_leased_on_one_thread_and_returned_on_another() {
     assert_eq!(stats.leased, 0, "{stats:?}");
     assert_eq!(pool.trim(), stats.slabs, "every thread exited, so every slab is free");
 }
+
+/// `Stats` keeps its sums while other threads lease, return and flush
+/// their caches (the store and the caches are read one after the other:
+/// a block moving between them could be counted twice, once showing 16
+/// free blocks in an 8-block pool).
+#[test]
+fn stats_keep_their_sums_under_concurrent_leases() {
+    let pool = Pool::builder()
+        .block_size(64)
+        .blocks_per_slab(8)
+        .thread_cache(8)
+        .max_bytes(64 * 8 * 4)
+        .build()
+        .unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let workers: Vec<_> = (0..2)
+        .map(|_| {
+            let (pool, stop) = (pool.clone(), Arc::clone(&stop));
+            thread::spawn(move || {
+                let mut i = 0_usize;
+                // Relaxed: a stop flag, joined after.
+                while !stop.load(Ordering::Relaxed) {
+                    let held: Vec<Block> =
+                        (0..i % 9).filter_map(|_| pool.try_lease().ok()).collect();
+                    drop(held);
+                    if i.is_multiple_of(3) {
+                        pool.flush_thread_cache();
+                    }
+                    i += 1;
+                }
+            })
+        })
+        .collect();
+    let snapshots = if cfg!(miri) { 50 } else { 200_000 };
+    let mut broken = None;
+    for _ in 0..snapshots {
+        let stats = pool.stats();
+        if stats.leased + stats.free != stats.slabs * stats.blocks_per_slab
+            || stats.cached > stats.free
+        {
+            broken = Some(stats);
+            break;
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    for worker in workers {
+        worker.join().unwrap();
+    }
+    assert_eq!(broken, None);
+}

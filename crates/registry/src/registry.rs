@@ -353,12 +353,14 @@ impl<T> Registry<T> {
         unsafe { Self::finish_take(shard, id.slot(), state) }
     }
 
-    /// The number of live entries.
+    /// The number of live entries, reservations included: a
+    /// [`VacantEntry`] not yet inserted counts (as it does against
+    /// `max_connections`) though its id finds nothing yet.
     pub fn len(&self) -> usize {
         self.len.load(Ordering::Relaxed)
     }
 
-    /// Whether there are no live entries.
+    /// Whether there are no live entries (nor reservations).
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
