@@ -1117,6 +1117,78 @@ fn a_trickled_headers_frame_meets_the_header_timeout() {
     assert!(started.elapsed() < Duration::from_secs(12), "held for {:?}", started.elapsed());
 }
 
+/// The same slowloris one frame at a time: a HEADERS frame without
+/// END_HEADERS, then CONTINUATIONs of one byte each, every frame whole,
+/// the block never finished (and, second, a block left open in silence).
+/// No stream is open until the block ends, so the connection looked idle
+/// and kept it for the keep-alive timeout (60 s) instead of the header
+/// timeout.
+#[test]
+fn an_unfinished_header_block_meets_the_header_timeout() {
+    use falconet_server::h2::frame::{PREFACE, flag, kind};
+    use falconet_server::h2::hpack::Field;
+    use std::io::{Read, Write};
+
+    let options = Options::new()
+        .workers(1)
+        .header_timeout(Duration::from_millis(500))
+        .keep_alive_timeout(Duration::from_secs(60));
+    let server = serve(options, Hello);
+    for trickle in [true, false] {
+        let mut tcp = std::net::TcpStream::connect(server.addr).unwrap();
+        let mut block = Vec::new();
+        falconet_server::h2::hpack::Encoder::new().encode(
+            [
+                Field::new(b":method", b"GET"),
+                Field::new(b":scheme", b"http"),
+                Field::new(b":path", b"/plaintext"),
+            ],
+            &mut block,
+        );
+        let mut start = PREFACE.to_vec();
+        start.extend(raw_frame(kind::SETTINGS, 0, 0, &[]));
+        start.extend(raw_frame(kind::HEADERS, flag::END_STREAM, 1, &block[..1]));
+        tcp.write_all(&start).unwrap();
+        let started = std::time::Instant::now();
+        // Reads until the server closes: when, and its GOAWAY's code.
+        let mut reading = tcp.try_clone().unwrap();
+        let reader = std::thread::spawn(move || {
+            reading.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            let mut input = Vec::new();
+            let mut buf = [0u8; 4096];
+            while let Ok(n @ 1..) = reading.read(&mut buf) {
+                input.extend_from_slice(&buf[..n]);
+            }
+            let held = started.elapsed();
+            let mut code = None;
+            let mut rest = &input[..];
+            while rest.len() >= 9 {
+                let length = u32::from_be_bytes([0, rest[0], rest[1], rest[2]]) as usize;
+                if rest[3] == kind::GOAWAY && rest.len() >= 9 + 8 {
+                    code = Some(u32::from_be_bytes(rest[13..17].try_into().unwrap()));
+                }
+                rest = &rest[(9 + length).min(rest.len())..];
+            }
+            (held, code)
+        });
+        if trickle {
+            // A whole frame every 100 ms, never the one with END_HEADERS
+            // (fewer than the CONTINUATION flood's limit allows by then).
+            for byte in &block[1..block.len() - 1] {
+                if reader.is_finished()
+                    || tcp.write_all(&raw_frame(kind::CONTINUATION, 0, 1, &[*byte])).is_err()
+                {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+        let (held, code) = reader.join().unwrap();
+        assert!(held < Duration::from_millis(1500), "trickle {trickle}: held for {held:?}");
+        assert_eq!(code, Some(0), "trickle {trickle}: GOAWAY(NO_ERROR), not a flood's");
+    }
+}
+
 /// Takes every request body and keeps it unread.
 struct Hoard(std::sync::Mutex<Vec<falconet_server::RequestBody>>);
 

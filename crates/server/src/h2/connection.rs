@@ -1586,6 +1586,14 @@ impl Connection {
         self.streams.len()
     }
 
+    /// A field block is under way: a HEADERS frame came without
+    /// END_HEADERS and its last CONTINUATION has not. Its stream opens only
+    /// when the block ends, so a connection with no stream open and this
+    /// true is receiving a request's head.
+    pub fn in_field_block(&self) -> bool {
+        self.block.is_some()
+    }
+
     /// Bytes of the acknowledgements (PING, SETTINGS) and resets the
     /// client's frames made us queue, in all: output it can have without
     /// reading a byte of any response, which a measure of how fast it

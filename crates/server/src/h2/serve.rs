@@ -777,13 +777,17 @@ impl<S: Send + 'static> Http2<S> {
 
     /// No stream open and nothing to send.
     pub(crate) fn is_idle(&self) -> bool {
-        !self.has_streams() && self.output_len() == 0 && self.input.is_empty()
+        !self.has_streams()
+            && self.output_len() == 0
+            && self.input.is_empty()
+            && !self.conn.in_field_block()
     }
 
     /// Some stream is open or answering. (With none, bytes of a frame
-    /// waiting for the rest make the connection neither idle nor in a
-    /// body: the header timeout applies, against a slowloris that trickles
-    /// a HEADERS frame.)
+    /// waiting for the rest, or a field block whose CONTINUATIONs have not
+    /// all come, make the connection neither idle nor in a body: the
+    /// header timeout applies, against a slowloris that trickles a HEADERS
+    /// frame or its CONTINUATIONs.)
     pub(crate) fn has_streams(&self) -> bool {
         !self.exchanges.is_empty() || self.conn.open_streams() > 0
     }
