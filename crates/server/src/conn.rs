@@ -161,6 +161,8 @@ pub(crate) struct Conn<H: Handler> {
     last_progress: u64,
     /// When the current request head's first byte arrived.
     head_started: Option<u64>,
+    /// [`Session::heads_ended`] when `head_started` was last judged.
+    heads_seen: u64,
     /// Its standing against [`Options::min_response_rate`](crate::Options::min_response_rate),
     /// while responses wait on the client.
     taking: Option<Meter>,
@@ -194,6 +196,7 @@ impl<H: Handler> Conn<H> {
             client_end: ClientEnd::Open,
             last_progress: now,
             head_started: None,
+            heads_seen: 0,
             taking: None,
             sending: None,
             queued: false,
@@ -269,14 +272,24 @@ impl<H: Handler> Conn<H> {
                 }
             }
             let progress = self.session.process(handler, cx);
-            self.head_started =
-                match (self.session.is_idle() || self.session.in_body(), self.head_started) {
-                    (true, _) => None,
-                    (false, None) => Some(now),
-                    (false, started) => started,
-                };
             self.write(now)?;
             let flushed = self.session.output().is_empty();
+            // A head's clock runs from the first drive that finds one
+            // under way, each head its own. Not while output waits (the
+            // I/O timeout's, and an answer not yet sent made the
+            // connection look busy: the next head was timed from the last
+            // one's start), nor past the end of the head it timed (a
+            // head begun in the same read as the last one's end).
+            let heads = self.session.heads_ended();
+            if heads != std::mem::replace(&mut self.heads_seen, heads) {
+                self.head_started = None;
+            }
+            let no_head = !flushed || self.session.is_idle() || self.session.in_body();
+            self.head_started = match (no_head, self.head_started) {
+                (true, _) => None,
+                (false, None) => Some(now),
+                (false, started) => started,
+            };
             match progress {
                 Progress::Close => return self.settle(flushed, now),
                 Progress::OutputFull if self.writable => {

@@ -89,6 +89,9 @@ pub(crate) struct Http1<S> {
     phase: Phase<S>,
     /// Bytes of the current partial head already parsed without success.
     scanned: usize,
+    /// Heads parsed whole on this connection (wrapping), for the timer:
+    /// each head gets its own header timeout.
+    heads: u64,
     /// A deferred response is in flight.
     awaiting: bool,
     /// The connection closes once the application is done with the
@@ -195,6 +198,7 @@ impl<S> Http1<S> {
         Self {
             phase: Phase::Head,
             scanned: 0,
+            heads: 0,
             awaiting: false,
             closing: false,
             failure: None,
@@ -204,6 +208,12 @@ impl<S> Http1<S> {
             lent_length: None,
             answering: None,
         }
+    }
+
+    /// Heads parsed whole on this connection (wrapping): a change tells
+    /// the timer that the head it timed has ended.
+    pub(crate) fn heads(&self) -> u64 {
+        self.heads
     }
 
     /// Whether no request is under way (between requests, nothing parsed of
@@ -553,6 +563,7 @@ impl<S> Http1<S> {
             Err(_) => return refused(out, cx, Status::BAD_REQUEST),
         };
         self.scanned = 0;
+        self.heads = self.heads.wrapping_add(1);
         let (Some(method), Some(target), Some(minor)) =
             (parsed.method, parsed.path, parsed.version)
         else {

@@ -673,6 +673,16 @@ impl<H: Handler> Session<H> {
         }
     }
 
+    /// Request heads (HTTP/2: field blocks) ended on this connection,
+    /// wrapping: when it changes, the head the timer timed is over, and
+    /// the next one gets its own header timeout.
+    pub(crate) fn heads_ended(&self) -> u64 {
+        match self.h2() {
+            Some(h2) => h2.blocks_ended(),
+            None => self.http.heads(),
+        }
+    }
+
     /// Whether no request is under way and nothing waits to be sent.
     pub fn is_idle(&self) -> bool {
         if self.maybe_preface {

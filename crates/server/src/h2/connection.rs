@@ -347,6 +347,8 @@ pub struct Connection {
     /// an unused lower id PROTOCOL_ERROR.
     recently_closed: RecentIds,
     block: Option<Block>,
+    /// Field blocks ended (wrapping), for the server's header timer.
+    blocks_ended: u64,
     block_bytes: Vec<u8>,
     head: Head,
     /// Receive sides of finished streams, reused by new ones.
@@ -446,6 +448,7 @@ impl Connection {
             recently_reset: RecentIds::new(reset_memory),
             recently_closed: RecentIds::new(reset_memory),
             block: None,
+            blocks_ended: 0,
             block_bytes: Vec::new(),
             head: Head::default(),
             spare_inputs: Vec::new(),
@@ -877,6 +880,7 @@ impl Connection {
         else {
             return;
         };
+        self.blocks_ended = self.blocks_ended.wrapping_add(1);
         // Trailers whose stream we ended while they arrived (the response
         // finished and reset the rest of the request, or the application
         // gave up): dropped, as on a stream reset before them. Never a new
@@ -1592,6 +1596,12 @@ impl Connection {
     /// true is receiving a request's head.
     pub fn in_field_block(&self) -> bool {
         self.block.is_some()
+    }
+
+    /// Field blocks that ended on this connection (wrapping; a block whose
+    /// connection failed first does not count).
+    pub fn field_blocks_ended(&self) -> u64 {
+        self.blocks_ended
     }
 
     /// Bytes of the acknowledgements (PING, SETTINGS) and resets the

@@ -783,6 +783,11 @@ impl<S: Send + 'static> Http2<S> {
             && !self.conn.in_field_block()
     }
 
+    /// Field blocks ended on the connection (wrapping), for the timer.
+    pub(crate) fn blocks_ended(&self) -> u64 {
+        self.conn.field_blocks_ended()
+    }
+
     /// Some stream is open or answering. (With none, bytes of a frame
     /// waiting for the rest, or a field block whose CONTINUATIONs have not
     /// all come, make the connection neither idle nor in a body: the
@@ -802,12 +807,15 @@ impl<S: Send + 'static> Http2<S> {
         self.conn.is_closed()
     }
 
-    /// Whether the client owes bytes: a stream open with no exchange yet,
-    /// a request not ended whose body the application is not behind on
-    /// (a lent body with bytes it has not looked at has used up credit
-    /// the client cannot send without), or credit a response waits for.
+    /// Whether the client owes bytes: the rest of a field block while
+    /// streams are open (with none, the block is a head: the header
+    /// timeout's), a stream open with no exchange yet, a request not
+    /// ended whose body the application is not behind on (a lent body
+    /// with bytes it has not looked at has used up credit the client
+    /// cannot send without), or credit a response waits for.
     pub(crate) fn client_owes(&self) -> bool {
-        (self.exchanges.is_empty() && self.conn.open_streams() > 0)
+        (self.conn.in_field_block() && self.has_streams())
+            || (self.exchanges.is_empty() && self.conn.open_streams() > 0)
             || self.exchanges.values().any(Exchange::body_owed)
             || self.exchanges.iter().any(|(&id, e)| self.waits_for_credit(id, e))
     }

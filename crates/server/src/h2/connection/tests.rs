@@ -309,12 +309,15 @@ fn continuation_rules() {
     let mut c = Client::new();
     let block = c.block(&[(":method", "GET"), (":scheme", "http"), (":path", "/split")]);
     assert!(!c.conn.in_field_block());
+    assert_eq!(c.conn.field_blocks_ended(), 0);
     c.feed(&raw(kind::HEADERS, flag::END_STREAM, 1, &block[..2]));
     assert!(c.conn.in_field_block() && c.conn.open_streams() == 0, "no stream before the end");
     c.feed(&raw(kind::CONTINUATION, 0, 1, &block[2..4]));
     assert!(c.conn.in_field_block());
+    assert_eq!(c.conn.field_blocks_ended(), 0, "not before its end");
     c.feed(&raw(kind::CONTINUATION, flag::END_HEADERS, 1, &block[4..]));
     assert!(!c.conn.in_field_block());
+    assert_eq!(c.conn.field_blocks_ended(), 1);
     assert_eq!(c.events(), ["headers 1 GET /split end=true"]);
 
     let mut c = Client::new();
@@ -323,6 +326,7 @@ fn continuation_rules() {
     c.feed(&raw(kind::PING, 0, 0, &[0; 8]));
     assert_eq!(c.goaway(), Some(ErrorCode::PROTOCOL_ERROR));
     assert!(!c.conn.in_field_block(), "a failed connection has no block under way");
+    assert_eq!(c.conn.field_blocks_ended(), 0, "nor one that ended");
 
     let mut c = Client::new();
     c.feed(&raw(kind::HEADERS, 0, 1, &block));

@@ -1,0 +1,121 @@
+//! The header timeout times each request head from its own first byte:
+//! not from an earlier request's (whose answer was still unsent when the
+//! connection was last looked at), not from the head that ended in the
+//! same read. And an HTTP/2 field block left open while the application
+//! holds another stream is the client's debt (the I/O timeout), not the
+//! application's. (An independent review's findings.)
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::h2raw::{Event, Raw, frame_bytes, frames_until, req};
+use common::{Client, serve};
+use falconet_server::Options;
+use falconet_server::h2::frame::{flag, kind};
+use falconet_server::hello::Hello;
+
+fn options() -> Options {
+    Options::new()
+        .workers(1)
+        .header_timeout(Duration::from_secs(1))
+        .keep_alive_timeout(Duration::from_secs(20))
+}
+
+/// Whether stream `id` was answered (rather than the connection ended).
+fn answered(raw: &mut Raw, id: u32) -> bool {
+    let frames = frames_until(raw, Duration::from_secs(3), |f| {
+        (f.stream == id && f.end_stream()) || f.kind == kind::GOAWAY
+    });
+    frames.iter().any(|f| f.stream == id && f.end_stream())
+}
+
+#[test]
+fn an_http1_head_after_an_earlier_request_gets_its_own_timeout() {
+    let server = serve(options(), Hello);
+    let mut client = Client::connect(server.addr);
+    assert_eq!(client.get("/plaintext").status, 200);
+    std::thread::sleep(Duration::from_millis(1500));
+    // 300 ms for a head, against a 1 s limit: the first request's start
+    // is 1.5 s old.
+    client.send(b"GET /plaintext HTTP/1.1\r\nHo");
+    std::thread::sleep(Duration::from_millis(300));
+    client.send(b"st: a\r\n\r\n");
+    assert_eq!(client.reply().unwrap().status, 200);
+}
+
+#[test]
+fn an_h2_head_after_an_earlier_request_gets_its_own_timeout() {
+    let server = serve(options(), Hello);
+    for split_block in [true, false] {
+        let mut raw = Raw::handshake(server.addr, &[]);
+        raw.frame(kind::SETTINGS, flag::ACK, 0, &[]);
+        raw.headers(1, &req("GET", "/plaintext"), true);
+        assert!(answered(&mut raw, 1));
+        std::thread::sleep(Duration::from_millis(1500));
+        let block = req("GET", "/plaintext");
+        if split_block {
+            // HEADERS, then its CONTINUATION 300 ms later.
+            raw.frame(kind::HEADERS, flag::END_STREAM, 3, &block[..1]);
+            std::thread::sleep(Duration::from_millis(300));
+            raw.frame(kind::CONTINUATION, flag::END_HEADERS, 3, &block[1..]);
+        } else {
+            // One HEADERS frame in two writes 300 ms apart.
+            let frame = frame_bytes(kind::HEADERS, flag::END_STREAM | flag::END_HEADERS, 3, &block);
+            raw.send(&frame[..5]);
+            std::thread::sleep(Duration::from_millis(300));
+            raw.send(&frame[5..]);
+        }
+        assert!(answered(&mut raw, 3), "split block: {split_block}");
+    }
+}
+
+/// Block 7 ends in the same write that begins block 9: each takes 800 ms
+/// of a 1 s limit, so 9 must be timed from its own first byte.
+#[test]
+fn a_head_begun_as_the_last_one_ended_gets_its_own_timeout() {
+    let server = serve(options(), Hello);
+    let mut raw = Raw::handshake(server.addr, &[]);
+    raw.frame(kind::SETTINGS, flag::ACK, 0, &[]);
+    let (seven, nine) = (req("GET", "/plaintext"), req("GET", "/plaintext"));
+    raw.frame(kind::HEADERS, flag::END_STREAM, 7, &seven[..1]);
+    std::thread::sleep(Duration::from_millis(800));
+    let mut both = frame_bytes(kind::CONTINUATION, flag::END_HEADERS, 7, &seven[1..]);
+    both.extend(frame_bytes(kind::HEADERS, flag::END_STREAM, 9, &nine[..1]));
+    raw.send(&both);
+    std::thread::sleep(Duration::from_millis(800));
+    raw.frame(kind::CONTINUATION, flag::END_HEADERS, 9, &nine[1..]);
+    assert!(answered(&mut raw, 9));
+}
+
+/// The application may take its time on stream 1 (no response timeout);
+/// the client's unfinished block on stream 3 is its own debt: closed at
+/// the I/O timeout, not when the application answers.
+#[cfg(feature = "tokio")]
+#[test]
+fn a_block_left_open_beside_a_held_stream_meets_the_io_timeout() {
+    use falconet_server::hello::Demo;
+
+    let runtime =
+        tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let options = Options::new()
+        .workers(1)
+        .header_timeout(Duration::from_millis(500))
+        .io_timeout(Duration::from_secs(1))
+        .response_timeout(None);
+    let server = serve(options, Demo::new(runtime.handle().clone()));
+    let mut raw = Raw::handshake(server.addr, &[]);
+    raw.frame(kind::SETTINGS, flag::ACK, 0, &[]);
+    raw.headers(1, &req("GET", "/delay?ms=6000"), true);
+    std::thread::sleep(Duration::from_millis(100));
+    raw.frame(kind::HEADERS, flag::END_STREAM, 3, &req("GET", "/plaintext")[..1]);
+    let started = Instant::now();
+    loop {
+        match raw.next(Duration::from_secs(10)) {
+            Event::Frame(_) => {}
+            Event::Eof => break,
+            Event::Timeout => panic!("still open after {:?}", started.elapsed()),
+        }
+    }
+    let held = started.elapsed();
+    assert!(held < Duration::from_millis(2500), "held for {held:?} (I/O timeout 1 s)");
+}
