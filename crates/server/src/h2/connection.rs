@@ -274,6 +274,9 @@ struct Block {
     /// The stream was open when the block began: trailers, never a new
     /// request, even if the stream ends on our side before the block does.
     trailers: bool,
+    /// The last stream id before this block's: what a GOAWAY names if the
+    /// connection fails before a new request's block ends (not acted on).
+    last_before: u32,
 }
 
 /// The least a CONTINUATION counts against the header-list limit: an
@@ -823,10 +826,18 @@ impl Connection {
                 return self.fail(ErrorCode::PROTOCOL_ERROR, "stream id below the last one");
             }
         }
+        let last_before = self.last_stream;
         self.last_stream = self.last_stream.max(id);
         let trailers = self.streams.contains_key(&id);
-        self.block =
-            Some(Block { stream: id, end_stream, continuations: 0, charged: 0, discard, trailers });
+        self.block = Some(Block {
+            stream: id,
+            end_stream,
+            continuations: 0,
+            charged: 0,
+            discard,
+            trailers,
+            last_before,
+        });
         self.block_bytes.clear();
         self.block_bytes.extend_from_slice(fragment);
         if end_headers {
@@ -1234,6 +1245,14 @@ impl Connection {
     fn fail(&mut self, code: ErrorCode, reason: &'static str) {
         if self.phase == Phase::Closed {
             return;
+        }
+        // A new request whose block has not ended was not acted on: the
+        // GOAWAY does not name it, so the client may retry it (6.8).
+        if let Some(block) = &self.block
+            && block.stream == self.last_stream
+            && !block.trailers
+        {
+            self.last_stream = block.last_before;
         }
         let last = self.goaway_id();
         frame::encode_goaway(&mut self.out, last, code, reason.as_bytes());

@@ -338,6 +338,47 @@ fn continuation_rules() {
     assert_eq!(c.goaway(), Some(ErrorCode::PROTOCOL_ERROR));
 }
 
+/// 6.8: a connection that fails while a new request's field block is
+/// under way names the stream before it as the last one (the request was
+/// not acted on, so the client may retry it); trailers' streams stay named.
+#[test]
+fn a_goaway_mid_block_does_not_name_the_unfinished_request() {
+    let goaway_last = |c: &mut Client| {
+        let out = c.take_output();
+        let mut rest = &out[..];
+        while let Some(header) = rest.first_chunk::<HEADER_LEN>() {
+            let header = FrameHeader::parse(header);
+            let payload = &rest[HEADER_LEN..HEADER_LEN + header.length as usize];
+            if header.kind == kind::GOAWAY {
+                return Some(u32::from_be_bytes(payload[..4].try_into().unwrap()) & 0x7fff_ffff);
+            }
+            rest = &rest[HEADER_LEN + header.length as usize..];
+        }
+        None
+    };
+    // A new request on 5 (not named: 3 is), trailers on 3 (named).
+    for (trailers, id) in [(false, 5), (true, 3)] {
+        let mut c = Client::new();
+        let headers = c.request(1, "/", true);
+        c.feed(&headers);
+        let headers = c.request(3, "/", false);
+        c.feed(&headers);
+        let block = if trailers {
+            c.block(&[("x-trailer", "1")])
+        } else {
+            c.block(&[(":method", "GET"), (":scheme", "http"), (":path", "/")])
+        };
+        c.feed(&raw(kind::HEADERS, flag::END_STREAM, id, &block[..1]));
+        c.feed(&raw(kind::PING, 0, 0, &[0; 8]));
+        assert_eq!(goaway_last(&mut c), Some(3), "trailers {trailers}");
+    }
+    // With nothing before it, the unfinished request's GOAWAY names 0.
+    let mut c = Client::new();
+    c.feed(&raw(kind::HEADERS, flag::END_STREAM, 1, &[0x82]));
+    c.conn.abort(ErrorCode::NO_ERROR);
+    assert_eq!(goaway_last(&mut c), Some(0));
+}
+
 /// 4.3, 6.10: inside an open block any other frame is a connection
 /// PROTOCOL_ERROR, a malformed one too, whatever its own error would be
 /// (a PRIORITY of 4 bytes, a self-dependent PRIORITY or a zero
