@@ -24,19 +24,23 @@
 //! order (`Conn::check`):
 //!
 //! 1. responses wait on the client to take them: the minimum response
-//!    rate, and `io_timeout` without a byte taken (then close);
+//!    rate (then close);
 //! 2. request bodies the client owes and the server would read: the
 //!    minimum request-body rate (then 408, or a close once a response
 //!    started; HTTP/2: GOAWAY);
-//! 3. idle (nothing under way): `keep_alive_timeout` (then close);
-//! 4. the client owes request bytes (a body not all arrived and not held
+//! 3. a head under way (`Session::head_under_way`; HTTP/2: a field block,
+//!    whatever else the connection carries), each timed from the first
+//!    look that found it: `header_timeout` (then 408; HTTP/2: GOAWAY);
+//! 4. responses wait on the client: `io_timeout` without a byte taken
+//!    (then close);
+//! 5. idle (nothing under way): `keep_alive_timeout` (then close);
+//! 6. the client owes request bytes (a body not all arrived and not held
 //!    back by the application, HTTP/2 credit a response waits for):
 //!    `io_timeout` without progress (then 408, or a close once a response
 //!    started; HTTP/2: GOAWAY);
-//! 5. only the application (a deferred answer, a body it is behind on, a
+//! 7. only the application (a deferred answer, a body it is behind on, a
 //!    streamed body between pieces): `response_timeout` (then 503, or a
-//!    cut once its response started; HTTP/2: those streams alone);
-//! 6. a head under way: `header_timeout` (then 408).
+//!    cut once its response started; HTTP/2: those streams alone).
 
 use std::io::{self, Read, Write};
 use std::net::Shutdown;
@@ -159,6 +163,10 @@ pub(crate) struct Conn<H: Handler> {
     client_end: ClientEnd,
     /// Last time bytes moved (or the state changed), ms since server start.
     last_progress: u64,
+    /// Last time the output was seen empty or a write took some of it:
+    /// what `io_timeout` judges a client that does not read by (bytes it
+    /// sends meanwhile do not count).
+    output_moved: u64,
     /// When the current request head's first byte arrived.
     head_started: Option<u64>,
     /// [`Session::heads_ended`] when `head_started` was last judged.
@@ -195,6 +203,7 @@ impl<H: Handler> Conn<H> {
             phase: Phase::Open,
             client_end: ClientEnd::Open,
             last_progress: now,
+            output_moved: now,
             head_started: None,
             heads_seen: 0,
             taking: None,
@@ -271,24 +280,24 @@ impl<H: Handler> Conn<H> {
                     Err(error) => return Err(error),
                 }
             }
+            if self.session.output_len() == 0 {
+                self.output_moved = now;
+            }
             let progress = self.session.process(handler, cx);
             self.write(now)?;
             let flushed = self.session.output().is_empty();
             // A head's clock runs from the first drive that finds one
-            // under way, each head its own. Not while output waits (the
-            // I/O timeout's, and an answer not yet sent made the
-            // connection look busy: the next head was timed from the last
-            // one's start), nor past the end of the head it timed (a
-            // head begun in the same read as the last one's end).
+            // under way (`Session::head_under_way`), each head its own:
+            // restarted past the end of the head it timed (a head begun in
+            // the read that ended the last one).
             let heads = self.session.heads_ended();
             if heads != std::mem::replace(&mut self.heads_seen, heads) {
                 self.head_started = None;
             }
-            let no_head = !flushed || self.session.is_idle() || self.session.in_body();
-            self.head_started = match (no_head, self.head_started) {
-                (true, _) => None,
-                (false, None) => Some(now),
-                (false, started) => started,
+            self.head_started = match (self.session.head_under_way(), self.head_started) {
+                (false, _) => None,
+                (true, None) => Some(now),
+                (true, started) => started,
             };
             match progress {
                 Progress::Close => return self.settle(flushed, now),
@@ -342,6 +351,9 @@ impl<H: Handler> Conn<H> {
                 Ok(n) => {
                     self.session.consume_output(n);
                     self.last_progress = now;
+                    if n > 0 {
+                        self.output_moved = now;
+                    }
                     self.writable = n == len;
                     if self.session.output_len() == 0 {
                         return Ok(()); // the usual case: all of it in one write
@@ -528,8 +540,13 @@ impl<H: Handler> Conn<H> {
         if let Some(verdict) = self.check_body_rate(now, timeouts, cx) {
             return verdict;
         }
+        if self.head_started.is_some_and(|started| now.saturating_sub(started) >= timeouts.header) {
+            // A head under way too long (HTTP/2: a field block, whatever
+            // else the connection carries; the client has stalled it).
+            return self.refuse_late(now, cx);
+        }
         if !self.session.output().is_empty() {
-            if waited < timeouts.io {
+            if now.saturating_sub(self.output_moved) < timeouts.io {
                 return Verdict::Open;
             }
             // No write for the I/O timeout. The last one came back short,
@@ -576,11 +593,10 @@ impl<H: Handler> Conn<H> {
             waited >= timeouts.io
         } else if application {
             timeouts.response.is_some_and(|limit| waited >= limit)
-        } else if self.session.in_body() {
-            // HTTP/2 streams open that neither side is known to hold up.
-            waited >= timeouts.io
         } else {
-            self.head_started.is_some_and(|started| now.saturating_sub(started) >= timeouts.header)
+            // HTTP/2 streams open that neither side is known to hold up.
+            // (Else a head under way, not yet late: judged above.)
+            self.session.in_body() && waited >= timeouts.io
         };
         if !late {
             return Verdict::Open;
@@ -593,8 +609,17 @@ impl<H: Handler> Conn<H> {
                 return Verdict::Drive;
             }
         } else {
-            self.session.refuse(Status::REQUEST_TIMEOUT, cx);
+            return self.refuse_late(now, cx);
         }
+        if !self.try_write(now) {
+            return Verdict::Close;
+        }
+        self.settle(self.session.output().is_empty(), now).unwrap_or(Verdict::Close)
+    }
+
+    /// The client is late: `408` (HTTP/2: GOAWAY), then the close.
+    fn refuse_late(&mut self, now: u64, cx: &mut Context) -> Verdict {
+        self.session.refuse(Status::REQUEST_TIMEOUT, cx);
         if !self.try_write(now) {
             return Verdict::Close;
         }

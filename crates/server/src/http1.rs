@@ -216,6 +216,11 @@ impl<S> Http1<S> {
         self.heads
     }
 
+    /// Whether bytes of the next head have come (and not yet its end).
+    pub(crate) fn head_begun(&self) -> bool {
+        matches!(self.phase, Phase::Head) && self.scanned > 0
+    }
+
     /// Whether no request is under way (between requests, nothing parsed of
     /// the next, no response awaited).
     pub(crate) fn is_between_requests(&self) -> bool {

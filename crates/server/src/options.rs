@@ -227,7 +227,11 @@ impl Options {
         self
     }
 
-    /// Time from a head's first byte to its end; past it, `408` and close.
+    /// Time from a head's first byte to its end; past it, `408` and close
+    /// (HTTP/2: GOAWAY; a field block counts from its HEADERS frame to its
+    /// last CONTINUATION, whatever else the connection carries). A head
+    /// pipelined behind an answer not yet sent is timed from when that
+    /// answer went out (the wait before is the I/O or response timeout's).
     /// Every timeout is [`MIN_TIMEOUT`] to [`MAX_TIMEOUT`].
     pub fn header_timeout(mut self, timeout: Duration) -> Self {
         self.header_timeout = timeout;

@@ -683,6 +683,22 @@ impl<H: Handler> Session<H> {
         }
     }
 
+    /// Whether a request head is under way, for the header timeout: before
+    /// the protocol is known, its first bytes; HTTP/1, bytes of the next
+    /// head while nothing else is (no answer unsent or with the
+    /// application: those waits are the I/O and response timeouts', and a
+    /// head begun meanwhile is timed from when they end); HTTP/2, see
+    /// `Http2::head_under_way`.
+    pub(crate) fn head_under_way(&self) -> bool {
+        if self.maybe_preface {
+            return true;
+        }
+        if let Some(h2) = self.h2() {
+            return h2.head_under_way();
+        }
+        self.http.head_begun() && !self.with_application() && self.output().is_empty()
+    }
+
     /// Whether no request is under way and nothing waits to be sent.
     pub fn is_idle(&self) -> bool {
         if self.maybe_preface {

@@ -95,8 +95,7 @@ fn a_head_begun_as_the_last_one_ended_gets_its_own_timeout() {
 fn a_block_left_open_beside_a_held_stream_meets_the_io_timeout() {
     use falconet_server::hello::Demo;
 
-    let runtime =
-        tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let runtime = common::runtime();
     let options = Options::new()
         .workers(1)
         .header_timeout(Duration::from_millis(500))
@@ -118,4 +117,93 @@ fn a_block_left_open_beside_a_held_stream_meets_the_io_timeout() {
     }
     let held = started.elapsed();
     assert!(held < Duration::from_millis(2500), "held for {held:?} (I/O timeout 1 s)");
+}
+
+/// Writes `bytes` one every 100 ms on its own thread, until one fails.
+fn trickle(stream: &std::net::TcpStream, bytes: Vec<u8>) {
+    use std::io::Write;
+    let mut stream = stream.try_clone().unwrap();
+    std::thread::spawn(move || {
+        for byte in bytes {
+            std::thread::sleep(Duration::from_millis(100));
+            if stream.write_all(&[byte]).is_err() {
+                return;
+            }
+        }
+    });
+}
+
+/// A head that never ends, to trickle.
+fn endless_head() -> Vec<u8> {
+    let mut head = b"GET /plaintext HTTP/1.1\r\nHost: a\r\nX-Pad: ".to_vec();
+    head.extend([b'a'; 3000]);
+    head
+}
+
+/// A pipelined head begun while a deferred answer is pending is timed
+/// from when the answer went out, not from the first request's start
+/// (the application's wait is the response timeout's).
+#[cfg(feature = "tokio")]
+#[test]
+fn a_head_begun_during_a_deferred_answer_is_timed_from_the_answer() {
+    use falconet_server::hello::Demo;
+    let runtime = common::runtime();
+    let server = serve(options(), Demo::new(runtime.handle().clone()));
+    let mut client = Client::connect(server.addr);
+    client.send(b"GET /delay?ms=1500 HTTP/1.1\r\nHost: a\r\n\r\n");
+    std::thread::sleep(Duration::from_millis(1100));
+    client.send(b"GET /plaintext HTTP/1.1\r\nHo");
+    std::thread::sleep(Duration::from_millis(700));
+    client.send(b"st: a\r\n\r\n");
+    assert_eq!(client.reply().unwrap().status, 200);
+    assert_eq!(client.reply().unwrap().status, 200, "the second head, 700 ms of a 1 s limit");
+}
+
+/// An HTTP/2 HEADERS frame trickled a byte at a time beside a stream the
+/// application holds (no response timeout) is cut at the header timeout:
+/// no other frame can come until it ends.
+#[cfg(feature = "tokio")]
+#[test]
+fn a_headers_frame_trickled_beside_a_held_stream_meets_the_header_timeout() {
+    use falconet_server::hello::Demo;
+    let runtime = common::runtime();
+    let options = options().header_timeout(Duration::from_millis(500)).response_timeout(None);
+    let server = serve(options, Demo::new(runtime.handle().clone()));
+    let mut raw = Raw::handshake(server.addr, &[]);
+    raw.frame(kind::SETTINGS, flag::ACK, 0, &[]);
+    raw.headers(1, &req("GET", "/delay?ms=10000"), true);
+    std::thread::sleep(Duration::from_millis(100));
+    let block = common::h2raw::block(&[
+        (":method", "GET"),
+        (":scheme", "http"),
+        (":path", "/plaintext"),
+        ("x-pad", &"a".repeat(300)),
+    ]);
+    trickle(&raw.tcp, frame_bytes(kind::HEADERS, flag::END_STREAM | flag::END_HEADERS, 3, &block));
+    let started = Instant::now();
+    let frames = frames_until(&mut raw, Duration::from_secs(8), |f| f.kind == kind::GOAWAY);
+    assert!(frames.iter().any(|f| f.kind == kind::GOAWAY), "not cut");
+    assert!(started.elapsed() < Duration::from_millis(1500), "cut after {:?}", started.elapsed());
+}
+
+/// A client that never reads a large answer but keeps sending (a head
+/// trickled behind it) is closed at the I/O timeout with the minimum
+/// response rate off: what it sends does not count as taking output.
+#[cfg(feature = "tokio")]
+#[test]
+fn a_client_that_sends_but_never_reads_meets_the_io_timeout() {
+    use falconet_server::hello::Demo;
+    use std::io::Write;
+    let runtime = common::runtime();
+    let options = options()
+        .header_timeout(Duration::from_millis(500))
+        .io_timeout(Duration::from_secs(2))
+        .min_response_rate(None);
+    let server = serve(options, Demo::new(runtime.handle().clone()));
+    let socket = common::connect(server.addr);
+    (&socket).write_all(b"GET /bytes?n=50000000 HTTP/1.1\r\nHost: a\r\n\r\n").unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    trickle(&socket, endless_head());
+    let closed = common::closed_within(&server, Duration::from_secs(15));
+    assert!(closed.is_some(), "held past 15 s with io_timeout 2 s");
 }

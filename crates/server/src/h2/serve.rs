@@ -783,6 +783,18 @@ impl<S: Send + 'static> Http2<S> {
             && !self.conn.in_field_block()
     }
 
+    /// Whether a request head is under way, for the header timeout: a
+    /// field block not ended or a HEADERS frame arriving (known by its
+    /// type byte), whatever else the connection carries (no other frame
+    /// may come until a block ends, 6.10); with no stream open, bytes of
+    /// any frame waiting for the rest.
+    pub(crate) fn head_under_way(&self) -> bool {
+        let headers_arriving = self.input.get(3) == Some(&super::frame::kind::HEADERS);
+        self.conn.in_field_block()
+            || headers_arriving
+            || (!self.has_streams() && !self.input.is_empty())
+    }
+
     /// Field blocks ended on the connection (wrapping), for the timer.
     pub(crate) fn blocks_ended(&self) -> u64 {
         self.conn.field_blocks_ended()
