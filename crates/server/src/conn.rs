@@ -619,6 +619,9 @@ impl<H: Handler> Conn<H> {
 
     /// The client is late: `408` (HTTP/2: GOAWAY), then the close.
     fn refuse_late(&mut self, now: u64, cx: &mut Context) -> Verdict {
+        // Answered: the answer's own wait (a client that does not read
+        // it) is the I/O timeout's from here.
+        self.head_started = None;
         self.session.refuse(Status::REQUEST_TIMEOUT, cx);
         if !self.try_write(now) {
             return Verdict::Close;

@@ -207,3 +207,28 @@ fn a_client_that_sends_but_never_reads_meets_the_io_timeout() {
     let closed = common::closed_within(&server, Duration::from_secs(15));
     assert!(closed.is_some(), "held past 15 s with io_timeout 2 s");
 }
+
+/// A late field block ends an HTTP/2 connection whose client reads
+/// nothing of a large download: its GOAWAY cannot be sent, and the I/O
+/// timeout closes it (the late head, once answered, no longer holds the
+/// timer's judgement every tick).
+#[cfg(feature = "tokio")]
+#[test]
+fn a_late_block_beside_an_unread_download_still_closes() {
+    use falconet_server::h2::frame::setting;
+    use falconet_server::hello::Demo;
+    let runtime = common::runtime();
+    let options = options()
+        .header_timeout(Duration::from_millis(500))
+        .io_timeout(Duration::from_secs(2))
+        .min_response_rate(None);
+    let server = serve(options, Demo::new(runtime.handle().clone()));
+    let mut raw = Raw::handshake(server.addr, &[(setting::INITIAL_WINDOW_SIZE, (1 << 31) - 1)]);
+    raw.frame(kind::SETTINGS, flag::ACK, 0, &[]);
+    raw.window_update(0, (1 << 31) - 1 - 65_535);
+    raw.headers(1, &req("GET", "/bytes?n=50000000"), true);
+    std::thread::sleep(Duration::from_millis(300));
+    raw.frame(kind::HEADERS, flag::END_STREAM, 3, &req("GET", "/plaintext")[..1]);
+    let closed = common::closed_within(&server, Duration::from_secs(10));
+    assert!(closed.is_some(), "held past 10 s with io_timeout 2 s");
+}
