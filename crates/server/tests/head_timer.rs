@@ -186,20 +186,27 @@ fn a_headers_frame_trickled_beside_a_held_stream_meets_the_header_timeout() {
     assert!(started.elapsed() < Duration::from_millis(1500), "cut after {:?}", started.elapsed());
 }
 
+/// The demo handler with a 500 ms header timeout, a 2 s I/O timeout and
+/// no minimum response rate (only the I/O timeout judges output).
+#[cfg(feature = "tokio")]
+fn demo_without_rate() -> (common::TestServer<falconet_server::hello::Demo>, tokio::runtime::Runtime)
+{
+    let runtime = common::runtime();
+    let options = options()
+        .header_timeout(Duration::from_millis(500))
+        .io_timeout(Duration::from_secs(2))
+        .min_response_rate(None);
+    (serve(options, falconet_server::hello::Demo::new(runtime.handle().clone())), runtime)
+}
+
 /// A client that never reads a large answer but keeps sending (a head
 /// trickled behind it) is closed at the I/O timeout with the minimum
 /// response rate off: what it sends does not count as taking output.
 #[cfg(feature = "tokio")]
 #[test]
 fn a_client_that_sends_but_never_reads_meets_the_io_timeout() {
-    use falconet_server::hello::Demo;
     use std::io::Write;
-    let runtime = common::runtime();
-    let options = options()
-        .header_timeout(Duration::from_millis(500))
-        .io_timeout(Duration::from_secs(2))
-        .min_response_rate(None);
-    let server = serve(options, Demo::new(runtime.handle().clone()));
+    let (server, _runtime) = demo_without_rate();
     let socket = common::connect(server.addr);
     (&socket).write_all(b"GET /bytes?n=50000000 HTTP/1.1\r\nHost: a\r\n\r\n").unwrap();
     std::thread::sleep(Duration::from_millis(300));
@@ -216,13 +223,7 @@ fn a_client_that_sends_but_never_reads_meets_the_io_timeout() {
 #[test]
 fn a_late_block_beside_an_unread_download_still_closes() {
     use falconet_server::h2::frame::setting;
-    use falconet_server::hello::Demo;
-    let runtime = common::runtime();
-    let options = options()
-        .header_timeout(Duration::from_millis(500))
-        .io_timeout(Duration::from_secs(2))
-        .min_response_rate(None);
-    let server = serve(options, Demo::new(runtime.handle().clone()));
+    let (server, _runtime) = demo_without_rate();
     let mut raw = Raw::handshake(server.addr, &[(setting::INITIAL_WINDOW_SIZE, (1 << 31) - 1)]);
     raw.frame(kind::SETTINGS, flag::ACK, 0, &[]);
     raw.window_update(0, (1 << 31) - 1 - 65_535);
