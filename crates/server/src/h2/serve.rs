@@ -819,15 +819,13 @@ impl<S: Send + 'static> Http2<S> {
         self.conn.is_closed()
     }
 
-    /// Whether the client owes bytes: the rest of a field block while
-    /// streams are open (with none, the block is a head: the header
-    /// timeout's), a stream open with no exchange yet, a request not
-    /// ended whose body the application is not behind on (a lent body
-    /// with bytes it has not looked at has used up credit the client
-    /// cannot send without), or credit a response waits for.
+    /// Whether the client owes bytes: a stream open with no exchange yet,
+    /// a request not ended whose body the application is not behind on
+    /// (a lent body with bytes it has not looked at has used up credit
+    /// the client cannot send without), or credit a response waits for.
+    /// (A field block under way is a head: the header timeout's.)
     pub(crate) fn client_owes(&self) -> bool {
-        (self.conn.in_field_block() && self.has_streams())
-            || (self.exchanges.is_empty() && self.conn.open_streams() > 0)
+        (self.exchanges.is_empty() && self.conn.open_streams() > 0)
             || self.exchanges.values().any(Exchange::body_owed)
             || self.exchanges.iter().any(|(&id, e)| self.waits_for_credit(id, e))
     }
