@@ -170,7 +170,10 @@ impl io::BufRead for IoReader {
 }
 
 /// Copies into the pipe; waits (blocking) while the reader is over the
-/// pause threshold, as a socket's send buffer would. A write the pool can
+/// pause threshold, as a socket's send buffer would, and takes at most
+/// what brings the pipe up to that threshold (at least one byte): a large
+/// buffer goes in over several calls (`write_all` makes them), so the
+/// pipe never holds much more than the threshold. A write the pool can
 /// only partly hold returns `Ok(n)` for the bytes that went in, and the next
 /// write returns the error (`OutOfMemory` for an exhausted pool,
 /// `BrokenPipe` once the reader is gone): `Err` always means nothing was
@@ -316,7 +319,8 @@ mod tokio_io {
     }
 
     /// Copies into the pipe; `Pending` while the reader is over the pause
-    /// threshold. A partial write is `Ok(n)` and `Err` means nothing was
+    /// threshold, and at most what brings the pipe up to it (at least one
+    /// byte), as for `io::Write`. A partial write is `Ok(n)` and `Err` means nothing was
     /// written, as for `io::Write`; an empty write is `Ok(0)` at once,
     /// whatever the pipe's state. `poll_shutdown` closes the stream (other
     /// writes then fail with `BrokenPipe`).

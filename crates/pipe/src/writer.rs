@@ -228,7 +228,18 @@ impl Writer {
     /// and tokio's `poll_write` need it: `Ok(n)` with `n > 0` when some
     /// bytes went in (the failure, if any, shows on the next call), `Err`
     /// only when nothing did.
+    ///
+    /// At most what brings the unexamined bytes up to the pause threshold,
+    /// counted from the writer's last look at the reader (which can only
+    /// have examined more since), and at least one byte: called after a
+    /// flush that found the pipe below the threshold, so a large buffer
+    /// goes in a threshold's worth per call, each waiting for the reader,
+    /// as a socket's send buffer takes it. Without the cap one call would
+    /// lease blocks for all of it, whatever the back-pressure.
     pub(crate) fn put_some(&mut self, data: &[u8]) -> Result<usize, WriteError> {
+        let unexamined = distance(self.written, self.examined_seen);
+        let room = self.shared.config.pause_at.saturating_sub(unexamined).max(1);
+        let data = &data[..data.len().min(usize::try_from(room).unwrap_or(usize::MAX))];
         match self.put_slice(data) {
             Ok(()) => Ok(data.len()),
             Err(PutError { committed: 0, error }) => Err(error),

@@ -928,3 +928,67 @@ fn without_kept_blocks_a_paused_writers_emptied_blocks_go_back() {
     assert_eq!(pool.stats().leased, 0);
     assert_eq!(writer.trim(), 0);
 }
+
+/// `io::Write::write` takes at most what brings the pipe up to its pause
+/// threshold: a buffer of 10 MiB into a pipe nobody reads leases blocks
+/// for 64 KiB, not 10 MiB, and the rest waits for the reader.
+#[test]
+fn one_large_write_stops_at_the_pause_threshold() {
+    let pool = Pool::new();
+    let pause = falconet_pipe::DEFAULT_PAUSE_AT;
+    let (mut writer, reader) = new_pipe(&pool, Options::new());
+    let data = vec![5u8; if cfg!(miri) { 256 << 10 } else { 10 << 20 }];
+    assert_eq!(Write::write(&mut writer, &data).unwrap() as u64, pause);
+    assert_eq!(writer.unexamined(), pause);
+    assert_eq!((pool.stats().leased * pool.block_size()) as u64, pause);
+    // 10 bytes short of the threshold by the writer's count: 10 more.
+    let read = reader.try_read().unwrap().unwrap();
+    read.advance_to(10, 10).unwrap();
+    writer.flush_blocking().unwrap();
+    assert_eq!(Write::write(&mut writer, &data).unwrap(), 10);
+    // The edges: an empty write takes nothing; without back-pressure one
+    // write takes all.
+    assert_eq!(Write::write(&mut writer, &[]).unwrap(), 0);
+    let (mut free, _reader) = new_pipe(&pool, Options::new().without_back_pressure());
+    assert_eq!(Write::write(&mut free, &data).unwrap(), data.len());
+}
+
+/// `write_all` of a buffer far over the threshold moves every byte, in
+/// order, while the pipe never holds much more than the threshold; and a
+/// reader dropped while it waits fails it with `BrokenPipe`.
+#[test]
+fn write_all_of_a_large_buffer_keeps_to_the_threshold() {
+    let pool = Pool::new();
+    let options = Options::new().pause_at(8192).resume_at(4096);
+    let (mut writer, reader) = new_pipe(&pool, options);
+    let total: u32 = if cfg!(miri) { 64 << 10 } else { 1 << 20 };
+    let data: Vec<u8> = (0..total).map(|i| (i % 251) as u8).collect();
+    let expected = data.clone();
+    let producer = thread::spawn(move || {
+        writer.write_all(&data).unwrap();
+        writer.close();
+    });
+    let mut received = Vec::new();
+    let mut most_leased = 0;
+    loop {
+        let read = reader.read_blocking().unwrap();
+        most_leased = most_leased.max(pool.stats().leased);
+        let done = read.is_completed();
+        received.extend(read.to_vec());
+        let len = read.len();
+        read.consume(len).unwrap();
+        if done {
+            break;
+        }
+    }
+    producer.join().unwrap();
+    assert!(received == expected, "every byte, in order");
+    // 8 KiB unexamined at most: two 4 KiB blocks, plus one partly read.
+    assert!(most_leased <= 3, "at most {most_leased} blocks leased");
+
+    let (mut writer, reader) = new_pipe(&pool, options);
+    let waiting = thread::spawn(move || writer.write_all(&vec![1u8; 64 << 10]));
+    thread::sleep(Duration::from_millis(50));
+    drop(reader);
+    assert_eq!(waiting.join().unwrap().unwrap_err().kind(), io::ErrorKind::BrokenPipe);
+}

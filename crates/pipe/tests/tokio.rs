@@ -264,3 +264,42 @@ fn an_empty_write_does_not_wait_for_the_reader() {
     assert!(std::pin::pin!(writer.write(b"x")).poll(&mut cx).is_pending());
     assert_eq!(io::Write::write(&mut writer, &[]).unwrap(), 0);
 }
+
+/// `poll_write` takes at most what brings the pipe up to its pause
+/// threshold, then is `Pending` until the reader examines: one large
+/// `write` does not lease blocks for all of it.
+#[test]
+fn a_large_async_write_stops_at_the_pause_threshold() {
+    use std::pin::Pin;
+    use std::task::{Context, Poll, Waker};
+    use tokio::io::AsyncWrite;
+
+    let pool = Pool::new();
+    let pause = falconet_pipe::DEFAULT_PAUSE_AT;
+    let (mut writer, reader) = pipe(&pool, Options::new()).unwrap();
+    let data = vec![5u8; if cfg!(miri) { 256 << 10 } else { 10 << 20 }];
+    let mut cx = Context::from_waker(Waker::noop());
+    let written = Pin::new(&mut writer).poll_write(&mut cx, &data);
+    assert!(matches!(written, Poll::Ready(Ok(n)) if n as u64 == pause), "{written:?}");
+    assert!(Pin::new(&mut writer).poll_write(&mut cx, &data).is_pending());
+    assert_eq!(writer.unexamined(), pause);
+    // `write_all` finishes once a reader takes the bytes, and drops
+    // none: 10 MiB (256 KiB under Miri) through a 64 KiB threshold.
+    let (mut writer, reader) = {
+        drop((writer, reader));
+        pipe(&pool, Options::new()).unwrap()
+    };
+    let mut reader = reader.into_io();
+    runtime().block_on(async {
+        let write = async {
+            writer.write_all(&data).await.unwrap();
+            writer.shutdown().await.unwrap();
+        };
+        let read = async {
+            let mut bytes = Vec::new();
+            reader.read_to_end(&mut bytes).await.unwrap();
+            assert!(bytes == data, "every byte");
+        };
+        tokio::join!(write, read);
+    });
+}
