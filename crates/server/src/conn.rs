@@ -33,7 +33,9 @@
 //!    look that found it: `header_timeout` (then 408; HTTP/2: GOAWAY);
 //! 4. responses wait on the client: `io_timeout` without a byte taken
 //!    (then close);
-//! 5. idle (nothing under way): `keep_alive_timeout` (then close);
+//! 5. idle (nothing under way): `keep_alive_timeout` since the last
+//!    exchange (then close; HTTP/2 control frames on no stream, such as
+//!    PINGs, do not count as one);
 //! 6. the client owes request bytes (a body not all arrived and not held
 //!    back by the application, HTTP/2 credit a response waits for):
 //!    `io_timeout` without progress (then 408, or a close once a response
@@ -167,6 +169,13 @@ pub(crate) struct Conn<H: Handler> {
     /// what `io_timeout` judges a client that does not read by (bytes it
     /// sends meanwhile do not count).
     output_moved: u64,
+    /// Last time the connection had an exchange under way (a drive began
+    /// or ended with the session not idle) or ended a request head: what
+    /// the keep-alive timeout counts from. Bytes that leave the session
+    /// idle (HTTP/2 PINGs, SETTINGS, WINDOW_UPDATEs, PRIORITY on no
+    /// stream) do not keep a connection, as Go's and Kestrel's idle
+    /// timers ignore them.
+    busy_at: u64,
     /// When the current request head's first byte arrived.
     head_started: Option<u64>,
     /// [`Session::heads_ended`] when `head_started` was last judged.
@@ -204,6 +213,7 @@ impl<H: Handler> Conn<H> {
             client_end: ClientEnd::Open,
             last_progress: now,
             output_moved: now,
+            busy_at: now,
             head_started: None,
             heads_seen: 0,
             taking: None,
@@ -283,9 +293,13 @@ impl<H: Handler> Conn<H> {
             if self.session.output_len() == 0 {
                 self.output_moved = now;
             }
+            let was_idle = self.session.is_idle();
             let progress = self.session.process(handler, cx);
             self.write(now)?;
             let flushed = self.session.output().is_empty();
+            if !was_idle || !self.session.is_idle() {
+                self.busy_at = now;
+            }
             // A head's clock runs from the first drive that finds one
             // under way (`Session::head_under_way`), each head its own:
             // restarted past the end of the head it timed (a head begun in
@@ -293,6 +307,7 @@ impl<H: Handler> Conn<H> {
             let heads = self.session.heads_ended();
             if heads != std::mem::replace(&mut self.heads_seen, heads) {
                 self.head_started = None;
+                self.busy_at = now;
             }
             self.head_started = match (self.session.head_under_way(), self.head_started) {
                 (false, _) => None,
@@ -574,7 +589,8 @@ impl<H: Handler> Conn<H> {
             self.try_write(now);
         }
         if self.session.is_idle() {
-            if !(cx.draining || waited >= timeouts.keep_alive) {
+            let idle = now.saturating_sub(self.busy_at);
+            if !(cx.draining || idle >= timeouts.keep_alive) {
                 return Verdict::Open;
             }
             // HTTP/2 says goodbye with a GOAWAY first (best effort: one

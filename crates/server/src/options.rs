@@ -375,7 +375,9 @@ impl Options {
         self
     }
 
-    /// Time an idle connection (no request under way) stays open.
+    /// Time an idle connection (no request under way) stays open, counted
+    /// from the end of its last exchange: HTTP/2 frames that start none
+    /// (PING, SETTINGS, WINDOW_UPDATE, PRIORITY) do not keep it open.
     pub fn keep_alive_timeout(mut self, timeout: Duration) -> Self {
         self.keep_alive_timeout = timeout;
         self
