@@ -72,6 +72,10 @@ pub(crate) fn from_http1(
     if connection_tokens != (true, true) || close || settings.len() % 6 != 0 {
         return None;
     }
+    // As many parameters as a SETTINGS frame may carry, no more.
+    if settings.len() / 6 > super::connection::MAX_SETTINGS_PARAMS {
+        return None;
+    }
     // Values out of range: not an upgrade, rather than a connection error
     // after the 101.
     let mut check = super::frame::Settings::INITIAL;
@@ -192,6 +196,26 @@ mod tests {
         let mut odd = good;
         odd[3] = header("HTTP2-Settings", "AAMA");
         assert!(from_http1("GET", "/", "a", &odd).is_none());
+        // 32 parameters, as a SETTINGS frame may carry: 33 is too many.
+        let params = |n: usize| {
+            let raw: Vec<u8> = (0..n).flat_map(|_| [0, 3, 0, 0, 0, 100]).collect();
+            raw.chunks(3)
+                .flat_map(|three| {
+                    let bits = u32::from_be_bytes([0, three[0], three[1], three[2]]);
+                    (0..4).rev().map(move |i| {
+                        let digit = (bits >> (6 * i)) & 63;
+                        b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+                            [digit as usize] as char
+                    })
+                })
+                .collect::<String>()
+        };
+        for (n, upgrades) in [(32, true), (33, false)] {
+            let value = params(n);
+            let mut long = good;
+            long[3] = header("HTTP2-Settings", &value);
+            assert_eq!(from_http1("GET", "/", "a", &long).is_some(), upgrades, "{n} parameters");
+        }
         let mut close = good;
         close[1] = header("Connection", "Upgrade, HTTP2-Settings, close");
         assert!(from_http1("GET", "/", "a", &close).is_none(), "RFC 9112 9.6");
