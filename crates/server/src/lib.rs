@@ -65,13 +65,13 @@
 //! | head over [`Options::max_head`] or more fields than [`Options::max_headers`] | `431` |
 //! | body over [`Options::max_body`] | `413` |
 //! | `Expect` other than `100-continue` | `417` |
-//! | a version other than 1.0 or 1.1 | `505` |
+//! | a major version other than HTTP/1 (HTTP/1.2 to 1.9 are served as 1.1, RFC 9110 §2.5) | `505` |
 //! | head not complete within [`Options::header_timeout`], body stalled by the client for [`Options::io_timeout`] | `408` |
 //! | a request body sent slower than [`Options::min_request_body_rate`] (a large body a byte every few seconds) | `408` and close (a response it had started: close; HTTP/2: GOAWAY(ENHANCE_YOUR_CALM)) |
 //! | the application keeps a request waiting for [`Options::response_timeout`], the client owing nothing | `503` (a response it had started: cut off; HTTP/2: that stream alone, reset) |
 //! | a response the client takes none of for [`Options::io_timeout`] (a slow reader that takes some is not cut off: the timer offers it bytes) | close |
 //! | responses waiting on a client that takes them slower than [`Options::min_response_rate`] (a full socket, or HTTP/2 credit granted a byte at a time) | close (HTTP/2: GOAWAY(ENHANCE_YOUR_CALM) first) |
-//! | idle for [`Options::keep_alive_timeout`] (an empty line or two after a request, RFC 9112 §2.2, leave it idle) | close |
+//! | idle for [`Options::keep_alive_timeout`] since its last exchange (an empty line or two after a request, RFC 9112 §2.2, and HTTP/2 PING, SETTINGS, WINDOW_UPDATE or PRIORITY frames leave it idle) | close (HTTP/2: GOAWAY first) |
 //! | past [`Options::max_connections`] | `503` and close |
 //!
 //! An absolute-form target (`GET http://host/path HTTP/1.1`) is accepted:

@@ -208,7 +208,9 @@ impl Options {
     }
 
     /// Request-head bytes at most, up to [`MAX_HEAD`]; past it,
-    /// `431 Request Header Fields Too Large`.
+    /// `431 Request Header Fields Too Large`. For HTTP/2 it is the
+    /// SETTINGS_MAX_HEADER_LIST_SIZE advertised and enforced (RFC 9113
+    /// 6.5.2: each field's name and value plus 32 bytes).
     pub fn max_head(mut self, bytes: usize) -> Self {
         self.max_head = bytes;
         self

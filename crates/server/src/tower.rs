@@ -297,7 +297,10 @@ impl<S> TowerHandler<S> {
     /// `runtime`. The runtime must have the drivers the service needs
     /// (`enable_all` for axum handlers that use timers or sockets) and
     /// outlive the server: a task spawned on a runtime that shut down is
-    /// dropped, and its request answered `500`.
+    /// dropped, and its request answered `500`. (Tokio panics where a
+    /// service touches a runtime that is shutting down, a timer say;
+    /// falconet catches it, but the panic hook still prints it to stderr
+    /// for each such request.)
     ///
     /// A current-thread runtime runs its tasks only while its thread is
     /// in `block_on` (or `#[tokio::main(flavor = "current_thread")]`'s

@@ -173,7 +173,8 @@ pub struct Config {
     /// SETTINGS_MAX_FRAME_SIZE we advertise (default 16 KiB).
     pub max_frame_size: u32,
     /// SETTINGS_MAX_HEADER_LIST_SIZE we advertise and enforce (default 16
-    /// KiB, as hyper).
+    /// KiB, as hyper; the server sets it to
+    /// [`Options::max_head`](crate::Options::max_head), 32 KiB by default).
     pub max_header_list_size: u32,
     /// Fields per block (default 128).
     pub max_fields: usize,
