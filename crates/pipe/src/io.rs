@@ -173,7 +173,11 @@ impl io::BufRead for IoReader {
 /// pause threshold, as a socket's send buffer would, and takes at most
 /// what brings the pipe up to that threshold (at least one byte): a large
 /// buffer goes in over several calls (`write_all` makes them), so the
-/// pipe never holds much more than the threshold. A write the pool can
+/// pipe never holds much more than the threshold. Cut short there, the
+/// next write waits until the reader is below `resume_at`. As with an OS
+/// pipe, one thread that writes more than the threshold before it reads
+/// waits for good: read on another thread, or use [`Writer::put_slice`],
+/// which never waits. A write the pool can
 /// only partly hold returns `Ok(n)` for the bytes that went in, and the next
 /// write returns the error (`OutOfMemory` for an exhausted pool,
 /// `BrokenPipe` once the reader is gone): `Err` always means nothing was
@@ -187,14 +191,15 @@ impl io::Write for Writer {
         if data.is_empty() {
             return Ok(0);
         }
-        self.flush_blocking()?;
+        crate::park::block_on(core::future::poll_fn(|cx| self.poll_io_flush(cx)))?;
         // `Ok(n)` for a partial write: `Err` must mean nothing was written,
         // or a caller that retries would duplicate the prefix.
         Ok(self.put_some(data)?)
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        self.flush_blocking().map_err(io::Error::from)
+        crate::park::block_on(core::future::poll_fn(|cx| self.poll_io_flush(cx)))
+            .map_err(io::Error::from)
     }
 }
 
@@ -320,7 +325,9 @@ mod tokio_io {
 
     /// Copies into the pipe; `Pending` while the reader is over the pause
     /// threshold, and at most what brings the pipe up to it (at least one
-    /// byte), as for `io::Write`. A partial write is `Ok(n)` and `Err` means nothing was
+    /// byte), as for `io::Write` (so one task that writes past the
+    /// threshold before it reads waits for good, as with
+    /// `tokio::io::simplex`). A partial write is `Ok(n)` and `Err` means nothing was
     /// written, as for `io::Write`; an empty write is `Ok(0)` at once,
     /// whatever the pipe's state. `poll_shutdown` closes the stream (other
     /// writes then fail with `BrokenPipe`).
@@ -352,9 +359,8 @@ mod tokio_io {
 }
 
 impl Writer {
-    /// Back-pressure for the poll-based adapters, with the hysteresis kept
-    /// in the writer between polls.
-    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    /// Back-pressure for the adapters, with the hysteresis kept in the
+    /// writer between calls.
     pub(crate) fn poll_io_flush(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), WriteError>> {
         let mut paused = self.io_paused;
         let result = self.poll_flush(cx, &mut paused);

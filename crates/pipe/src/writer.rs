@@ -95,7 +95,8 @@ pub struct Writer {
     /// The reader is gone, as a commit or a flush found: every later write
     /// fails at once, without leasing or copying anything.
     reader_gone: bool,
-    /// The poll-based adapters' flush hysteresis (`io.rs`).
+    /// The adapters' flush hysteresis (`io.rs`): paused until the reader
+    /// is below `resume_at`.
     pub(crate) io_paused: bool,
 }
 
@@ -230,16 +231,24 @@ impl Writer {
     /// only when nothing did.
     ///
     /// At most what brings the unexamined bytes up to the pause threshold,
-    /// counted from the writer's last look at the reader (which can only
-    /// have examined more since), and at least one byte: called after a
-    /// flush that found the pipe below the threshold, so a large buffer
-    /// goes in a threshold's worth per call, each waiting for the reader,
-    /// as a socket's send buffer takes it. Without the cap one call would
-    /// lease blocks for all of it, whatever the back-pressure.
+    /// counted from the writer's last look at the reader (which has
+    /// examined more since, unless a `read_at_least` loan ended: then
+    /// this overshoots by what the loan had counted, as a flush between
+    /// them would have), and at least one byte: called after a flush that
+    /// found the pipe below the threshold, so a large buffer goes in a
+    /// threshold's worth per call, each waiting for the reader, as a
+    /// socket's send buffer takes it. Without the cap one call would lease
+    /// blocks for all of it, whatever the back-pressure. A write the cap
+    /// cut short leaves the adapters paused: the next waits until the
+    /// reader is below `resume_at`, not for the first sliver it examines.
     pub(crate) fn put_some(&mut self, data: &[u8]) -> Result<usize, WriteError> {
         let unexamined = distance(self.written, self.examined_seen);
         let room = self.shared.config.pause_at.saturating_sub(unexamined).max(1);
-        let data = &data[..data.len().min(usize::try_from(room).unwrap_or(usize::MAX))];
+        let room = usize::try_from(room).unwrap_or(usize::MAX);
+        if data.len() > room {
+            self.io_paused = true;
+        }
+        let data = &data[..data.len().min(room)];
         match self.put_slice(data) {
             Ok(()) => Ok(data.len()),
             Err(PutError { committed: 0, error }) => Err(error),

@@ -941,11 +941,11 @@ fn one_large_write_stops_at_the_pause_threshold() {
     assert_eq!(Write::write(&mut writer, &data).unwrap() as u64, pause);
     assert_eq!(writer.unexamined(), pause);
     assert_eq!((pool.stats().leased * pool.block_size()) as u64, pause);
-    // 10 bytes short of the threshold by the writer's count: 10 more.
+    // Cut short, the writer waits until the reader is below resume_at
+    // (32 KiB), then fills to the threshold again: 40,000 examined.
     let read = reader.try_read().unwrap().unwrap();
-    read.advance_to(10, 10).unwrap();
-    writer.flush_blocking().unwrap();
-    assert_eq!(Write::write(&mut writer, &data).unwrap(), 10);
+    read.advance_to(40_000, 40_000).unwrap();
+    assert_eq!(Write::write(&mut writer, &data).unwrap(), 40_000);
     // The edges: an empty write takes nothing; without back-pressure one
     // write takes all.
     assert_eq!(Write::write(&mut writer, &[]).unwrap(), 0);

@@ -303,3 +303,33 @@ fn a_large_async_write_stops_at_the_pause_threshold() {
         tokio::join!(write, read);
     });
 }
+
+/// A write the threshold cut short leaves the adapter paused until the
+/// reader is below `resume_at`: the next write waits for room worth
+/// taking, not for the first few bytes the reader examines.
+#[test]
+fn a_write_cut_at_the_threshold_resumes_below_resume_at() {
+    use std::pin::Pin;
+    use std::task::{Context, Poll, Waker};
+    use tokio::io::AsyncWrite;
+
+    let pool = Pool::new();
+    let (mut writer, reader) = pipe(&pool, Options::new().pause_at(8192).resume_at(4096)).unwrap();
+    let data = vec![5u8; 100_000];
+    let mut cx = Context::from_waker(Waker::noop());
+    let written = Pin::new(&mut writer).poll_write(&mut cx, &data);
+    assert!(matches!(written, Poll::Ready(Ok(8192))), "{written:?}");
+    // 64 bytes examined: 8,128 unexamined, still over resume_at.
+    reader.try_read().unwrap().unwrap().advance_to(64, 64).unwrap();
+    assert!(Pin::new(&mut writer).poll_write(&mut cx, &data).is_pending(), "a 64-byte sliver");
+    // 4,028 unexamined: below resume_at, and the write fills to 8,192.
+    reader.try_read().unwrap().unwrap().advance_to(4100, 4100).unwrap();
+    let written = Pin::new(&mut writer).poll_write(&mut cx, &data);
+    assert!(matches!(written, Poll::Ready(Ok(4164))), "{written:?}");
+    // A write that fits is not cut and does not pause.
+    reader.try_read().unwrap().unwrap().advance_to(8192, 8192).unwrap();
+    let written = Pin::new(&mut writer).poll_write(&mut cx, &data[..100]);
+    assert!(matches!(written, Poll::Ready(Ok(100))), "{written:?}");
+    let written = Pin::new(&mut writer).poll_write(&mut cx, &data[..100]);
+    assert!(matches!(written, Poll::Ready(Ok(100))), "{written:?}");
+}
