@@ -545,6 +545,11 @@ impl<H: Handler> Conn<H> {
     }
 
     fn judge(&mut self, now: u64, timeouts: &Timeouts, cx: &mut Context) -> Verdict {
+        if !self.session.is_idle() {
+            // Busy as the timer finds it too: output the timer's own writes
+            // drain (below) ends an exchange no drive saw under way.
+            self.busy_at = now;
+        }
         let waited = now.saturating_sub(self.last_progress);
         if self.phase == Phase::Lingering {
             return if waited >= timeouts.linger { Verdict::Close } else { Verdict::Open };

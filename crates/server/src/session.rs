@@ -677,8 +677,10 @@ impl<H: Handler> Session<H> {
     /// wrapping: when it changes, the head the timer timed is over, and
     /// the next one gets its own header timeout.
     pub(crate) fn heads_ended(&self) -> u64 {
+        // After an h2c upgrade, the HTTP/1 heads (the upgrade's own) count
+        // too: the request that switched is a head that ended.
         match self.h2() {
-            Some(h2) => h2.blocks_ended(),
+            Some(h2) => self.http.heads().wrapping_add(h2.blocks_ended()),
             None => self.http.heads(),
         }
     }

@@ -119,3 +119,32 @@ fn a_slow_answer_is_not_idle_time() {
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(client.get("/plaintext").status, 200);
 }
+
+/// An h2c upgrade on a connection's first request is an exchange: the
+/// connection is idle from its answer, not from the connect (an
+/// independent review's finding: the switch from HTTP/1's head count to
+/// HTTP/2's block count hid the upgrade's own head).
+#[test]
+fn an_upgrade_as_the_first_request_is_an_exchange() {
+    use falconet_server::h2::frame::PREFACE;
+
+    let server = serve(options(), Hello);
+    let mut raw = Raw::connect(server.addr);
+    std::thread::sleep(Duration::from_millis(800));
+    raw.send(
+        b"GET /plaintext HTTP/1.1\r\nHost: t\r\nConnection: Upgrade, HTTP2-Settings\r\n\
+          Upgrade: h2c\r\nHTTP2-Settings: AAMAAABk\r\n\r\n",
+    );
+    raw.read_switch();
+    let mut preface = PREFACE.to_vec();
+    falconet_server::h2::frame::encode_settings(&mut preface, &[]);
+    raw.send(&preface);
+    let answer =
+        frames_until(&mut raw, Duration::from_secs(3), |f| f.stream == 1 && f.end_stream());
+    assert!(answer.iter().any(|f| f.stream == 1 && f.end_stream()), "{answer:?}");
+    std::thread::sleep(Duration::from_millis(400));
+    raw.headers(3, &req("GET", "/plaintext"), true);
+    let answer =
+        frames_until(&mut raw, Duration::from_secs(3), |f| f.stream == 3 && f.end_stream());
+    assert!(answer.iter().any(|f| f.stream == 3 && f.end_stream()), "{answer:?}");
+}
