@@ -173,8 +173,8 @@ impl io::BufRead for IoReader {
 /// pause threshold, as a socket's send buffer would, and takes at most
 /// what brings the pipe up to that threshold (at least one byte): a large
 /// buffer goes in over several calls (`write_all` makes them), so the
-/// pipe never holds much more than the threshold. Cut short there, the
-/// next write waits until the reader is below `resume_at`. As with an OS
+/// pipe never holds much more than the threshold. Once a write brings it
+/// there, the next waits until the reader is below `resume_at`. As with an OS
 /// pipe, one thread that writes more than the threshold before it reads
 /// waits for good: read on another thread, or use [`Writer::put_slice`],
 /// which never waits. A write the pool can
@@ -197,9 +197,10 @@ impl io::Write for Writer {
         Ok(self.put_some(data)?)
     }
 
+    /// [`Writer::flush_blocking`]: waits only while the pipe is at the
+    /// pause threshold (the next `write` may wait longer, for `resume_at`).
     fn flush(&mut self) -> io::Result<()> {
-        crate::park::block_on(core::future::poll_fn(|cx| self.poll_io_flush(cx)))
-            .map_err(io::Error::from)
+        self.flush_blocking().map_err(io::Error::from)
     }
 }
 

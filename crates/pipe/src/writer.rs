@@ -238,22 +238,23 @@ impl Writer {
     /// found the pipe below the threshold, so a large buffer goes in a
     /// threshold's worth per call, each waiting for the reader, as a
     /// socket's send buffer takes it. Without the cap one call would lease
-    /// blocks for all of it, whatever the back-pressure. A write the cap
-    /// cut short leaves the adapters paused: the next waits until the
-    /// reader is below `resume_at`, not for the first sliver it examines.
+    /// blocks for all of it, whatever the back-pressure. A write that
+    /// brings the pipe up to the threshold leaves the adapters paused: the
+    /// next waits until the reader is below `resume_at`, not for the
+    /// first sliver it examines (a write the pool cut short does not).
     pub(crate) fn put_some(&mut self, data: &[u8]) -> Result<usize, WriteError> {
-        let unexamined = distance(self.written, self.examined_seen);
-        let room = self.shared.config.pause_at.saturating_sub(unexamined).max(1);
-        let room = usize::try_from(room).unwrap_or(usize::MAX);
-        if data.len() > room {
-            self.io_paused = true;
-        }
-        let data = &data[..data.len().min(room)];
-        match self.put_slice(data) {
+        let pause_at = self.shared.config.pause_at;
+        let room = pause_at.saturating_sub(distance(self.written, self.examined_seen)).max(1);
+        let data = &data[..data.len().min(usize::try_from(room).unwrap_or(usize::MAX))];
+        let put = match self.put_slice(data) {
             Ok(()) => Ok(data.len()),
             Err(PutError { committed: 0, error }) => Err(error),
             Err(PutError { committed, .. }) => Ok(committed),
+        };
+        if distance(self.written, self.examined_seen) >= pause_at {
+            self.io_paused = true;
         }
+        put
     }
 
     /// Reads once from `source` (a socket) straight into pool memory and

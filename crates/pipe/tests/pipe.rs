@@ -992,3 +992,26 @@ fn write_all_of_a_large_buffer_keeps_to_the_threshold() {
     drop(reader);
     assert_eq!(waiting.join().unwrap().unwrap_err().kind(), io::ErrorKind::BrokenPipe);
 }
+
+/// The edges of the threshold's hysteresis through `io::Write` (an
+/// independent review's findings): `flush` waits only at the threshold,
+/// as `Writer::flush` does, even when the next write would wait for
+/// `resume_at`; and a write the pool, not the threshold, cut short does
+/// not pause the next, which returns the pool's error.
+#[test]
+fn io_write_flush_and_a_pool_cut_write_do_not_wait_for_resume_at() {
+    let pool = Pool::new();
+    let (mut writer, reader) = new_pipe(&pool, Options::new().pause_at(8192).resume_at(4096));
+    assert_eq!(Write::write(&mut writer, &[1; 100_000]).unwrap(), 8192);
+    // 6,000 unexamined: under the threshold, over resume_at.
+    reader.try_read().unwrap().unwrap().advance_to(2192, 2192).unwrap();
+    Write::flush(&mut writer).unwrap();
+
+    let small = Pool::builder().block_size(4096).blocks_per_slab(1).thread_cache(0);
+    let small = small.max_bytes(48 << 10).build().unwrap();
+    let (mut writer, reader) = new_pipe(&small, Options::new());
+    assert_eq!(Write::write(&mut writer, &[2; 200_000]).unwrap(), 48 << 10);
+    let error = Write::write(&mut writer, &[3; 10]).unwrap_err();
+    assert_eq!(error.kind(), io::ErrorKind::OutOfMemory);
+    drop(reader);
+}

@@ -333,3 +333,21 @@ fn a_write_cut_at_the_threshold_resumes_below_resume_at() {
     let written = Pin::new(&mut writer).poll_write(&mut cx, &data[..100]);
     assert!(matches!(written, Poll::Ready(Ok(100))), "{written:?}");
 }
+
+/// A write that fills the pipe exactly to the threshold pauses the next as
+/// a cut one does: `std::io::copy`'s 8 KiB writes against a threshold of a
+/// multiple of them would otherwise go a sliver at a time.
+#[test]
+fn a_write_that_fills_to_the_threshold_pauses_the_next() {
+    use std::pin::Pin;
+    use std::task::{Context, Poll, Waker};
+    use tokio::io::AsyncWrite;
+
+    let pool = Pool::new();
+    let (mut writer, reader) = pipe(&pool, Options::new().pause_at(8192).resume_at(4096)).unwrap();
+    let mut cx = Context::from_waker(Waker::noop());
+    let written = Pin::new(&mut writer).poll_write(&mut cx, &[5; 8192]);
+    assert!(matches!(written, Poll::Ready(Ok(8192))), "{written:?}");
+    reader.try_read().unwrap().unwrap().advance_to(64, 64).unwrap();
+    assert!(Pin::new(&mut writer).poll_write(&mut cx, &[5; 8192]).is_pending(), "a sliver");
+}
