@@ -8,7 +8,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::h2raw::{Event, Raw, frame_bytes, frames_until, req};
+use common::h2raw::{Event, Raw, answered_within, frame_bytes, frames_until, req};
 use common::{Client, serve};
 use falconet_server::Options;
 use falconet_server::h2::frame::{flag, kind};
@@ -23,10 +23,7 @@ fn options() -> Options {
 
 /// Whether stream `id` was answered (rather than the connection ended).
 fn answered(raw: &mut Raw, id: u32) -> bool {
-    let frames = frames_until(raw, Duration::from_secs(3), |f| {
-        (f.stream == id && f.end_stream()) || f.kind == kind::GOAWAY
-    });
-    frames.iter().any(|f| f.stream == id && f.end_stream())
+    answered_within(raw, id, Duration::from_secs(3))
 }
 
 #[test]

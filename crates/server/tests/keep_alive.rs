@@ -7,7 +7,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::h2raw::{Event, Raw, frames_until, req};
+use common::h2raw::{Event, Raw, answered_within, req};
 use common::{Client, serve};
 use falconet_server::Options;
 use falconet_server::h2::frame::{flag, kind};
@@ -64,9 +64,7 @@ fn control_frames_do_not_keep_an_idle_h2_connection() {
     let mut raw = Raw::handshake(server.addr, &[]);
     raw.frame(kind::SETTINGS, flag::ACK, 0, &[]);
     raw.headers(1, &req("GET", "/plaintext"), true);
-    let answer =
-        frames_until(&mut raw, Duration::from_secs(3), |f| f.stream == 1 && f.end_stream());
-    assert!(answer.iter().any(|f| f.stream == 1 && f.end_stream()));
+    assert!(answered_within(&mut raw, 1, Duration::from_secs(3)));
     let ping: SendFrame = |raw| raw.frame(kind::PING, 0, 0, &[7; 8]);
     assert!(closed_while_sending(&mut raw, Duration::from_secs(5), ping).is_some());
 }
@@ -82,9 +80,7 @@ fn requests_keep_a_connection_past_the_keep_alive_timeout() {
     for i in 0..5u32 {
         let id = 1 + 2 * i;
         raw.headers(id, &req("GET", "/plaintext"), true);
-        let answer =
-            frames_until(&mut raw, Duration::from_secs(3), |f| f.stream == id && f.end_stream());
-        assert!(answer.iter().any(|f| f.stream == id && f.end_stream()), "h2 request {i}");
+        assert!(answered_within(&mut raw, id, Duration::from_secs(3)), "h2 request {i}");
         assert_eq!(client.get("/plaintext").status, 200, "HTTP/1.1 request {i}");
         std::thread::sleep(Duration::from_millis(600));
     }
@@ -105,14 +101,10 @@ fn a_slow_answer_is_not_idle_time() {
     let mut raw = Raw::handshake(server.addr, &[]);
     raw.frame(kind::SETTINGS, flag::ACK, 0, &[]);
     raw.headers(1, &req("GET", "/delay?ms=1500"), true);
-    let answer =
-        frames_until(&mut raw, Duration::from_secs(5), |f| f.stream == 1 && f.end_stream());
-    assert!(answer.iter().any(|f| f.stream == 1 && f.end_stream()));
+    assert!(answered_within(&mut raw, 1, Duration::from_secs(5)));
     std::thread::sleep(Duration::from_millis(300));
     raw.headers(3, &req("GET", "/plaintext"), true);
-    let answer =
-        frames_until(&mut raw, Duration::from_secs(3), |f| f.stream == 3 && f.end_stream());
-    assert!(answer.iter().any(|f| f.stream == 3 && f.end_stream()), "{answer:?}");
+    assert!(answered_within(&mut raw, 3, Duration::from_secs(3)));
     let mut client = Client::connect(server.addr);
     client.send(b"GET /delay?ms=1500 HTTP/1.1\r\nHost: t\r\n\r\n");
     assert_eq!(client.reply().unwrap().status, 200);
@@ -139,12 +131,8 @@ fn an_upgrade_as_the_first_request_is_an_exchange() {
     let mut preface = PREFACE.to_vec();
     falconet_server::h2::frame::encode_settings(&mut preface, &[]);
     raw.send(&preface);
-    let answer =
-        frames_until(&mut raw, Duration::from_secs(3), |f| f.stream == 1 && f.end_stream());
-    assert!(answer.iter().any(|f| f.stream == 1 && f.end_stream()), "{answer:?}");
+    assert!(answered_within(&mut raw, 1, Duration::from_secs(3)));
     std::thread::sleep(Duration::from_millis(400));
     raw.headers(3, &req("GET", "/plaintext"), true);
-    let answer =
-        frames_until(&mut raw, Duration::from_secs(3), |f| f.stream == 3 && f.end_stream());
-    assert!(answer.iter().any(|f| f.stream == 3 && f.end_stream()), "{answer:?}");
+    assert!(answered_within(&mut raw, 3, Duration::from_secs(3)));
 }

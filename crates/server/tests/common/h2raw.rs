@@ -246,3 +246,12 @@ pub fn frames_until(
     }
     frames
 }
+
+/// Whether stream `id` was answered whole within `timeout` (rather than
+/// the connection ending, a GOAWAY, or the time running out).
+pub fn answered_within(raw: &mut Raw, id: u32, timeout: Duration) -> bool {
+    let frames = frames_until(raw, timeout, |f| {
+        (f.stream == id && f.end_stream()) || f.kind == kind::GOAWAY
+    });
+    frames.iter().any(|f| f.stream == id && f.end_stream())
+}
