@@ -1015,3 +1015,24 @@ fn io_write_flush_and_a_pool_cut_write_do_not_wait_for_resume_at() {
     assert_eq!(error.kind(), io::ErrorKind::OutOfMemory);
     drop(reader);
 }
+
+/// The threshold at its lowest: `pause_at(1)` makes each write take one
+/// byte (never `Ok(0)`), and one thread that reads after each write moves
+/// every byte in order.
+#[test]
+fn a_one_byte_threshold_takes_a_byte_per_write() {
+    let pool = Pool::new();
+    let (mut writer, reader) = new_pipe(&pool, Options::new().pause_at(1).resume_at(1));
+    let data: Vec<u8> = (0..300u32).map(|i| i as u8).collect();
+    let mut received = Vec::new();
+    let mut rest = &data[..];
+    while !rest.is_empty() {
+        assert_eq!(Write::write(&mut writer, rest).unwrap(), 1);
+        rest = &rest[1..];
+        let read = reader.try_read().unwrap().unwrap();
+        received.extend(read.to_vec());
+        let len = read.len();
+        read.consume(len).unwrap();
+    }
+    assert_eq!(received, data);
+}

@@ -351,3 +351,33 @@ fn a_write_that_fills_to_the_threshold_pauses_the_next() {
     reader.try_read().unwrap().unwrap().advance_to(64, 64).unwrap();
     assert!(Pin::new(&mut writer).poll_write(&mut cx, &[5; 8192]).is_pending(), "a sliver");
 }
+
+/// A `write_all` dropped while it waits on the threshold (a timeout
+/// around it) leaves the writer usable: the bytes it wrote stay written
+/// once, and the next write goes on when the reader makes room.
+#[test]
+fn a_write_all_dropped_while_it_waits_leaves_the_writer_usable() {
+    let pool = Pool::new();
+    let (mut writer, reader) = pipe(&pool, Options::new().pause_at(4096).resume_at(1024)).unwrap();
+    let mut reader = reader.into_io();
+    let data: Vec<u8> = (0..20_000u32).map(|i| (i % 251) as u8).collect();
+    {
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        let mut waiting = std::pin::pin!(writer.write_all(&data));
+        let polled = std::future::Future::poll(waiting.as_mut(), &mut cx);
+        assert!(polled.is_pending(), "no reader: it waits at 4 KiB");
+    }
+    assert_eq!(writer.unexamined(), 4096);
+    runtime().block_on(async {
+        let write = async {
+            writer.write_all(&data[4096..]).await.unwrap();
+            writer.shutdown().await.unwrap();
+        };
+        let read = async {
+            let mut bytes = Vec::new();
+            reader.read_to_end(&mut bytes).await.unwrap();
+            assert!(bytes == data, "every byte once, in order");
+        };
+        tokio::join!(write, read);
+    });
+}
