@@ -93,7 +93,6 @@
 //! - **Stream-id exhaustion:** ids only grow; past 2^31-1 the client must
 //!   open a new connection.
 
-use std::collections::HashMap;
 use std::io::IoSlice;
 use std::sync::Arc;
 
@@ -149,6 +148,7 @@ use super::frame::{
 use super::head::Head;
 use super::hpack::{self, Decoder, Encoder, Field};
 use super::recent::RecentIds;
+use super::roomy::Roomy;
 use crate::pieces::Pieces;
 
 /// The most parameters one SETTINGS frame may carry (nghttp2's default
@@ -333,7 +333,7 @@ pub struct Connection {
     recv: Arc<ConnectionWindow>,
     /// The connection's send window.
     send: OutputWindow,
-    streams: HashMap<u32, Stream>,
+    streams: Roomy<u32, Stream>,
     /// The highest stream id the client opened.
     last_stream: u32,
     /// After our final GOAWAY: streams above this id are ignored.
@@ -443,7 +443,7 @@ impl Connection {
             // kept (no allocation in steady state): allocated up front for
             // `max_concurrent_streams`, the map was 6.6 KiB of each idle
             // connection's 23 KiB of heap.
-            streams: HashMap::new(),
+            streams: Roomy::default(),
             last_stream: 0,
             goaway: None,
             draining: false,
@@ -981,7 +981,7 @@ impl Connection {
             received: 0,
         };
         let input = Arc::clone(&stream.input);
-        super::roomy::insert(&mut self.streams, id, stream);
+        self.streams.insert(id, stream);
         self.ignored_allowance =
             (self.ignored_allowance + IGNORED_PER_STREAM).min(IGNORED_ALLOWANCE_MAX);
         streams.headers(id, &self.head, end_stream, &input);

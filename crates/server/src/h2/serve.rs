@@ -27,7 +27,6 @@
 //! A connection also gets here from HTTP/1.1, by `Upgrade: h2c`
 //! (`upgrade.rs`): the upgrading request becomes stream 1.
 
-use std::collections::HashMap;
 use std::ops::Range;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
@@ -42,6 +41,7 @@ use super::connection::{Config, Connection, StreamInput, Streams};
 use super::frame::ErrorCode;
 use super::head::Head;
 use super::hpack::Field;
+use super::roomy::Roomy;
 use crate::body::BodyFlow;
 use crate::handler::{BodyLength, Handler, Request, Status, Version};
 use crate::http1::{Framing, Progress};
@@ -161,7 +161,7 @@ enum Source {
 /// exchange.
 pub(crate) struct Http2<S> {
     conn: Connection,
-    exchanges: HashMap<u32, Exchange<S>>,
+    exchanges: Roomy<u32, Exchange<S>>,
     /// Input not yet framed (a frame split across socket reads).
     input: Vec<u8>,
     /// Staging buffers of finished streams, for the next ones.
@@ -221,7 +221,7 @@ impl<S: Send + 'static> Http2<S> {
         let streams = usize::try_from(config.max_concurrent_streams).unwrap_or(usize::MAX);
         Self {
             conn,
-            exchanges: HashMap::new(),
+            exchanges: Roomy::default(),
             input: Vec::new(),
             spare: Spares::new(streams),
             fields: Vec::new(),
@@ -1086,7 +1086,7 @@ fn lowercase_fields(
 /// The connection's events, handed to the handler as they arrive.
 struct Dispatch<'a, H: Handler> {
     handler: &'a H,
-    exchanges: &'a mut HashMap<u32, Exchange<H::State>>,
+    exchanges: &'a mut Roomy<u32, Exchange<H::State>>,
     spare: &'a mut Spares,
     pool: &'a Pool,
     cx: &'a Context,
@@ -1213,8 +1213,7 @@ impl<H: Handler> Dispatch<'_, H> {
         let staged = self.spare.take();
         let ready = end_stream || refused.is_some() || offer.is_some();
         self.hints.ready |= ready;
-        super::roomy::insert(
-            self.exchanges,
+        self.exchanges.insert(
             stream,
             Exchange {
                 state,
