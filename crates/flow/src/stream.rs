@@ -85,6 +85,38 @@ fn update(release: Release) -> Option<u32> {
 /// assert_eq!(connection.available(), 1 << 20);
 /// # Ok::<(), falconet_flow::FlowError>(())
 /// ```
+///
+/// # Dropping
+///
+/// Dropping a `StreamInput` does not abort it: bytes the stream received
+/// and nobody released stay counted against the connection, for good.
+/// Whoever owns the stream calls [`abort`](Self::abort) (or
+/// [`reset`](Self::reset)) when it ends, however its reader went away (a
+/// cancelled task, a panic), and sends the connection WINDOW_UPDATE that
+/// returns. A `Drop` could give the bytes back to the connection's window
+/// but could not announce them, and a peer never told of credit never
+/// uses it: the same stall, hidden. ([`Grant`](crate::Grant) and
+/// [`StreamGrant`](crate::StreamGrant) give credit back on drop because
+/// send credit is ours alone: nothing is owed to the peer.)
+///
+/// ```
+/// use std::sync::Arc;
+/// use falconet_flow::{InputWindow, StreamInput};
+///
+/// // Announces credit past 16 KiB.
+/// let connection = Arc::new(InputWindow::with_threshold(65_535, 16_384)?);
+/// let stream = StreamInput::new(connection.clone(), 65_535)?;
+/// stream.try_advance(40_000).unwrap();
+/// drop(stream); // its reader was cancelled, and nobody aborted it
+/// assert_eq!(connection.available(), 25_535); // the 40,000 bytes are lost
+///
+/// let stream = StreamInput::new(connection.clone(), 65_535)?;
+/// stream.try_advance(20_000).unwrap();
+/// // Its owner aborts it and sends the connection WINDOW_UPDATE due.
+/// assert_eq!(stream.abort()?, Some(20_000));
+/// assert_eq!(connection.available(), 25_535);
+/// # Ok::<(), falconet_flow::FlowError>(())
+/// ```
 #[derive(Debug)]
 pub struct StreamInput<W: InputFlow = InputWindow> {
     connection: Arc<W>,

@@ -148,6 +148,17 @@ use crate::traits::OutputFlow;
 /// # })?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+///
+/// # Dropping
+///
+/// Credit taken by [`try_hold`](Self::try_hold) is a plain number: it stays
+/// held on the connection until [`sent`](Self::sent) or
+/// [`give_back`](Self::give_back) settles it, whatever happens to the
+/// `StreamOutput` (dropping it settles nothing). A holder that may be
+/// cancelled between taking credit and sending takes a
+/// [`StreamGrant`] instead ([`try_grant`](Self::try_grant)), which gives
+/// back on drop what it did not send. [`try_reserve`](Self::try_reserve)
+/// holds nothing: what it takes counts as sent.
 #[derive(Debug)]
 pub struct StreamOutput<W: OutputFlow = OutputWindow> {
     connection: Arc<W>,
