@@ -10,7 +10,8 @@ use crate::slot::MAX_BLOCKS_PER_SLAB;
 pub const DEFAULT_BLOCK_SIZE: usize = 4096;
 /// The default number of blocks carved from one slab (Kestrel's 32 x 4 KiB).
 pub const DEFAULT_BLOCKS_PER_SLAB: usize = 32;
-/// The default bound on the memory a pool may hold: 1 GiB.
+/// The default bound on the memory a pool may hold: 1 GiB (or
+/// [`MAX_SLABS`] slabs' worth, if a slab is under 1 KiB).
 pub const DEFAULT_MAX_BYTES: usize = 1 << 30;
 /// The largest block size a pool accepts: 1 MiB.
 pub const MAX_BLOCK_SIZE: usize = 1 << 20;
@@ -37,7 +38,7 @@ const SLAB_ALIGN: usize = 4096;
 pub struct PoolBuilder {
     block_size: usize,
     blocks_per_slab: usize,
-    max_bytes: usize,
+    max_bytes: Option<usize>,
     thread_cache: Option<usize>,
 }
 
@@ -46,7 +47,7 @@ impl Default for PoolBuilder {
         Self {
             block_size: DEFAULT_BLOCK_SIZE,
             blocks_per_slab: DEFAULT_BLOCKS_PER_SLAB,
-            max_bytes: DEFAULT_MAX_BYTES,
+            max_bytes: None,
             thread_cache: None,
         }
     }
@@ -69,12 +70,13 @@ impl PoolBuilder {
 
     /// The most memory the pool's slabs may hold; past it
     /// [`Pool::try_lease`] fails with [`LeaseError::Exhausted`](crate::LeaseError::Exhausted).
-    /// Default [`DEFAULT_MAX_BYTES`]. At most [`MAX_SLABS`] slabs' worth
-    /// (128 GiB with the default 128 KiB slab): [`build`](Self::build) refuses more
-    /// with [`ConfigError::TooManySlabs`],
-    /// `usize::MAX` included.
+    /// Default [`DEFAULT_MAX_BYTES`], or [`MAX_SLABS`] slabs' worth if that
+    /// is less (slabs under 1 KiB: 64-byte blocks, 8 a slab, get 512 MiB).
+    /// At most [`MAX_SLABS`] slabs' worth (128 GiB with the default 128 KiB
+    /// slab): [`build`](Self::build) refuses more with
+    /// [`ConfigError::TooManySlabs`], `usize::MAX` included.
     pub fn max_bytes(mut self, bytes: usize) -> Self {
-        self.max_bytes = bytes;
+        self.max_bytes = Some(bytes);
         self
     }
 
@@ -104,6 +106,8 @@ impl PoolBuilder {
         }
         // Cannot overflow: both factors are bounded above.
         let slab_bytes = block_size * blocks_per_slab;
+        // Unset, the bound never makes a valid slab size invalid.
+        let max_bytes = max_bytes.unwrap_or(DEFAULT_MAX_BYTES.min(MAX_SLABS * slab_bytes));
         if slab_bytes > max_bytes {
             return Err(ConfigError::SlabOverBound { slab_bytes, max_bytes });
         }
@@ -174,6 +178,30 @@ mod tests {
             ConfigError::ThreadCache { thread_cache: 33, blocks_per_slab: 32 }
         );
         assert!(b().thread_cache(0).build().is_ok());
+        assert_eq!(
+            err(b().block_size(64).blocks_per_slab(8).max_bytes(DEFAULT_MAX_BYTES)),
+            ConfigError::TooManySlabs { slabs: DEFAULT_MAX_BYTES / 512 }
+        );
         assert!(err(b().block_size(1)).to_string().contains("multiple of 64"));
+    }
+
+    /// Changing only the slab's size never trips the default bound: slabs
+    /// under 1 KiB get `MAX_SLABS` of them (it once refused 64-byte blocks
+    /// 8 a slab with `TooManySlabs`, the user having set no bound).
+    #[test]
+    fn the_default_bound_fits_any_slab_size() {
+        for (block_size, blocks_per_slab) in
+            [(64, 1), (64, 8), (64, 16), (128, 8), (1024, 1), (4096, 32), (MAX_BLOCK_SIZE, 63)]
+        {
+            let config = PoolBuilder::default()
+                .block_size(block_size)
+                .blocks_per_slab(blocks_per_slab)
+                .validate()
+                .unwrap();
+            let slab_bytes = block_size * blocks_per_slab;
+            assert_eq!(config.max_bytes, DEFAULT_MAX_BYTES.min(MAX_SLABS * slab_bytes));
+            assert_eq!(config.max_slabs, config.max_bytes / slab_bytes);
+            assert!(config.max_slabs <= MAX_SLABS);
+        }
     }
 }
