@@ -51,6 +51,37 @@ pub type ParkingLotInputWindow = LockedInputWindow<parking_lot::Mutex<InputState
 /// [`LockedInputWindow`] with `std::sync::Mutex`.
 pub type StdInputWindow = LockedInputWindow<std::sync::Mutex<InputState>>;
 
+impl<L: StateLock<InputState>> LockedInputWindow<L> {
+    /// A window of `initial` bytes that announces credit past half of it,
+    /// as [`InputWindow::new`](crate::InputWindow::new).
+    ///
+    /// ```
+    /// use falconet_flow::{InputFlow, ParkingLotInputWindow, Release, StdInputWindow};
+    ///
+    /// let window = ParkingLotInputWindow::new(65_535)?;
+    /// window.try_advance(40_000)?;
+    /// assert_eq!(window.release(40_000)?, Release::Update(40_000));
+    /// assert!(StdInputWindow::new(1 << 31).is_err()); // above 2^31-1
+    /// # Ok::<(), falconet_flow::FlowError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`FlowError::InitialTooLarge`] above 2^31-1.
+    pub fn new(initial: u32) -> Result<Self, FlowError> {
+        <Self as InputFlow>::with_initial(initial)
+    }
+
+    /// A window of `initial` bytes that announces credit once strictly
+    /// more than `threshold` bytes are pending (see
+    /// [`InputFlow::with_threshold`]).
+    ///
+    /// # Errors
+    /// As [`InputFlow::with_threshold`].
+    pub fn with_threshold(initial: u32, threshold: u32) -> Result<Self, FlowError> {
+        <Self as InputFlow>::with_threshold(initial, threshold)
+    }
+}
+
 impl<L: StateLock<InputState>> InputFlow for LockedInputWindow<L> {
     fn with_threshold(initial: u32, threshold: u32) -> Result<Self, FlowError> {
         Ok(Self { state: L::new(InputState::new(initial, threshold)?), initial, threshold })
@@ -85,6 +116,26 @@ pub struct LockedOutputWindow<L> {
 pub type ParkingLotOutputWindow = LockedOutputWindow<parking_lot::Mutex<OutputState>>;
 /// [`LockedOutputWindow`] with `std::sync::Mutex`.
 pub type StdOutputWindow = LockedOutputWindow<std::sync::Mutex<OutputState>>;
+
+impl<L: StateLock<OutputState>> LockedOutputWindow<L> {
+    /// A send window of `initial` bytes (the peer's
+    /// SETTINGS_INITIAL_WINDOW_SIZE), as
+    /// [`OutputWindow::new`](crate::OutputWindow::new).
+    ///
+    /// ```
+    /// use falconet_flow::{OutputFlow, ParkingLotOutputWindow};
+    ///
+    /// let window = ParkingLotOutputWindow::new(65_535)?;
+    /// assert_eq!(window.try_reserve(100_000), Ok(65_535));
+    /// # Ok::<(), falconet_flow::FlowError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`FlowError::InitialTooLarge`] above 2^31-1.
+    pub fn new(initial: u32) -> Result<Self, FlowError> {
+        <Self as OutputFlow>::with_initial(initial)
+    }
+}
 
 impl<L: StateLock<OutputState>> OutputFlow for LockedOutputWindow<L> {
     fn with_initial(initial: u32) -> Result<Self, FlowError> {
