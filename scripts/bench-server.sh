@@ -23,9 +23,12 @@
 #       and 1 MiB uploads echoed back with the windows binding (-w16 -W16),
 #       by the native binary (an application thread reads each body) and by
 #       the axum example (the worker polls the echoed body).
+#       With FALCONET_BEFORE=COMMIT set, the binary built from COMMIT runs
+#       beside today's in every HTTP/2 load (a regression check).
 #   python3 scripts/bench_server.py --h2 SECONDS ROUNDS "1 MiB responses"
 #       Only the HTTP/2 loads whose name contains the last argument (after
-#       --h2 built the servers).
+#       --h2 built the servers; FALCONET_BEFORE set adds the binary it
+#       built).
 #   python3 scripts/bench_server.py --h2-soak [minutes, default 10]
 #       falconet's RSS under h2load, sampled every 30 s (after --h2 built
 #       the servers).
@@ -39,25 +42,31 @@ if ! command -v wrk >/dev/null 2>&1; then
   sudo_if_needed apt-get install -y wrk || { sudo_if_needed apt-get update && sudo_if_needed apt-get install -y wrk; }
 fi
 cargo build --release -q -p falconet-server --bin falconet
+# The binary as at commit $1, into target/before/release/falconet.
+build_before() {
+  local worktree="target/before-src"
+  rm -rf "$worktree"
+  git worktree prune
+  git worktree add --detach -f "$worktree" "$1" >/dev/null
+  # Its own target dir (see docs/conventions.md: two trees must not share one).
+  (cd "$worktree" && CARGO_TARGET_DIR=../before cargo build --release -q -p falconet-server --bin falconet)
+  git worktree remove --force "$worktree"
+}
 if [ "${1:-}" = --h2 ]; then
   source scripts/h2load-env.sh
   need_nghttp2
   cargo build --release -q -p falconet-benches --bin hyper_h2_server
   cargo build --release -q -p falconet-server --features tower --example axum_hello
+  if [ -n "${FALCONET_BEFORE:-}" ]; then
+    build_before "$FALCONET_BEFORE"
+  fi
   exec python3 scripts/bench_server.py "$@"
 fi
 cargo build --release -q -p falconet-benches --bin hyper_server --bin may_minihttp_server --bin floor_server
 if [ "${1:-}" = --app ]; then
   cargo build --release -q -p falconet-server --features tower --example axum_hello
   cargo build --release -q -p falconet-benches --bin axum_server
-  before="${FALCONET_BEFORE:-f451e88}"
-  worktree="target/before-src"
-  rm -rf "$worktree"
-  git worktree prune
-  git worktree add --detach -f "$worktree" "$before" >/dev/null
-  # Its own target dir (see docs/conventions.md: two trees must not share one).
-  (cd "$worktree" && CARGO_TARGET_DIR=../before cargo build --release -q -p falconet-server --bin falconet)
-  git worktree remove --force "$worktree"
+  build_before "${FALCONET_BEFORE:-f451e88}"
 fi
 python3 scripts/bench_server.py "$@"
 # The plots: docs/img/server.svg (the default run), docs/img/server-app.svg (--app).

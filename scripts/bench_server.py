@@ -330,6 +330,7 @@ H2_SERVERS = {
     "hyper": lambda addr: [os.path.join(RELEASE, "hyper_h2_server"), addr],
     "axum-on-falconet": lambda addr: [os.path.join(EXAMPLES, "axum_hello"), "--addr", addr, "--workers", "1"],
     "nghttpd": lambda addr: ["nghttpd", "--no-tls", "-a", addr.split(":")[0], "-d", H2_ROOT, addr.split(":")[1]],
+    "falconet-before": lambda addr: [BEFORE, "--addr", addr, "--workers", "1"],
 }
 # (name, path, h2load arguments, servers that serve it)
 H2_MODES = [
@@ -367,6 +368,13 @@ def h2_benchmark(seconds, rounds, only=None):
     results = {}
     port = 19500
     modes = [m for m in H2_MODES if only is None or only in m[0]]
+    if os.environ.get("FALCONET_BEFORE"):
+        # A regression check: the earlier binary beside today's (built by
+        # bench-server.sh from the commit FALCONET_BEFORE names).
+        if not os.path.exists(BEFORE):
+            sys.exit(f"FALCONET_BEFORE is set but {BEFORE} is missing: run bench-server.sh --h2 first")
+        modes = [(mode, path, extra, names[:1] + ("falconet-before",) + names[1:])
+                 for mode, path, extra, names in modes]
     for r in range(rounds):
         for mode, path, extra, names in modes:
             for name in names:
@@ -397,7 +405,7 @@ def h2_benchmark(seconds, rounds, only=None):
         if "axum-on-falconet" in med:
             axum = med["axum-on-falconet"][1] / med["hyper"][1]
             print(f"| {mode} | axum-on-falconet vs hyper | | | | {axum:.2f}x |")
-    if only is None:  # a partial run leaves the plots' data as it was
+    if only is None and not os.environ.get("FALCONET_BEFORE"):  # a partial run leaves the plots' data as it was
         save_plot_data("server-h2", [(mode, n, statistics.median(x[1] for x in results[(mode, n)]))
                                      for mode, _, _, names in modes for n in names])
 
