@@ -1044,7 +1044,18 @@ impl Connection {
     /// stream in steady state (with a fixed 16 kept, every stream past the
     /// 16th of a batch cost its allocations again). There are never more
     /// than the most streams that were open at once.
-    fn retire(&mut self, stream: Stream) {
+    ///
+    /// A receive side nobody else holds (no body reader, no offer of one)
+    /// is aborted first: whatever it received and nobody released, nobody
+    /// can release any more, so it goes back to the connection now rather
+    /// than when the spare is reused (for good, if it never is). Where the
+    /// application still holds it, its reader releases as it reads and
+    /// aborts when dropped.
+    fn retire(&mut self, mut stream: Stream) {
+        if Arc::get_mut(&mut stream.input).is_some() {
+            let update = stream.input.abort().ok().flatten();
+            self.connection_update(update);
+        }
         let keep = usize::try_from(self.config.max_concurrent_streams).unwrap_or(usize::MAX);
         if self.spare_inputs.len() < keep {
             self.spare_inputs.push(stream.input);

@@ -104,6 +104,9 @@ struct Exchange<S> {
     /// while the body arrives.
     offer: Option<BodyOffer>,
     body: Option<Writer>,
+    /// Bytes put into the lent body's pipe: its reader releases them as
+    /// it reads, or the server does if the application never takes it.
+    lent: u64,
     /// The body's pipe failed (the pool ran dry): reset the stream.
     failed: bool,
     /// The request arrived whole (END_STREAM).
@@ -441,7 +444,9 @@ impl<S: Send + 'static> Http2<S> {
             cx.requests += 1;
             let _ = response.finish();
             if answered.is_err() {
-                app.offer = None;
+                if let Some(offer) = app.offer.take() {
+                    release_untaken(&mut self.conn, id, exchange, offer);
+                }
                 app.deferred = None;
                 app.polled = None;
                 exchange.body = None;
@@ -452,13 +457,7 @@ impl<S: Send + 'static> Http2<S> {
                 // The body was not taken: the server reads it and discards
                 // it (as HTTP/1 does). What already arrived is released now,
                 // the rest as it comes, so the client's upload goes on.
-                let written = exchange.body.take().map_or(0, |writer| writer.written());
-                if let Some(flow) = offer.flow {
-                    let written = u32::try_from(written).unwrap_or(u32::MAX);
-                    if let Ok(updates) = flow.input.release(written) {
-                        self.conn.send_updates(id, updates);
-                    }
-                }
+                release_untaken(&mut self.conn, id, exchange, offer);
             } else if exchange.body.is_some() {
                 // Taken and still arriving: the application reads it to
                 // its end even if the response ends first.
@@ -1083,6 +1082,29 @@ fn lowercase_fields(
     }
 }
 
+/// A lent body the application never took (its `respond` answered
+/// without [`take_body`](crate::Response::take_body), or panicked): the
+/// bytes already in its pipe will never be read, so their credit goes back
+/// now. The body's writer goes with the offer; what arrives later is
+/// discarded and released as it comes. (Keeping the credit would keep
+/// those bytes counted against the connection window until the stream's
+/// receive side is reused, for good on a connection that then runs fewer
+/// streams at once.)
+fn release_untaken<S>(
+    conn: &mut Connection,
+    id: u32,
+    exchange: &mut Exchange<S>,
+    offer: BodyOffer,
+) {
+    exchange.body = None;
+    let lent = u32::try_from(std::mem::take(&mut exchange.lent)).unwrap_or(u32::MAX);
+    if let Some(flow) = offer.flow
+        && let Ok(updates) = flow.input.release(lent)
+    {
+        conn.send_updates(id, updates);
+    }
+}
+
 /// The connection's events, handed to the handler as they arrive.
 struct Dispatch<'a, H: Handler> {
     handler: &'a H,
@@ -1230,6 +1252,7 @@ impl<H: Handler> Dispatch<'_, H> {
                 source: None,
                 offer,
                 body: writer,
+                lent: 0,
                 failed: false,
                 request_ended: end_stream,
                 responded: false,
@@ -1276,6 +1299,7 @@ impl<H: Handler> Dispatch<'_, H> {
                 self.hints.failed = true;
                 return true;
             }
+            exchange.lent += data.len() as u64;
             if end_stream && let Some(writer) = exchange.body.take() {
                 writer.close();
             }

@@ -10,6 +10,8 @@ struct Seen {
     events: Vec<String>,
     /// Each stream's receive side, as the sink got it.
     inputs: Vec<Arc<StreamInput>>,
+    /// Leave DATA to be released later (a lent body), not consumed now.
+    unconsumed: bool,
 }
 
 impl Streams for Seen {
@@ -23,7 +25,7 @@ impl Streams for Seen {
     }
     fn data(&mut self, stream: u32, data: &[u8], end_stream: bool) -> bool {
         self.events.push(format!("data {stream} {} end={end_stream}", data.len()));
-        true
+        !self.unconsumed
     }
     fn reset(&mut self, stream: u32) {
         self.events.push(format!("reset {stream}"));
@@ -181,6 +183,42 @@ fn a_request_and_its_response() {
         ]
     );
     assert_eq!(c.conn.open_streams(), 0);
+}
+
+/// 6.9: a finished stream whose body nobody released, and whose receive
+/// side nobody holds any more, gives those bytes back to the connection
+/// as it ends (a WINDOW_UPDATE), not when its receive side is reused:
+/// kept for reuse with them still counted, they were lost to a
+/// connection that then ran fewer streams at once.
+#[test]
+fn a_finished_stream_gives_back_what_nobody_released() {
+    let mut c = Client::new();
+    c.seen.unconsumed = true;
+    let headers = c.request(1, "/a", false);
+    c.feed(&headers);
+    let body = 33 * 16_384; // past half the connection window
+    for n in 1..=33 {
+        c.feed(&raw(kind::DATA, if n == 33 { flag::END_STREAM } else { 0 }, 1, &[0; 16_384]));
+    }
+    assert_eq!(c.conn.recv.available(), (1 << 20) - body);
+    // The application never read the body and let go of its reader.
+    c.seen.inputs.clear();
+    c.conn.send_headers(1, 401, [], true);
+    assert_eq!(c.conn.open_streams(), 0);
+    assert!(c.sent().contains(&Sent::WindowUpdate { stream: 0, increment: body }));
+    assert_eq!(c.conn.recv.available(), 1 << 20);
+
+    // Still held (a reader that may yet read and release): kept counted.
+    let headers = c.request(3, "/b", false);
+    c.feed(&headers);
+    for n in 1..=33 {
+        c.feed(&raw(kind::DATA, if n == 33 { flag::END_STREAM } else { 0 }, 3, &[0; 16_384]));
+    }
+    c.conn.send_headers(3, 200, [], true);
+    assert_eq!(c.conn.open_streams(), 0);
+    assert!(!c.sent().iter().any(|f| matches!(f, Sent::WindowUpdate { stream: 0, .. })));
+    let reader = c.seen.inputs.pop().unwrap();
+    assert_eq!(reader.release(body).unwrap().connection, Some(body));
 }
 
 /// 3.4: the preface must be exact, and SETTINGS must follow it.

@@ -1,0 +1,176 @@
+//! A lent HTTP/2 request body the application never takes gives its
+//! connection credit back (an independent review's finding).
+//!
+//! A handler that calls `stream_body` in `head` and answers without
+//! `take_body` (a 401 before an upload), or whose `respond` panics, left
+//! the bytes already in the body's pipe counted against the connection's
+//! receive window: once the whole body had arrived, nothing released them,
+//! and the stream's receive side was kept for reuse with its unread bytes
+//! still counted. They came back only if that spare was reused, so a
+//! connection that then ran fewer streams at once stalled for good (with a
+//! 64 KiB connection window, after three such uploads). The client here
+//! keeps to its connection credit, as a real one does: 65,535 plus the
+//! server's connection WINDOW_UPDATEs, less the DATA it sent.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::h2raw::{Event, Frame, Raw, req};
+use common::serve;
+use falconet_server::h2::frame::{FrameHeader, flag, kind};
+use falconet_server::{Handler, Request, Response};
+
+/// `/lend` lends its body and never takes it: answered, or panicking in
+/// `respond` when `panic`; `/count` reads its body in `body`.
+#[derive(Clone, Copy)]
+struct Untaken {
+    panic: bool,
+}
+
+impl Handler for Untaken {
+    type State = bool;
+    fn head(&self, request: &Request<'_>) -> bool {
+        let lend = request.path() == "/lend";
+        if lend {
+            request.stream_body();
+        }
+        lend
+    }
+    fn body(&self, _: &mut bool, _: &[u8]) {}
+    fn respond(&self, lent: bool, response: &mut Response<'_>) {
+        if lent && self.panic {
+            panic!("a handler bug, its lent body never taken");
+        }
+        response.body(if lent { b"refused unread" } else { b"counted" }).unwrap();
+    }
+}
+
+/// A raw client that counts its connection credit.
+struct Client {
+    raw: Raw,
+    credit: i64,
+}
+
+impl Client {
+    /// Reads frames until `stop` says so (true) or `timeout` (false).
+    fn pump_until(&mut self, timeout: Duration, mut stop: impl FnMut(&Frame) -> bool) -> bool {
+        let deadline = Instant::now() + timeout;
+        loop {
+            match self.raw.next(deadline.saturating_duration_since(Instant::now())) {
+                Event::Frame(frame) => {
+                    if frame.kind == kind::HEADERS {
+                        let _ = self.raw.decoder.decode(&frame.payload, |_| {});
+                    }
+                    if frame.kind == kind::WINDOW_UPDATE && frame.stream == 0 {
+                        let increment = u32::from_be_bytes(frame.payload[..4].try_into().unwrap());
+                        self.credit += i64::from(increment);
+                    }
+                    assert_ne!(frame.kind, kind::GOAWAY, "GOAWAY({})", frame.code());
+                    if stop(&frame) {
+                        return true;
+                    }
+                }
+                Event::Eof => panic!("the server closed the connection"),
+                Event::Timeout => return false,
+            }
+        }
+    }
+}
+
+/// `burst` uploads of 16 KiB to `/lend` in one write (all open before any
+/// ends, so none reuses another's receive side), while stream 1 (when
+/// `hold`) stays open across them; then 100 uploads of 8 KiB to `/count`
+/// one at a time within the client's credit. The credit must never run
+/// out, and a server that releases what it should announces again before
+/// the credit falls much below half the window.
+fn untaken_bodies_then_uploads(untaken: Untaken, window: u32, burst: u32, hold: bool) {
+    let config = falconet_server::h2::connection::Config {
+        connection_window_size: window,
+        ..Default::default()
+    };
+    let server = serve(common::options().http2(config), untaken);
+    let mut client = Client { raw: Raw::handshake(server.addr, &[]), credit: 65_535 };
+    client.raw.frame(kind::SETTINGS, flag::ACK, 0, &[]);
+    // The server's connection WINDOW_UPDATE past 65,535, if any.
+    client.pump_until(Duration::from_millis(300), |_| false);
+    if hold {
+        client.raw.headers(1, &req("POST", "/count"), false);
+    }
+    let mut burst_bytes = Vec::new();
+    let first = 3;
+    let mut id = first;
+    for _ in 0..burst {
+        let block = req("POST", "/lend");
+        let header = FrameHeader {
+            length: block.len() as u32,
+            kind: kind::HEADERS,
+            flags: flag::END_HEADERS,
+            stream: id,
+        };
+        header.encode(&mut burst_bytes);
+        burst_bytes.extend_from_slice(&block);
+        FrameHeader { length: 16_384, kind: kind::DATA, flags: flag::END_STREAM, stream: id }
+            .encode(&mut burst_bytes);
+        burst_bytes.extend_from_slice(&[b'y'; 16_384]);
+        client.credit -= 16_384;
+        id += 2;
+    }
+    client.raw.send(&burst_bytes);
+    let mut answered = 0;
+    let all = client.pump_until(Duration::from_secs(5), |frame| {
+        answered += u32::from(frame.end_stream() && (first..id).contains(&frame.stream));
+        answered == burst
+    });
+    assert!(all, "{answered} of {burst} lent uploads answered");
+    if hold {
+        client.raw.data(1, &[], true);
+        assert!(client.pump_until(Duration::from_secs(5), |f| f.stream == 1 && f.end_stream()));
+    }
+    let window = i64::from(window);
+    let mut lowest = client.credit;
+    for n in 0..100 {
+        if client.credit < 8_192 {
+            client.pump_until(Duration::from_secs(2), |f| {
+                f.kind == kind::WINDOW_UPDATE && f.stream == 0
+            });
+        }
+        assert!(
+            client.credit >= 8_192,
+            "upload {n}: the client may send {} bytes of a {window}-byte connection window \
+             and no WINDOW_UPDATE comes",
+            client.credit,
+        );
+        client.raw.headers(id, &req("POST", "/count"), false);
+        client.raw.data(id, &[b'x'; 8_192], true);
+        client.credit -= 8_192;
+        lowest = lowest.min(client.credit);
+        let stream = id;
+        assert!(
+            client.pump_until(Duration::from_secs(5), |f| f.stream == stream && f.end_stream()),
+            "upload {n} unanswered"
+        );
+        id += 2;
+    }
+    // The server announces once more than half its window is pending.
+    assert!(lowest > window / 2 - 2 * 16_384, "the credit fell to {lowest} of {window}");
+    server.stop();
+}
+
+#[test]
+fn an_untaken_lent_body_gives_its_credit_back() {
+    untaken_bodies_then_uploads(Untaken { panic: false }, 65_535, 3, false);
+}
+
+#[test]
+fn a_panicking_respond_gives_its_lent_body_credit_back() {
+    untaken_bodies_then_uploads(Untaken { panic: true }, 65_535, 3, false);
+}
+
+/// The default 1 MiB window, 60 untaken bodies: before, a quarter of the
+/// window stayed counted for good.
+#[test]
+fn sixty_untaken_bodies_leave_the_default_window_whole() {
+    untaken_bodies_then_uploads(Untaken { panic: false }, 1 << 20, 60, true);
+    untaken_bodies_then_uploads(Untaken { panic: true }, 1 << 20, 60, true);
+}
