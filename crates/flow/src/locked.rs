@@ -68,7 +68,7 @@ impl<L: StateLock<InputState>> LockedInputWindow<L> {
     /// # Errors
     /// [`FlowError::InitialTooLarge`] above 2^31-1.
     pub fn new(initial: u32) -> Result<Self, FlowError> {
-        <Self as InputFlow>::with_initial(initial)
+        <Self as InputFlow>::with_threshold(initial, initial / 2)
     }
 
     /// A window of `initial` bytes that announces credit once strictly

@@ -16,14 +16,6 @@ pub trait InputFlow: Send + Sync + Sized {
     /// [`FlowError::ThresholdTooLarge`] unless `threshold < initial` (or
     /// both are 0).
     fn with_threshold(initial: u32, threshold: u32) -> Result<Self, FlowError>;
-    /// A window of `initial` bytes that announces credit past half of it
-    /// (`with_threshold(initial, initial / 2)`, h2's rule).
-    ///
-    /// # Errors
-    /// [`FlowError::InitialTooLarge`] above 2^31-1.
-    fn with_initial(initial: u32) -> Result<Self, FlowError> {
-        Self::with_threshold(initial, initial / 2)
-    }
     /// A DATA frame of `n` bytes arrived.
     ///
     /// # Errors

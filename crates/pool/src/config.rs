@@ -107,7 +107,9 @@ impl PoolBuilder {
         // Cannot overflow: both factors are bounded above.
         let slab_bytes = block_size * blocks_per_slab;
         // Unset, the bound never makes a valid slab size invalid.
-        let max_bytes = max_bytes.unwrap_or(DEFAULT_MAX_BYTES.min(MAX_SLABS * slab_bytes));
+        // (Saturating: 2^20 slabs of 128 KiB overflow a 32-bit usize.)
+        let max_bytes =
+            max_bytes.unwrap_or(DEFAULT_MAX_BYTES.min(MAX_SLABS.saturating_mul(slab_bytes)));
         if slab_bytes > max_bytes {
             return Err(ConfigError::SlabOverBound { slab_bytes, max_bytes });
         }
@@ -199,7 +201,10 @@ mod tests {
                 .validate()
                 .unwrap();
             let slab_bytes = block_size * blocks_per_slab;
-            assert_eq!(config.max_bytes, DEFAULT_MAX_BYTES.min(MAX_SLABS * slab_bytes));
+            assert_eq!(
+                config.max_bytes,
+                DEFAULT_MAX_BYTES.min(MAX_SLABS.saturating_mul(slab_bytes))
+            );
             assert_eq!(config.max_slabs, config.max_bytes / slab_bytes);
             assert!(config.max_slabs <= MAX_SLABS);
         }
