@@ -1,5 +1,5 @@
 //! A lent HTTP/2 request body the application never takes gives its
-//! connection credit back (an independent review's finding).
+//! connection credit back (two independent reviews' findings).
 //!
 //! A handler that calls `stream_body` in `head` and answers without
 //! `take_body` (a 401 before an upload), or whose `respond` panics, left
@@ -78,18 +78,39 @@ impl Client {
     }
 }
 
-/// `burst` uploads of 16 KiB to `/lend` in one write (all open before any
-/// ends, so none reuses another's receive side), while stream 1 (when
-/// `hold`) stays open across them; then 100 uploads of 8 KiB to `/count`
-/// one at a time within the client's credit. The credit must never run
-/// out, and a server that releases what it should announces again before
-/// the credit falls much below half the window.
-fn untaken_bodies_then_uploads(untaken: Untaken, window: u32, burst: u32, hold: bool) {
+/// What each upload to `/lend` sends.
+#[derive(Clone, Copy, PartialEq)]
+enum Shape {
+    /// 16 KiB and END_STREAM.
+    Whole,
+    /// 8,000 bytes, 2,001 more (past a `max_body` of 10,000), and an empty
+    /// END_STREAM, in the same read: the stream is refused (413) before
+    /// `respond` runs, with 8,000 bytes in its lent body's pipe.
+    PastMaxBody,
+}
+
+/// `burst` uploads to `/lend` in one write (all open before any ends, so
+/// none reuses another's receive side), while stream 1 (when `hold`) stays
+/// open across them; then 100 uploads of 8 KiB to `/count` one at a time
+/// within the client's credit. The credit must never run out, and a
+/// server that releases what it should announces again before the credit
+/// falls much below half the window.
+fn untaken_bodies_then_uploads(
+    untaken: Untaken,
+    window: u32,
+    burst: u32,
+    hold: bool,
+    shape: Shape,
+) {
     let config = falconet_server::h2::connection::Config {
         connection_window_size: window,
         ..Default::default()
     };
-    let server = serve(common::options().http2(config), untaken);
+    let mut options = common::options().http2(config);
+    if shape == Shape::PastMaxBody {
+        options = options.max_body(10_000);
+    }
+    let server = serve(options, untaken);
     let mut client = Client { raw: Raw::handshake(server.addr, &[]), credit: 65_535 };
     client.raw.frame(kind::SETTINGS, flag::ACK, 0, &[]);
     // The server's connection WINDOW_UPDATE past 65,535, if any.
@@ -110,10 +131,16 @@ fn untaken_bodies_then_uploads(untaken: Untaken, window: u32, burst: u32, hold: 
         };
         header.encode(&mut burst_bytes);
         burst_bytes.extend_from_slice(&block);
-        FrameHeader { length: 16_384, kind: kind::DATA, flags: flag::END_STREAM, stream: id }
-            .encode(&mut burst_bytes);
-        burst_bytes.extend_from_slice(&[b'y'; 16_384]);
-        client.credit -= 16_384;
+        let pieces: &[(usize, u8)] = match shape {
+            Shape::Whole => &[(16_384, flag::END_STREAM)],
+            Shape::PastMaxBody => &[(8_000, 0), (2_001, 0), (0, flag::END_STREAM)],
+        };
+        for &(length, flags) in pieces {
+            FrameHeader { length: length as u32, kind: kind::DATA, flags, stream: id }
+                .encode(&mut burst_bytes);
+            burst_bytes.resize(burst_bytes.len() + length, b'y');
+            client.credit -= length as i64;
+        }
         id += 2;
     }
     client.raw.send(&burst_bytes);
@@ -159,18 +186,26 @@ fn untaken_bodies_then_uploads(untaken: Untaken, window: u32, burst: u32, hold: 
 
 #[test]
 fn an_untaken_lent_body_gives_its_credit_back() {
-    untaken_bodies_then_uploads(Untaken { panic: false }, 65_535, 3, false);
+    untaken_bodies_then_uploads(Untaken { panic: false }, 65_535, 3, false, Shape::Whole);
 }
 
 #[test]
 fn a_panicking_respond_gives_its_lent_body_credit_back() {
-    untaken_bodies_then_uploads(Untaken { panic: true }, 65_535, 3, false);
+    untaken_bodies_then_uploads(Untaken { panic: true }, 65_535, 3, false, Shape::Whole);
+}
+
+/// A lent body refused past `max_body` before `respond` ran (a second
+/// review, hunting credit along every body path): the 413 did not look at
+/// the body's offer, and the bytes in its pipe stayed counted.
+#[test]
+fn a_lent_body_refused_past_max_body_gives_its_credit_back() {
+    untaken_bodies_then_uploads(Untaken { panic: false }, 65_535, 6, false, Shape::PastMaxBody);
 }
 
 /// The default 1 MiB window, 60 untaken bodies: before, a quarter of the
 /// window stayed counted for good.
 #[test]
 fn sixty_untaken_bodies_leave_the_default_window_whole() {
-    untaken_bodies_then_uploads(Untaken { panic: false }, 1 << 20, 60, true);
-    untaken_bodies_then_uploads(Untaken { panic: true }, 1 << 20, 60, true);
+    untaken_bodies_then_uploads(Untaken { panic: false }, 1 << 20, 60, true, Shape::Whole);
+    untaken_bodies_then_uploads(Untaken { panic: true }, 1 << 20, 60, true, Shape::Whole);
 }

@@ -430,7 +430,7 @@ impl<S: Send + 'static> Http2<S> {
             exchange.responded = true;
             if let Some(status) = exchange.refused {
                 exchange.state = None;
-                refuse(exchange, cx, status);
+                refuse(&mut self.conn, id, exchange, cx, status);
                 continue;
             }
             let Some(state) = exchange.state.take() else { continue };
@@ -450,7 +450,7 @@ impl<S: Send + 'static> Http2<S> {
                 app.deferred = None;
                 app.polled = None;
                 exchange.body = None;
-                refuse(exchange, cx, Status::INTERNAL_SERVER_ERROR);
+                refuse(&mut self.conn, id, exchange, cx, Status::INTERNAL_SERVER_ERROR);
                 continue;
             }
             if let Some(offer) = app.offer.take() {
@@ -680,7 +680,7 @@ impl<S: Send + 'static> Http2<S> {
                 }
             } else {
                 let status = exchange.failure.unwrap_or(Status::INTERNAL_SERVER_ERROR);
-                refuse(exchange, cx, status);
+                refuse(&mut self.conn, id, exchange, cx, status);
             }
             moved = true;
         }
@@ -890,7 +890,7 @@ impl<S: Send + 'static> Http2<S> {
                 exchange.state = None;
                 exchange.ready = false;
                 exchange.responded = true;
-                refuse(exchange, cx, Status::SERVICE_UNAVAILABLE);
+                refuse(&mut self.conn, id, exchange, cx, Status::SERVICE_UNAVAILABLE);
             }
         }
     }
@@ -951,7 +951,18 @@ impl<S: Send + 'static> Http2<S> {
 }
 
 /// Writes a refusal (`status`, empty body) as the whole response.
-fn refuse<S>(exchange: &mut Exchange<S>, cx: &Context, status: Status) {
+fn refuse<S>(
+    conn: &mut Connection,
+    id: u32,
+    exchange: &mut Exchange<S>,
+    cx: &Context,
+    status: Status,
+) {
+    // A lent body refused before `respond` took its offer (past
+    // `max_body`, a failed pipe, `response_timeout`): nobody will read it.
+    if let Some(offer) = exchange.offer.take() {
+        release_untaken(conn, id, exchange, offer);
+    }
     exchange.staged.clear();
     exchange.sent = 0;
     exchange.shared.clear();
