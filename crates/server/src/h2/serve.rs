@@ -1094,7 +1094,8 @@ fn lowercase_fields(
 }
 
 /// A lent body the application never took (its `respond` answered
-/// without [`take_body`](crate::Response::take_body), or panicked): the
+/// without [`take_body`](crate::Response::take_body) or panicked, or the
+/// stream was refused before `respond` ran): the
 /// bytes already in its pipe will never be read, so their credit goes back
 /// now. The body's writer goes with the offer; what arrives later is
 /// discarded and released as it comes. (Keeping the credit would keep
