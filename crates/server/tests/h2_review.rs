@@ -11,7 +11,7 @@ use std::io::Read;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use common::h2raw::{Event, Frame, Raw, block, literal, req};
+use common::h2raw::{Credit, Event, Frame, Raw, block, literal, req};
 use common::serve;
 use falconet_server::h2::frame::{self, ErrorCode, FrameHeader, PREFACE, kind};
 use falconet_server::{Handler, Options, Request, Response, Status};
@@ -660,112 +660,6 @@ fn shutdown_announces_goaway_to_busy_connections() {
 }
 
 // ------------------------------------------------------------ credit
-
-/// The client's view of the server's receive windows, as a careful
-/// client keeps it: DATA spends, WINDOW_UPDATE refills.
-struct Credit {
-    connection: i64,
-    streams: std::collections::HashMap<u32, i64>,
-    /// Responses seen: (stream, status).
-    done: Vec<(u32, u16)>,
-    resets: Vec<(u32, u32)>,
-}
-
-impl Credit {
-    fn new() -> Self {
-        Self {
-            connection: 65535,
-            streams: Default::default(),
-            done: Vec::new(),
-            resets: Vec::new(),
-        }
-    }
-
-    fn absorb(&mut self, raw: &mut Raw, f: Frame) {
-        match f.kind {
-            kind::WINDOW_UPDATE => {
-                let n = i64::from(u32::from_be_bytes(f.payload[..4].try_into().unwrap()));
-                if f.stream == 0 {
-                    self.connection += n;
-                } else if let Some(w) = self.streams.get_mut(&f.stream) {
-                    *w += n;
-                }
-            }
-            kind::GOAWAY => {
-                panic!("GOAWAY({}) {}", f.code(), String::from_utf8_lossy(&f.payload[8..]))
-            }
-            kind::RST_STREAM => self.resets.push((f.stream, f.code())),
-            kind::HEADERS => {
-                let mut status = 0;
-                let _ = raw.decoder.decode(&f.payload, |field| {
-                    if field.name == b":status" {
-                        status = String::from_utf8_lossy(field.value).parse().unwrap_or(0);
-                    }
-                });
-                if status >= 200 {
-                    self.done.push((f.stream, status));
-                }
-            }
-            _ => {}
-        }
-    }
-
-    /// Sends `total` bytes on `stream` as the windows allow (`pad` bytes of
-    /// padding per frame); panics when no credit comes for 3 s.
-    fn upload(&mut self, raw: &mut Raw, stream: u32, total: usize, pad: u8, end: bool) {
-        self.streams.entry(stream).or_insert(1 << 20);
-        let mut left = total;
-        while left > 0 {
-            let allowed = self.connection.min(self.streams[&stream]);
-            let frame_cost = 16384.min(left + usize::from(pad > 0) + usize::from(pad)) as i64;
-            if allowed < frame_cost.min(1024) {
-                match raw.next(Duration::from_secs(3)) {
-                    Event::Frame(f) => self.absorb(raw, f),
-                    other => panic!(
-                        "stream {stream}: no credit with {left} of {total} left ({other:?}): conn {} stream {}",
-                        self.connection, self.streams[&stream]
-                    ),
-                }
-                continue;
-            }
-            let budget = (allowed as usize).min(16384);
-            let overhead = if pad > 0 { 1 + usize::from(pad) } else { 0 };
-            let n = left.min(budget.saturating_sub(overhead));
-            let mut payload = Vec::new();
-            let mut flags = 0;
-            if pad > 0 {
-                flags |= 0x8;
-                payload.push(pad);
-            }
-            payload.extend(std::iter::repeat_n(b'd', n));
-            payload.extend(std::iter::repeat_n(0u8, usize::from(pad)));
-            left -= n;
-            if left == 0 && end {
-                flags |= 1;
-            }
-            raw.frame(kind::DATA, flags, stream, &payload);
-            self.connection -= payload.len() as i64;
-            *self.streams.get_mut(&stream).unwrap() -= payload.len() as i64;
-            // Read whatever is there without waiting.
-            while let Event::Frame(f) = raw.next(Duration::from_millis(1)) {
-                self.absorb(raw, f);
-            }
-        }
-    }
-
-    fn wait_done(&mut self, raw: &mut Raw, stream: u32) -> u16 {
-        let deadline = Instant::now() + Duration::from_secs(5);
-        loop {
-            if let Some(&(_, status)) = self.done.iter().find(|(s, _)| *s == stream) {
-                return status;
-            }
-            assert!(Instant::now() < deadline, "no response on {stream}");
-            if let Event::Frame(f) = raw.next(Duration::from_millis(200)) {
-                self.absorb(raw, f);
-            }
-        }
-    }
-}
 
 fn post(path: &str, length: Option<usize>) -> Vec<u8> {
     let mut head = block(&[(":method", "POST"), (":scheme", "http"), (":path", path)]);

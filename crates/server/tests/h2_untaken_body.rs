@@ -10,13 +10,14 @@
 //! connection that then ran fewer streams at once stalled for good (with a
 //! 64 KiB connection window, after three such uploads). The client here
 //! keeps to its connection credit, as a real one does: 65,535 plus the
-//! server's connection WINDOW_UPDATEs, less the DATA it sent.
+//! server's connection WINDOW_UPDATEs, less the DATA it sent
+//! (`common::h2raw::Credit`).
 
 mod common;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::h2raw::{Event, Frame, Raw, req};
+use common::h2raw::{Credit, Raw, req};
 use common::serve;
 use falconet_server::h2::frame::{FrameHeader, flag, kind};
 use falconet_server::{Handler, Request, Response};
@@ -43,38 +44,6 @@ impl Handler for Untaken {
             panic!("a handler bug, its lent body never taken");
         }
         response.body(if lent { b"refused unread" } else { b"counted" }).unwrap();
-    }
-}
-
-/// A raw client that counts its connection credit.
-struct Client {
-    raw: Raw,
-    credit: i64,
-}
-
-impl Client {
-    /// Reads frames until `stop` says so (true) or `timeout` (false).
-    fn pump_until(&mut self, timeout: Duration, mut stop: impl FnMut(&Frame) -> bool) -> bool {
-        let deadline = Instant::now() + timeout;
-        loop {
-            match self.raw.next(deadline.saturating_duration_since(Instant::now())) {
-                Event::Frame(frame) => {
-                    if frame.kind == kind::HEADERS {
-                        let _ = self.raw.decoder.decode(&frame.payload, |_| {});
-                    }
-                    if frame.kind == kind::WINDOW_UPDATE && frame.stream == 0 {
-                        let increment = u32::from_be_bytes(frame.payload[..4].try_into().unwrap());
-                        self.credit += i64::from(increment);
-                    }
-                    assert_ne!(frame.kind, kind::GOAWAY, "GOAWAY({})", frame.code());
-                    if stop(&frame) {
-                        return true;
-                    }
-                }
-                Event::Eof => panic!("the server closed the connection"),
-                Event::Timeout => return false,
-            }
-        }
     }
 }
 
@@ -111,12 +80,13 @@ fn untaken_bodies_then_uploads(
         options = options.max_body(10_000);
     }
     let server = serve(options, untaken);
-    let mut client = Client { raw: Raw::handshake(server.addr, &[]), credit: 65_535 };
-    client.raw.frame(kind::SETTINGS, flag::ACK, 0, &[]);
+    let mut raw = Raw::handshake(server.addr, &[]);
+    let mut credit = Credit::new();
+    raw.frame(kind::SETTINGS, flag::ACK, 0, &[]);
     // The server's connection WINDOW_UPDATE past 65,535, if any.
-    client.pump_until(Duration::from_millis(300), |_| false);
+    credit.until(&mut raw, Duration::from_millis(300), |_| false);
     if hold {
-        client.raw.headers(1, &req("POST", "/count"), false);
+        raw.headers(1, &req("POST", "/count"), false);
     }
     let mut burst_bytes = Vec::new();
     let first = 3;
@@ -139,44 +109,37 @@ fn untaken_bodies_then_uploads(
             FrameHeader { length: length as u32, kind: kind::DATA, flags, stream: id }
                 .encode(&mut burst_bytes);
             burst_bytes.resize(burst_bytes.len() + length, b'y');
-            client.credit -= length as i64;
+            credit.connection -= length as i64;
         }
         id += 2;
     }
-    client.raw.send(&burst_bytes);
-    let mut answered = 0;
-    let all = client.pump_until(Duration::from_secs(5), |frame| {
-        answered += u32::from(frame.end_stream() && (first..id).contains(&frame.stream));
-        answered == burst
-    });
-    assert!(all, "{answered} of {burst} lent uploads answered");
+    raw.send(&burst_bytes);
+    for stream in (first..id).step_by(2) {
+        credit.wait_done(&mut raw, stream);
+    }
     if hold {
-        client.raw.data(1, &[], true);
-        assert!(client.pump_until(Duration::from_secs(5), |f| f.stream == 1 && f.end_stream()));
+        raw.data(1, &[], true);
+        assert_eq!(credit.wait_done(&mut raw, 1), 200);
     }
     let window = i64::from(window);
-    let mut lowest = client.credit;
+    let mut lowest = credit.connection;
     for n in 0..100 {
-        if client.credit < 8_192 {
-            client.pump_until(Duration::from_secs(2), |f| {
+        if credit.connection < 8_192 {
+            credit.until(&mut raw, Duration::from_secs(2), |f| {
                 f.kind == kind::WINDOW_UPDATE && f.stream == 0
             });
         }
         assert!(
-            client.credit >= 8_192,
+            credit.connection >= 8_192,
             "upload {n}: the client may send {} bytes of a {window}-byte connection window \
              and no WINDOW_UPDATE comes",
-            client.credit,
+            credit.connection,
         );
-        client.raw.headers(id, &req("POST", "/count"), false);
-        client.raw.data(id, &[b'x'; 8_192], true);
-        client.credit -= 8_192;
-        lowest = lowest.min(client.credit);
-        let stream = id;
-        assert!(
-            client.pump_until(Duration::from_secs(5), |f| f.stream == stream && f.end_stream()),
-            "upload {n} unanswered"
-        );
+        raw.headers(id, &req("POST", "/count"), false);
+        raw.data(id, &[b'x'; 8_192], true);
+        credit.connection -= 8_192;
+        lowest = lowest.min(credit.connection);
+        assert_eq!(credit.wait_done(&mut raw, id), 200, "upload {n}");
         id += 2;
     }
     // The server announces once more than half its window is pending.

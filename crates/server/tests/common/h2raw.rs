@@ -255,3 +255,145 @@ pub fn answered_within(raw: &mut Raw, id: u32, timeout: Duration) -> bool {
     });
     frames.iter().any(|f| f.stream == id && f.end_stream())
 }
+
+/// The client's view of the server's receive windows, as a careful
+/// client keeps it: DATA spends, WINDOW_UPDATE refills.
+pub struct Credit {
+    /// What the client may still send on the connection.
+    pub connection: i64,
+    /// And on each stream it uploads on.
+    pub streams: std::collections::HashMap<u32, i64>,
+    /// Responses seen: (stream, status).
+    pub done: Vec<(u32, u16)>,
+    /// Resets seen: (stream, code).
+    pub resets: Vec<(u32, u32)>,
+}
+
+impl Default for Credit {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Credit {
+    /// The default windows (65,535) before the server's updates.
+    pub fn new() -> Self {
+        Self {
+            connection: 65535,
+            streams: Default::default(),
+            done: Vec::new(),
+            resets: Vec::new(),
+        }
+    }
+
+    /// Takes in one frame the server sent.
+    pub fn absorb(&mut self, raw: &mut Raw, f: Frame) {
+        match f.kind {
+            kind::WINDOW_UPDATE => {
+                let n = i64::from(u32::from_be_bytes(f.payload[..4].try_into().unwrap()));
+                if f.stream == 0 {
+                    self.connection += n;
+                } else if let Some(w) = self.streams.get_mut(&f.stream) {
+                    *w += n;
+                }
+            }
+            kind::GOAWAY => {
+                panic!("GOAWAY({}) {}", f.code(), String::from_utf8_lossy(&f.payload[8..]))
+            }
+            kind::RST_STREAM => self.resets.push((f.stream, f.code())),
+            kind::HEADERS => {
+                let mut status = 0;
+                let _ = raw.decoder.decode(&f.payload, |field| {
+                    if field.name == b":status" {
+                        status = String::from_utf8_lossy(field.value).parse().unwrap_or(0);
+                    }
+                });
+                if status >= 200 {
+                    self.done.push((f.stream, status));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Sends `total` bytes on `stream` as the windows allow (`pad` bytes of
+    /// padding per frame); panics when no credit comes for 3 s.
+    pub fn upload(&mut self, raw: &mut Raw, stream: u32, total: usize, pad: u8, end: bool) {
+        self.streams.entry(stream).or_insert(1 << 20);
+        let mut left = total;
+        while left > 0 {
+            let allowed = self.connection.min(self.streams[&stream]);
+            let frame_cost = 16384.min(left + usize::from(pad > 0) + usize::from(pad)) as i64;
+            if allowed < frame_cost.min(1024) {
+                match raw.next(Duration::from_secs(3)) {
+                    Event::Frame(f) => self.absorb(raw, f),
+                    other => panic!(
+                        "stream {stream}: no credit with {left} of {total} left ({other:?}): conn {} stream {}",
+                        self.connection, self.streams[&stream]
+                    ),
+                }
+                continue;
+            }
+            let budget = (allowed as usize).min(16384);
+            let overhead = if pad > 0 { 1 + usize::from(pad) } else { 0 };
+            let n = left.min(budget.saturating_sub(overhead));
+            let mut payload = Vec::new();
+            let mut flags = 0;
+            if pad > 0 {
+                flags |= 0x8;
+                payload.push(pad);
+            }
+            payload.extend(std::iter::repeat_n(b'd', n));
+            payload.extend(std::iter::repeat_n(0u8, usize::from(pad)));
+            left -= n;
+            if left == 0 && end {
+                flags |= 1;
+            }
+            raw.frame(kind::DATA, flags, stream, &payload);
+            self.connection -= payload.len() as i64;
+            *self.streams.get_mut(&stream).unwrap() -= payload.len() as i64;
+            // Read whatever is there without waiting.
+            while let Event::Frame(f) = raw.next(Duration::from_millis(1)) {
+                self.absorb(raw, f);
+            }
+        }
+    }
+
+    /// The status of `stream`'s response; panics after 5 s without one.
+    pub fn wait_done(&mut self, raw: &mut Raw, stream: u32) -> u16 {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            if let Some(&(_, status)) = self.done.iter().find(|(s, _)| *s == stream) {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "no response on {stream}");
+            if let Event::Frame(f) = raw.next(Duration::from_millis(200)) {
+                self.absorb(raw, f);
+            }
+        }
+    }
+
+    /// Takes in frames until `stop` says so of one (true) or `timeout`
+    /// passes (false).
+    pub fn until(
+        &mut self,
+        raw: &mut Raw,
+        timeout: Duration,
+        mut stop: impl FnMut(&Frame) -> bool,
+    ) -> bool {
+        let deadline = Instant::now() + timeout;
+        loop {
+            match raw.next(deadline.saturating_duration_since(Instant::now())) {
+                Event::Frame(f) => {
+                    let stopped = stop(&f);
+                    self.absorb(raw, f);
+                    if stopped {
+                        return true;
+                    }
+                }
+                Event::Eof => panic!("the server closed the connection"),
+                Event::Timeout => return false,
+            }
+        }
+    }
+}
