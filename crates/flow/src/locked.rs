@@ -127,6 +127,7 @@ impl<L: StateLock<OutputState>> LockedOutputWindow<L> {
     ///
     /// let window = ParkingLotOutputWindow::new(65_535)?;
     /// assert_eq!(window.try_reserve(100_000), Ok(65_535));
+    /// assert!(ParkingLotOutputWindow::new(1 << 31).is_err()); // above 2^31-1
     /// # Ok::<(), falconet_flow::FlowError>(())
     /// ```
     ///
