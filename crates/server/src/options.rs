@@ -243,7 +243,11 @@ impl Options {
     /// Time without progress while a body arrives (then `408`) or while
     /// responses wait for a client that does not read (then close). The
     /// client owes the bytes here; time the application takes to answer
-    /// is [`response_timeout`](Self::response_timeout)'s.
+    /// is [`response_timeout`](Self::response_timeout)'s. A body lent to
+    /// the application (HTTP/2, or HTTP/1.1 chunked) is owed by the client
+    /// only once the application has read what came, and its time counts
+    /// from then: an application that reads late does not cut the
+    /// client's time short.
     pub fn io_timeout(mut self, timeout: Duration) -> Self {
         self.io_timeout = timeout;
         self
