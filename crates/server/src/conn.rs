@@ -176,11 +176,17 @@ pub(crate) struct Conn<H: Handler> {
     /// stream) do not keep a connection, as Go's and Kestrel's idle
     /// timers ignore them.
     busy_at: u64,
-    /// The last tick that found only the application holding the
-    /// exchange up (a lent body with bytes it had not read, a deferred
-    /// response): the client's I/O timeout counts from here if that is
-    /// later than its last progress, since the client owed nothing then.
-    application_held: u64,
+    /// Whether the timer's last judgement found only the application
+    /// holding the exchange up (a lent body with bytes it had not read, a
+    /// deferred response).
+    application_held: bool,
+    /// The first tick that found the client owing bytes after one that
+    /// found only the application holding: the client's I/O timeout counts
+    /// from here if that is later than its last progress, since it owed
+    /// nothing before. (The application let go somewhere between the two
+    /// ticks: counting from the later one makes the timer late by up to a
+    /// tick, never early.)
+    owed_since: u64,
     /// When the current request head's first byte arrived.
     head_started: Option<u64>,
     /// [`Session::heads_ended`] when `head_started` was last judged.
@@ -219,7 +225,8 @@ impl<H: Handler> Conn<H> {
             last_progress: now,
             output_moved: now,
             busy_at: now,
-            application_held: 0,
+            application_held: false,
+            owed_since: 0,
             head_started: None,
             heads_seen: 0,
             taking: None,
@@ -616,15 +623,18 @@ impl<H: Handler> Conn<H> {
         // timeout, then 503 for what it has not started to answer).
         let owes = self.session.client_owes();
         let application = !owes && self.session.with_application();
-        // The client's clock starts when the application last held the
-        // exchange, if that is later: an application that reads a lent
-        // body's bytes long after they came must not leave the client no
-        // time for the next ones.
-        let client_waited = now.saturating_sub(self.last_progress.max(self.application_held));
+        // The client's clock starts when it came to owe, if that is later
+        // than its last progress: an application that reads a lent body's
+        // bytes long after they came must not leave the client no time
+        // for the next ones.
+        if owes && self.application_held {
+            self.owed_since = now;
+        }
+        self.application_held = application;
+        let client_waited = now.saturating_sub(self.last_progress.max(self.owed_since));
         let late = if owes {
             client_waited >= timeouts.io
         } else if application {
-            self.application_held = now;
             timeouts.response.is_some_and(|limit| waited >= limit)
         } else {
             // HTTP/2 streams open that neither side is known to hold up.

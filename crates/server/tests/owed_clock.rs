@@ -1,144 +1,242 @@
 //! The I/O timeout's clock for a lent request body starts when the client
 //! comes to owe bytes, not at its last progress: while the application
 //! had bytes it had not read, the client owed nothing, and the time the
-//! application took must not count against the client once it reads them.
-//! (It did: an application that read 1 s after the first piece arrived
-//! left the client no time at all for the next one, over HTTP/1.1 and
-//! HTTP/2 alike, the next tick answered 408 or GOAWAY.)
+//! application took must not count against it once it reads them. (It
+//! did: an application that read 1 s after a piece came left the client
+//! no time at all for the next one, over HTTP/1.1 and HTTP/2 alike; then,
+//! fixed from the tick before the read, up to a tick too little.)
+//!
+//! Eight connections each, their applications' reads staggered across a
+//! tick, so that some read just after a tick and some just before one.
 
 mod common;
 
+use std::collections::HashMap;
 use std::io::{Read, Write};
-use std::sync::mpsc;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, mpsc};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use common::h2raw::{self, Raw};
-use common::{options, serve};
+use common::h2raw::{self, Event, Raw};
+use common::{Client, options, query_arg, serve};
 use falconet_server::h2::frame::kind;
 use falconet_server::{Handler, Request, Response};
 
-/// The I/O timeout of these tests.
+/// The I/O timeout of these tests (the timer ticks every quarter of it).
 const IO_TIMEOUT: Duration = Duration::from_millis(400);
-/// How long the application leaves a lent body unread: far past the I/O
-/// timeout.
-const APP_DELAY: Duration = Duration::from_millis(1200);
-/// How long after the application's first read the client sends the rest:
-/// well within the I/O timeout.
-const CLIENT_DELAY: Duration = Duration::from_millis(150);
+/// Connections per test.
+const CONNS: u64 = 8;
+/// Pieces each client sends after its first, each after a late read.
+const ROUNDS: usize = 3;
+/// How long after each application read the client sends its next piece:
+/// within the I/O timeout, by less than a tick.
+const CLIENT_AFTER_READ: Duration = Duration::from_millis(340);
 
-/// Lends every body. A thread sleeps [`APP_DELAY`], reads one piece, says
-/// so on `read`, then reads to the end and answers `got <n>`.
-struct Slow {
-    read: mpsc::SyncSender<usize>,
+/// Each connection's read notices: when the application's read returned.
+type Reads = Arc<Mutex<HashMap<u64, mpsc::Sender<Instant>>>>;
+
+/// `/late?id=K&first=MS&gap=MS` lends the body: a thread sleeps `first`
+/// ms, then reads one piece at a time, telling connection K's channel
+/// after each and sleeping `gap` ms before the next, to the end; answers
+/// `got <n>`.
+struct Late {
+    reads: Reads,
 }
 
-impl Handler for Slow {
-    type State = ();
+impl Handler for Late {
+    type State = String;
 
-    fn head(&self, request: &Request<'_>) {
+    fn head(&self, request: &Request<'_>) -> String {
         request.stream_body();
+        request.target().to_string()
     }
 
-    fn body(&self, (): &mut (), _: &[u8]) {}
+    fn body(&self, _: &mut String, _: &[u8]) {}
 
-    fn respond(&self, (): (), response: &mut Response<'_>) {
+    fn respond(&self, target: String, response: &mut Response<'_>) {
         let body = response.take_body();
         let Ok(responder) = response.defer() else { return };
-        let read = self.read.clone();
+        let tell = self.reads.lock().unwrap().get(&query_arg(&target, "id")).cloned();
+        let (first, gap) = (query_arg(&target, "first"), query_arg(&target, "gap"));
         thread::spawn(move || {
             let Some(mut body) = body else { return };
-            thread::sleep(APP_DELAY);
-            let mut piece = [0u8; 64];
-            let Ok(first) = body.read(&mut piece) else { return };
-            let _ = read.send(first);
-            let mut rest = Vec::new();
-            if let Ok(more) = body.read_to_end(&mut rest) {
-                let _ = responder.body(format!("got {}", first + more).as_bytes());
+            thread::sleep(Duration::from_millis(first));
+            let mut total = 0;
+            let mut piece = [0u8; 4096];
+            loop {
+                let n = match body.read(&mut piece) {
+                    Ok(n) => n,
+                    Err(error) => {
+                        let _ = responder.body(format!("read failed: {error}").as_bytes());
+                        return;
+                    }
+                };
+                if let Some(tell) = &tell {
+                    let _ = tell.send(Instant::now());
+                }
+                if n == 0 {
+                    break;
+                }
+                total += n;
+                thread::sleep(Duration::from_millis(gap));
             }
+            let _ = responder.body(format!("got {total}").as_bytes());
         });
     }
 }
 
-/// An HTTP/1.1 request whose chunked body has sent its first piece.
-const CHUNKED_HELLO: &[u8] =
-    b"POST /up HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n";
-
-fn server() -> (common::TestServer<Slow>, mpsc::Receiver<usize>) {
-    let (read, reads) = mpsc::sync_channel(4);
-    let options = options().workers(1).io_timeout(IO_TIMEOUT);
-    (serve(options, Slow { read }), reads)
+/// A server of [`Late`] with one worker, and its read notices.
+fn server() -> (common::TestServer<Late>, Reads) {
+    let reads = Reads::default();
+    let server = serve(options().workers(1).io_timeout(IO_TIMEOUT), Late { reads: reads.clone() });
+    (server, reads)
 }
 
-#[test]
-fn http1_client_gets_its_io_timeout_after_the_application_reads() {
-    let (server, reads) = server();
-    let mut client = common::Client::connect(server.addr);
-    // Chunked: a sized body's client owes its rest whatever the
-    // application does, as the server reads on until the pipe pauses; a
-    // chunked one's only once the application has looked at all that came.
-    client.send(CHUNKED_HELLO);
-    let first = reads.recv_timeout(Duration::from_secs(10)).expect("the application read");
-    assert_eq!(first, 5);
-    thread::sleep(CLIENT_DELAY);
-    // The rest, within the I/O timeout of the application's read.
-    let _ = client.stream().write_all(b"5\r\nworld\r\n0\r\n\r\n");
-    let reply = client.reply().expect("an answer");
-    assert_eq!(reply.status, 200, "{}", reply.text());
-    assert_eq!(reply.text(), "got 10");
+fn listen(reads: &Reads, id: u64) -> mpsc::Receiver<Instant> {
+    let (tell, told) = mpsc::channel();
+    reads.lock().unwrap().insert(id, tell);
+    told
 }
 
-#[test]
-fn h2_client_gets_its_io_timeout_after_the_application_reads() {
+/// Connection K's target: its application first reads after 600 + 13K ms.
+fn target(k: u64, gap: u64) -> String {
+    format!("/late?id={k}&first={}&gap={gap}", 600 + 13 * k)
+}
+
+/// Runs `client` on [`CONNS`] connections to one server at once; its
+/// `Err`s are the failures.
+fn on_each(client: impl Fn(SocketAddr, u64, mpsc::Receiver<Instant>) -> Result<(), String> + Sync) {
     let (server, reads) = server();
-    let mut raw = Raw::handshake(server.addr, &[]);
-    raw.headers(1, &h2raw::req("POST", "/up"), false);
-    raw.data(1, b"hello", false);
-    let first = reads.recv_timeout(Duration::from_secs(10)).expect("the application read");
-    assert_eq!(first, 5);
-    thread::sleep(CLIENT_DELAY);
-    raw.data(1, b"world", true);
-    let mut body = Vec::new();
-    let mut seen = Vec::new();
-    while let Some(frame) = raw.next_frame(Duration::from_secs(5)) {
-        seen.push((frame.kind, frame.stream, frame.flags));
-        if frame.kind == kind::GOAWAY || frame.kind == kind::RST_STREAM {
-            panic!("the stream or connection was ended: {seen:?}");
+    let failures: Vec<String> = thread::scope(|scope| {
+        let runs: Vec<_> = (0..CONNS)
+            .map(|k| {
+                let (told, client, addr) = (listen(&reads, k), &client, server.addr);
+                scope.spawn(move || client(addr, k, told).map_err(|e| format!("conn {k}: {e}")))
+            })
+            .collect();
+        runs.into_iter().filter_map(|run| run.join().unwrap().err()).collect()
+    });
+    assert!(failures.is_empty(), "{} of {CONNS}: {failures:?}", failures.len());
+}
+
+/// The next read notice.
+fn read(told: &mpsc::Receiver<Instant>) -> Result<Instant, String> {
+    told.recv_timeout(Duration::from_secs(10)).map_err(|_| "no read within 10 s".to_string())
+}
+
+/// The status of stream `id`'s final HEADERS, or `None` for a GOAWAY, the
+/// connection's end or the time running out.
+fn h2_status(raw: &mut Raw, id: u32, timeout: Duration) -> Option<u16> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let Event::Frame(frame) = raw.next(deadline.saturating_duration_since(Instant::now()))
+        else {
+            return None;
+        };
+        if frame.kind == kind::GOAWAY {
+            return None;
         }
-        if frame.kind == kind::DATA && frame.stream == 1 {
-            body.extend_from_slice(&frame.payload);
-            if frame.end_stream() {
-                break;
+        if frame.kind == kind::HEADERS {
+            let mut status = 0;
+            let _ = raw.decoder.decode(&frame.payload, |field| {
+                if field.name == b":status" {
+                    status = String::from_utf8_lossy(field.value).parse().unwrap_or(0);
+                }
+            });
+            if frame.stream == id && status >= 200 {
+                return Some(status);
             }
         }
     }
-    assert_eq!(body, b"got 10", "{seen:?}");
 }
 
-/// The clock starts at the application's read, it is not switched off:
-/// a client that then sends nothing is still timed out.
 #[test]
-fn a_client_silent_after_the_application_reads_is_timed_out() {
-    let (server, reads) = server();
-    let mut client = common::Client::connect(server.addr);
-    client.send(CHUNKED_HELLO);
-    let mut raw = Raw::handshake(server.addr, &[]);
-    raw.headers(1, &h2raw::req("POST", "/up"), false);
-    raw.data(1, b"hello", false);
-    for _ in 0..2 {
-        assert_eq!(reads.recv_timeout(Duration::from_secs(10)), Ok(5));
-    }
-    let read_at = std::time::Instant::now();
-    let reply = client.reply().expect("an answer");
-    assert_eq!(reply.status, 408, "{}", reply.text());
-    let h1_after = read_at.elapsed();
-    let frames = h2raw::frames_until(&mut raw, Duration::from_secs(5), |f| f.kind == kind::GOAWAY);
-    assert!(frames.iter().any(|f| f.kind == kind::GOAWAY), "no GOAWAY: {frames:?}");
-    // Not before the client had its time: the clock starts at the last
-    // tick that found the application holding the body, at most a tick
-    // (a quarter of the I/O timeout) before its read.
-    assert!(h1_after >= IO_TIMEOUT / 2, "408 only {h1_after:?} after the read");
-    // And well within a few I/O timeouts of the reads.
-    let elapsed = read_at.elapsed();
-    assert!(elapsed < Duration::from_secs(4), "{elapsed:?}");
+fn http1_client_sending_within_its_time_after_each_late_read_is_served() {
+    on_each(|addr, k, told| {
+        let mut client = Client::connect(addr);
+        let head = format!("POST {} HTTP/1.1\r\nHost: t\r\n", target(k, 600));
+        // Chunked: a sized body's client owes its rest whatever the
+        // application does, as the server reads on until the pipe
+        // pauses; a chunked one's only once the application has looked
+        // at all that came.
+        client.send(format!("{head}Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n").as_bytes());
+        for round in 0..ROUNDS {
+            read(&told)?;
+            thread::sleep(CLIENT_AFTER_READ);
+            let last = round + 1 == ROUNDS;
+            let piece: &[u8] = if last { b"5\r\nworld\r\n0\r\n\r\n" } else { b"5\r\nworld\r\n" };
+            client.stream().write_all(piece).map_err(|e| format!("round {round}: {e}"))?;
+        }
+        match client.reply() {
+            Ok(reply) if reply.status == 200 && reply.text() == "got 20" => Ok(()),
+            Ok(reply) => Err(format!("{} {}", reply.status, reply.text())),
+            Err(error) => Err(error.to_string()),
+        }
+    });
+}
+
+#[test]
+fn h2_client_sending_within_its_time_after_each_late_read_is_served() {
+    on_each(|addr, k, told| {
+        let mut raw = Raw::handshake(addr, &[]);
+        raw.headers(1, &h2raw::req("POST", &target(k, 600)), false);
+        // Pieces too small for a WINDOW_UPDATE, whose write would restart
+        // the clock.
+        raw.data(1, b"hello", false);
+        for round in 0..ROUNDS {
+            read(&told)?;
+            thread::sleep(CLIENT_AFTER_READ);
+            let end = u8::from(round + 1 == ROUNDS);
+            raw.try_send(&h2raw::frame_bytes(kind::DATA, end, 1, b"world"))
+                .map_err(|e| format!("round {round}: {e}"))?;
+        }
+        match h2_status(&mut raw, 1, Duration::from_secs(10)) {
+            Some(200) => Ok(()),
+            other => Err(format!("stream 1 ended with {other:?}")),
+        }
+    });
+}
+
+/// The clock starts at the application's read, it is not switched off: a
+/// client silent after it is timed out, and no sooner than the I/O
+/// timeout after the read.
+#[test]
+fn http1_client_silent_after_a_late_read_is_timed_out_no_sooner_than_its_time() {
+    on_each(|addr, k, told| {
+        let mut client = Client::connect(addr);
+        let head = format!("POST {} HTTP/1.1\r\nHost: t\r\n", target(k, 0));
+        client.send(format!("{head}Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n").as_bytes());
+        let read_at = read(&told)?;
+        let reply = client.reply().map_err(|e| e.to_string())?;
+        let after = read_at.elapsed();
+        if reply.status != 408 {
+            return Err(format!("{} {}", reply.status, reply.text()));
+        }
+        // (Less a little for the notice's own way here.)
+        if after < IO_TIMEOUT - Duration::from_millis(10) {
+            return Err(format!("408 only {after:?} after the read"));
+        }
+        Ok(())
+    });
+}
+
+#[test]
+fn h2_client_silent_after_a_late_read_is_timed_out_no_sooner_than_its_time() {
+    on_each(|addr, k, told| {
+        let mut raw = Raw::handshake(addr, &[]);
+        raw.headers(1, &h2raw::req("POST", &target(k, 0)), false);
+        raw.data(1, b"hello", false);
+        let read_at = read(&told)?;
+        let frames =
+            h2raw::frames_until(&mut raw, Duration::from_secs(5), |f| f.kind == kind::GOAWAY);
+        let after = read_at.elapsed();
+        if !frames.iter().any(|f| f.kind == kind::GOAWAY) {
+            return Err(format!("no GOAWAY: {frames:?}"));
+        }
+        if after < IO_TIMEOUT - Duration::from_millis(10) {
+            return Err(format!("GOAWAY only {after:?} after the read"));
+        }
+        Ok(())
+    });
 }

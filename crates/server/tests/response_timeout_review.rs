@@ -12,7 +12,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use common::h2raw::{self, Raw};
-use common::{Client, closed_within, options, serve};
+use common::{Client, closed_within, options, query_arg, serve};
 use falconet_server::h2::frame::kind;
 use falconet_server::{Handler, Options, Request, Response};
 
@@ -30,15 +30,6 @@ struct App {
 struct St {
     target: String,
     len: usize,
-}
-
-fn arg(target: &str, name: &str) -> u64 {
-    let query = target.split_once('?').map_or("", |(_, q)| q);
-    query
-        .split('&')
-        .find_map(|kv| kv.strip_prefix(name).and_then(|v| v.strip_prefix('=')))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
 }
 
 impl Handler for App {
@@ -64,7 +55,7 @@ impl Handler for App {
         let body = response.take_body();
         let Ok(mut responder) = response.defer() else { return };
         if target.starts_with("/slowread") {
-            let ms = arg(&target, "ms");
+            let ms = query_arg(&target, "ms");
             thread::spawn(move || {
                 thread::sleep(Duration::from_millis(ms));
                 let mut read = Vec::new();
@@ -81,13 +72,13 @@ impl Handler for App {
         } else if target.starts_with("/never") {
             let _ = self.kept.send(responder);
         } else if target.starts_with("/later") {
-            let ms = arg(&target, "ms");
+            let ms = query_arg(&target, "ms");
             thread::spawn(move || {
                 thread::sleep(Duration::from_millis(ms));
                 let _ = responder.body(b"late");
             });
         } else if target.starts_with("/drip") {
-            let (ms, n) = (arg(&target, "ms"), arg(&target, "n"));
+            let (ms, n) = (query_arg(&target, "ms"), query_arg(&target, "n"));
             thread::spawn(move || {
                 for _ in 0..n {
                     if responder.write_blocking(b"p").is_err() {
@@ -98,7 +89,7 @@ impl Handler for App {
                 let _ = responder.finish();
             });
         } else if target.starts_with("/credit") {
-            let (n, ms) = (arg(&target, "n") as usize, arg(&target, "ms"));
+            let (n, ms) = (query_arg(&target, "n") as usize, query_arg(&target, "ms"));
             let kept = self.kept.clone();
             thread::spawn(move || {
                 let _ = responder.write_blocking(&vec![b'x'; n]);

@@ -214,6 +214,16 @@ pub fn options() -> Options {
     Options::new().workers(2)
 }
 
+/// The number after `name=` in `target`'s query (0 if none).
+pub fn query_arg(target: &str, name: &str) -> u64 {
+    let query = target.split_once('?').map_or("", |(_, q)| q);
+    query
+        .split('&')
+        .find_map(|kv| kv.strip_prefix(name).and_then(|v| v.strip_prefix('=')))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
 /// FNV-1a, to check that a body arrived intact.
 pub fn fnv(hash: u64, bytes: &[u8]) -> u64 {
     bytes.iter().fold(hash, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3))
