@@ -163,8 +163,16 @@ pub(crate) struct Conn<H: Handler> {
     writable: bool,
     phase: Phase,
     client_end: ClientEnd,
-    /// Last time bytes moved (or the state changed), ms since server start.
+    /// Last time the client moved an exchange on (or the state changed),
+    /// ms since server start: bytes of a request read (HTTP/2: a frame
+    /// that carried part of one), or bytes of a response taken. HTTP/2's
+    /// PINGs, SETTINGS and the like, and their acknowledgements, move
+    /// nothing: a client that owes a body and only PINGs is timed out.
     last_progress: u64,
+    /// HTTP/2: [`Session::request_frames`] when last seen.
+    request_frames: u64,
+    /// The most [`Session::taken`] has been.
+    taken_mark: u64,
     /// Last time the output was seen empty or a write took some of it:
     /// what `io_timeout` judges a client that does not read by (bytes it
     /// sends meanwhile do not count).
@@ -223,6 +231,8 @@ impl<H: Handler> Conn<H> {
             phase: Phase::Open,
             client_end: ClientEnd::Open,
             last_progress: now,
+            request_frames: 0,
+            taken_mark: 0,
             output_moved: now,
             busy_at: now,
             application_held: false,
@@ -291,7 +301,11 @@ impl<H: Handler> Conn<H> {
                     }
                     Ok((n, filled)) => {
                         budget = budget.saturating_sub(n);
-                        self.last_progress = now;
+                        if self.session.request_frames().is_none() {
+                            // HTTP/1.1 (or not known yet): every byte is a
+                            // request's. HTTP/2's frames are counted below.
+                            self.last_progress = now;
+                        }
                         // A short read drained the socket, unless its end
                         // of stream is already known to follow the data.
                         self.readable = filled || self.client_end == ClientEnd::Announced;
@@ -308,6 +322,11 @@ impl<H: Handler> Conn<H> {
             }
             let was_idle = self.session.is_idle();
             let progress = self.session.process(handler, cx);
+            if let Some(frames) = self.session.request_frames()
+                && frames != std::mem::replace(&mut self.request_frames, frames)
+            {
+                self.last_progress = now;
+            }
             self.write(now)?;
             let flushed = self.session.output().is_empty();
             if !was_idle || !self.session.is_idle() {
@@ -378,7 +397,13 @@ impl<H: Handler> Conn<H> {
             match written {
                 Ok(n) => {
                     self.session.consume_output(n);
-                    self.last_progress = now;
+                    // Progress only for response bytes: the client's
+                    // PINGs' acknowledgements are not.
+                    let taken = self.session.taken();
+                    if taken > self.taken_mark {
+                        self.taken_mark = taken;
+                        self.last_progress = now;
+                    }
                     if n > 0 {
                         self.output_moved = now;
                     }

@@ -247,7 +247,10 @@ impl Options {
     /// the application (HTTP/2, or HTTP/1.1 chunked) is owed by the client
     /// only once the application has read what came, and its time counts
     /// from then: an application that reads late does not cut the
-    /// client's time short.
+    /// client's time short. Progress is a request's bytes read (HTTP/2:
+    /// HEADERS, CONTINUATION and DATA frames) or a response's bytes taken;
+    /// HTTP/2 PINGs, SETTINGS, WINDOW_UPDATEs that release nothing and
+    /// ignored frames are not, nor our acknowledgements of them.
     pub fn io_timeout(mut self, timeout: Duration) -> Self {
         self.io_timeout = timeout;
         self
@@ -267,8 +270,11 @@ impl Options {
     /// (INTERNAL_ERROR) and the connection goes on. Over HTTP/1.1 the
     /// connection closes after a `503` too; over HTTP/2 only the streams
     /// the application held are answered. Judged on the workers' timer,
-    /// so up to a tick late, and from the connection's last progress: an
-    /// HTTP/2 stream waits while its connection's other streams move.
+    /// so up to a tick late, and from the connection's last progress (as
+    /// [`io_timeout`](Self::io_timeout) counts it: PINGs do not hold it
+    /// off): an HTTP/2 stream waits while its connection's other streams
+    /// move, and an HTTP/1.1 request pipelined behind the late one holds
+    /// it off while its bytes arrive (up to the header timeout).
     ///
     /// ```
     /// use std::time::Duration;

@@ -785,6 +785,14 @@ impl<H: Handler> Session<H> {
         usize::from(self.output_len() > 0)
     }
 
+    /// HTTP/2: the frames that carried part of a request so far (see
+    /// [`Connection::request_frames`](crate::h2::Connection::request_frames)),
+    /// the client's progress on the input side; `None` for HTTP/1.1, where
+    /// every byte read is.
+    pub(crate) fn request_frames(&self) -> Option<u64> {
+        self.h2().map(Http2::request_frames)
+    }
+
     /// Bytes of responses the client has taken so far: what the socket
     /// took, less (HTTP/2) the acknowledgements and resets its own frames
     /// made us queue, which it gets without reading any response (PINGs

@@ -381,6 +381,9 @@ pub struct Connection {
     /// Data (padding left out) of the DATA frames open streams took, in
     /// all (see [`body_bytes`](Self::body_bytes)).
     body_bytes: u64,
+    /// Frames that carried part of a request (see
+    /// [`request_frames`](Self::request_frames)).
+    request_frames: u64,
     empty_frames: u32,
     error: Option<ConnectionError>,
 }
@@ -466,6 +469,7 @@ impl Connection {
             queued_control: 0,
             answer_bytes: 0,
             body_bytes: 0,
+            request_frames: 0,
             empty_frames: 0,
             error: None,
         })
@@ -594,9 +598,11 @@ impl Connection {
                 self.data(stream, end_stream, data, flow_len, streams)
             }
             Frame::Headers { stream, end_stream, end_headers, fragment, .. } => {
+                self.request_frames += 1;
                 self.headers(stream, end_stream, end_headers, fragment, streams)
             }
             Frame::Continuation { stream, end_headers, fragment } => {
+                self.request_frames += 1;
                 self.continuation(stream, end_headers, fragment, streams)
             }
             // Ignored (PRIORITY is deprecated, 5.3.2; unknown types, 5.5,
@@ -725,6 +731,7 @@ impl Connection {
                     // Work done (for an open stream: DATA dropped on a
                     // closed one does none) pays back one idle frame.
                     self.empty_frames = self.empty_frames.saturating_sub(1);
+                    self.request_frames += 1;
                 }
             }
             Ok((Advance::Aborted, update)) => return self.connection_update(update),
@@ -1649,6 +1656,16 @@ impl Connection {
     /// counts these.
     pub fn body_bytes(&self) -> u64 {
         self.body_bytes
+    }
+
+    /// Frames that carried part of a request, in all: HEADERS and
+    /// CONTINUATION, and DATA with data or END_STREAM for an open stream.
+    /// The I/O timeout counts a client's progress by these (and by the
+    /// responses it takes), not by its PINGs, SETTINGS, WINDOW_UPDATEs or
+    /// ignored frames, which move no request on: a client that owes a body
+    /// and sends only PINGs is still timed out.
+    pub fn request_frames(&self) -> u64 {
+        self.request_frames
     }
 
     /// The bytes stream `id` may still send as the client knows it: the

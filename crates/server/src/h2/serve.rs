@@ -927,6 +927,12 @@ impl<S: Send + 'static> Http2<S> {
         self.conn.abort(ErrorCode::NO_ERROR);
     }
 
+    /// Frames that carried part of a request (see
+    /// [`Connection::request_frames`]).
+    pub(crate) fn request_frames(&self) -> u64 {
+        self.conn.request_frames()
+    }
+
     /// Bytes of the acknowledgements and resets the client made us send.
     pub(crate) fn answer_bytes(&self) -> u64 {
         self.conn.answer_bytes()

@@ -839,6 +839,31 @@ fn answer_bytes_count_acknowledgements_and_resets_only() {
     assert_eq!(c.conn.answer_bytes(), 9 + 17 + 13);
 }
 
+/// `request_frames` counts the frames that carry part of a request
+/// (what the I/O timeout takes for the client's progress) and nothing
+/// that moves no request on.
+#[test]
+fn request_frames_count_heads_and_bodies_only() {
+    let mut c = Client::new();
+    assert_eq!(c.conn.request_frames(), 0, "the preface and SETTINGS");
+    c.feed(&raw(kind::PING, 0, 0, &[7; 8]));
+    c.feed(&raw(kind::SETTINGS, 0, 0, &[]));
+    c.feed(&raw(kind::WINDOW_UPDATE, 0, 0, &1u32.to_be_bytes()));
+    c.feed(&raw(kind::PRIORITY, 0, 1, &[0, 0, 0, 0, 16]));
+    assert_eq!(c.conn.request_frames(), 0, "control and ignored frames");
+    let headers = c.request(1, "/", false);
+    c.feed(&headers);
+    assert_eq!(c.conn.request_frames(), 1, "HEADERS");
+    c.feed(&raw(kind::DATA, 0, 1, b"body"));
+    assert_eq!(c.conn.request_frames(), 2, "DATA with data");
+    c.feed(&raw(kind::DATA, 0, 1, &[]));
+    assert_eq!(c.conn.request_frames(), 2, "an empty DATA frame moves nothing");
+    c.feed(&raw(kind::DATA, flag::END_STREAM, 1, &[]));
+    assert_eq!(c.conn.request_frames(), 3, "END_STREAM ends the body");
+    c.feed(&raw(kind::DATA, 0, 1, b"late"));
+    assert_eq!(c.conn.request_frames(), 3, "DATA on a closed stream");
+}
+
 /// CVE-2019-9518: empty DATA frames.
 #[test]
 fn empty_frame_flood() {
