@@ -169,8 +169,8 @@ pub(crate) struct Conn<H: Handler> {
     /// PINGs, SETTINGS and the like, and their acknowledgements, move
     /// nothing: a client that owes a body and only PINGs is timed out.
     last_progress: u64,
-    /// HTTP/2: [`Session::request_frames`] when last seen.
-    request_frames: u64,
+    /// HTTP/2: [`Session::request_progress`] when last seen.
+    request_progress: (u64, usize),
     /// The most [`Session::taken`] has been.
     taken_mark: u64,
     /// Last time the output was seen empty or a write took some of it:
@@ -231,7 +231,7 @@ impl<H: Handler> Conn<H> {
             phase: Phase::Open,
             client_end: ClientEnd::Open,
             last_progress: now,
-            request_frames: 0,
+            request_progress: (0, 0),
             taken_mark: 0,
             output_moved: now,
             busy_at: now,
@@ -301,7 +301,7 @@ impl<H: Handler> Conn<H> {
                     }
                     Ok((n, filled)) => {
                         budget = budget.saturating_sub(n);
-                        if self.session.request_frames().is_none() {
+                        if self.session.request_progress().is_none() {
                             // HTTP/1.1 (or not known yet): every byte is a
                             // request's. HTTP/2's frames are counted below.
                             self.last_progress = now;
@@ -322,10 +322,12 @@ impl<H: Handler> Conn<H> {
             }
             let was_idle = self.session.is_idle();
             let progress = self.session.process(handler, cx);
-            if let Some(frames) = self.session.request_frames()
-                && frames != std::mem::replace(&mut self.request_frames, frames)
-            {
-                self.last_progress = now;
+            if let Some((frames, arriving)) = self.session.request_progress() {
+                let (seen, had) = std::mem::replace(&mut self.request_progress, (frames, arriving));
+                // A frame that came whole, or more of one coming.
+                if frames != seen || arriving > had {
+                    self.last_progress = now;
+                }
             }
             self.write(now)?;
             let flushed = self.session.output().is_empty();

@@ -785,12 +785,12 @@ impl<H: Handler> Session<H> {
         usize::from(self.output_len() > 0)
     }
 
-    /// HTTP/2: the frames that carried part of a request so far (see
-    /// [`Connection::request_frames`](crate::h2::Connection::request_frames)),
-    /// the client's progress on the input side; `None` for HTTP/1.1, where
-    /// every byte read is.
-    pub(crate) fn request_frames(&self) -> Option<u64> {
-        self.h2().map(Http2::request_frames)
+    /// HTTP/2: the client's progress on the input side, as the frames
+    /// that carried part of a request so far and the bytes of one still
+    /// arriving (see `Http2::request_progress`); `None` for HTTP/1.1,
+    /// where every byte read is.
+    pub(crate) fn request_progress(&self) -> Option<(u64, usize)> {
+        self.h2().map(Http2::request_progress)
     }
 
     /// Bytes of responses the client has taken so far: what the socket

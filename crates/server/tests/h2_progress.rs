@@ -5,15 +5,20 @@
 //! them: before this, a PING every 100 ms kept a client that owed a body
 //! or withheld credit connected for as long as it liked (with the rate
 //! limits off), and kept a response the application never gave from its
-//! `503`.
+//! `503`. A reviewer's cases since: frames that open or end nothing
+//! (refused streams' HEADERS, a reset stream's, DATA on it whose credit we
+//! give back) move nothing either, a frame arriving slowly over a slow
+//! link does, and a client without credit to send owes nothing.
 
 mod common;
 
+use std::io::Read;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use common::h2raw::{self, Frame, Raw};
+use common::h2raw::{self, Credit, Event, Frame, Raw};
 use common::{options, serve};
+use falconet_server::h2::connection::Config;
 use falconet_server::h2::frame::{self, kind};
 use falconet_server::{Handler, Options, Request, Responder, Response};
 
@@ -23,7 +28,9 @@ const IO_TIMEOUT: Duration = Duration::from_millis(400);
 const EVERY: Duration = Duration::from_millis(100);
 
 /// `/never` holds its responder (sent to the test); `/big?n=N` answers N
-/// bytes; anything else answers `ok` once the worker has read the body.
+/// bytes; `/late?first=MS` lends the body and reads all of it MS ms later,
+/// then answers `got N`; anything else answers `ok` once the worker has
+/// read the body.
 struct App {
     kept: mpsc::Sender<Responder>,
 }
@@ -32,13 +39,28 @@ impl Handler for App {
     type State = String;
 
     fn head(&self, request: &Request<'_>) -> String {
+        if request.path() == "/late" {
+            request.stream_body();
+        }
         request.target().to_string()
     }
 
     fn body(&self, _: &mut String, _: &[u8]) {}
 
     fn respond(&self, target: String, response: &mut Response<'_>) {
-        if target == "/never" {
+        if target.starts_with("/late") {
+            let body = response.take_body();
+            let Ok(responder) = response.defer() else { return };
+            let first = common::query_arg(&target, "first");
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(first));
+                let mut all = Vec::new();
+                match body.map(|mut body| body.read_to_end(&mut all)) {
+                    Some(Ok(n)) => drop(responder.body(format!("got {n}").as_bytes())),
+                    other => drop(responder.body(format!("read: {other:?}").as_bytes())),
+                }
+            });
+        } else if target == "/never" {
             if let Ok(responder) = response.defer() {
                 let _ = self.kept.send(responder);
             }
@@ -67,6 +89,18 @@ fn idle_frames() -> Vec<(&'static str, Vec<u8>)> {
             "connection WINDOW_UPDATE",
             h2raw::frame_bytes(kind::WINDOW_UPDATE, 0, 0, &1u32.to_be_bytes()),
         ),
+        (
+            "stream WINDOW_UPDATE",
+            h2raw::frame_bytes(kind::WINDOW_UPDATE, 0, 1, &1u32.to_be_bytes()),
+        ),
+        ("PRIORITY", h2raw::frame_bytes(kind::PRIORITY, 0, 1, &[0, 0, 0, 0, 16])),
+        ("an unknown type", h2raw::frame_bytes(0xfa, 0, 0, b"x")),
+        (
+            "RST_STREAM on a closed stream",
+            h2raw::frame_bytes(kind::RST_STREAM, 0, 99, &8u32.to_be_bytes()),
+        ),
+        ("empty DATA", h2raw::frame_bytes(kind::DATA, 0, 1, &[])),
+        ("padded empty DATA", h2raw::frame_bytes(kind::DATA, 0x8, 1, &[4, 0, 0, 0, 0])),
     ]
 }
 
@@ -110,7 +144,12 @@ fn a_client_owing_a_body_is_timed_out_whatever_else_it_sends() {
 
 #[test]
 fn a_client_withholding_credit_is_timed_out_whatever_else_it_sends() {
-    for (name, frame) in idle_frames() {
+    // The connection's frames only: a stream WINDOW_UPDATE's byte of
+    // credit takes a byte of the response (progress by design, which
+    // `min_response_rate` judges), and DATA on the answered stream 1 (its
+    // request ended) resets it, leaving nothing owed.
+    let connection_frames = idle_frames().into_iter().filter(|(_, frame)| frame[5..9] == [0; 4]);
+    for (name, frame) in connection_frames {
         let (kept, _held) = mpsc::channel();
         let server = serve(timers_only(), App { kept });
         // No stream credit: the response waits on the client.
@@ -158,4 +197,148 @@ fn a_slow_upload_that_moves_is_served() {
     }
     raw.data(1, b"", true);
     assert!(h2raw::answered_within(&mut raw, 1, Duration::from_secs(5)), "the upload was cut");
+}
+
+/// Owes stream 1's body, then sends `frames` every 150 ms after `setup`:
+/// whether the connection ended within 4 s.
+fn owed_body_behind(
+    options: Options,
+    setup: impl FnOnce(&mut Raw),
+    frames: Vec<Vec<u8>>,
+) -> Option<(Option<Frame>, Duration)> {
+    let (kept, _held) = mpsc::channel();
+    let server = serve(options, App { kept });
+    let mut raw = Raw::handshake(server.addr, &[]);
+    raw.headers(1, &h2raw::req("POST", "/upload"), false);
+    raw.data(1, b"part", false);
+    setup(&mut raw);
+    let began = Instant::now();
+    let sender = common::trickle(&raw.tcp, frames, Duration::from_millis(150));
+    let mut ended = None;
+    while ended.is_none() && began.elapsed() < Duration::from_secs(4) {
+        match raw.next(Duration::from_millis(50)) {
+            Event::Frame(f) if f.kind == kind::GOAWAY => ended = Some((Some(f), began.elapsed())),
+            Event::Frame(f) if f.kind == kind::HEADERS => {
+                let _ = raw.decoder.decode(&f.payload, |_| {});
+            }
+            Event::Eof => ended = Some((None, began.elapsed())),
+            _ => {}
+        }
+    }
+    let _ = raw.tcp.shutdown(std::net::Shutdown::Both);
+    let _ = sender.join();
+    ended
+}
+
+/// HEADERS past `max_concurrent_streams` are refused and open nothing.
+#[test]
+fn refused_streams_do_not_keep_an_owed_body_open() {
+    let config = Config { max_concurrent_streams: 1, ..Config::default() };
+    let frames = (0..26u32)
+        .map(|i| h2raw::frame_bytes(kind::HEADERS, 0x5, 3 + 2 * i, &h2raw::req("GET", "/")))
+        .collect();
+    let ended = owed_body_behind(timers_only().http2(config), |_| {}, frames);
+    assert!(ended.is_some(), "refused HEADERS every 150 ms kept a stalled upload open for 4 s");
+}
+
+/// A malformed request (no `:path`) reset on stream 3, then HEADERS on it
+/// again and again: decoded for the table and dropped.
+#[test]
+fn headers_on_a_reset_stream_do_not_keep_an_owed_body_open() {
+    let bad = h2raw::block(&[(":method", "GET"), (":scheme", "http"), (":authority", "a")]);
+    let frames = (0..26)
+        .map(|_| h2raw::frame_bytes(kind::HEADERS, 0x4, 3, &h2raw::req("GET", "/")))
+        .collect();
+    let ended = owed_body_behind(
+        timers_only(),
+        |raw| {
+            raw.headers(3, &bad, true);
+            let reset = h2raw::frames_until(raw, Duration::from_secs(2), |f| {
+                f.kind == kind::RST_STREAM && f.stream == 3
+            });
+            assert!(reset.iter().any(|f| f.kind == kind::RST_STREAM), "{reset:?}");
+        },
+        frames,
+    );
+    assert!(ended.is_some(), "HEADERS on a reset stream every 150 ms kept a stalled upload open");
+}
+
+/// DATA on a stream we reset moves no request; the connection credit we
+/// give back for it is an answer, not a response the client takes.
+#[test]
+fn data_on_a_reset_stream_does_not_keep_an_owed_body_open() {
+    let (kept, _held) = mpsc::channel();
+    let config = Config { connection_window_size: 65535, ..Config::default() };
+    let server = serve(timers_only().http2(config), App { kept });
+    let mut raw = Raw::handshake(server.addr, &[]);
+    raw.headers(1, &h2raw::req("POST", "/upload"), false);
+    raw.data(1, b"part", false);
+    let bad = h2raw::block(&[(":method", "GET"), (":scheme", "http"), (":authority", "a")]);
+    raw.headers(3, &bad, false);
+    let mut credit: i64 = 65535 - 4;
+    let began = Instant::now();
+    let mut ended = None;
+    while ended.is_none() && began.elapsed() < Duration::from_secs(4) {
+        if credit >= 16000 {
+            if raw.try_send(&h2raw::frame_bytes(kind::DATA, 0, 3, &[0u8; 16000])).is_err() {
+                ended = Some("the server closed the connection");
+            }
+            credit -= 16000;
+        }
+        let until = Instant::now() + Duration::from_millis(100);
+        while ended.is_none() {
+            match raw.next(until.saturating_duration_since(Instant::now())) {
+                Event::Frame(f) if f.kind == kind::GOAWAY => ended = Some("GOAWAY"),
+                Event::Frame(f) if f.kind == kind::WINDOW_UPDATE && f.stream == 0 => {
+                    credit += i64::from(u32::from_be_bytes(f.payload[..4].try_into().unwrap()));
+                }
+                Event::Frame(_) => {}
+                Event::Eof => ended = Some("EOF"),
+                Event::Timeout => break,
+            }
+        }
+    }
+    assert!(ended.is_some(), "DATA on a reset stream every 100 ms kept a stalled upload open 4 s");
+}
+
+/// A slow link: one DATA frame whose bytes keep coming, 200 every 50 ms,
+/// but which takes longer than the I/O timeout to come whole.
+#[test]
+fn a_frame_arriving_slowly_is_progress() {
+    let (kept, _held) = mpsc::channel();
+    let server = serve(timers_only(), App { kept });
+    let mut raw = Raw::handshake(server.addr, &[]);
+    raw.headers(1, &h2raw::req("POST", "/upload"), false);
+    let frame = h2raw::frame_bytes(kind::DATA, 0, 1, &[b'x'; 6000]);
+    let pieces: Vec<Vec<u8>> = frame.chunks(200).map(<[u8]>::to_vec).collect();
+    let sender = common::trickle(&raw.tcp, pieces, Duration::from_millis(50));
+    let ended =
+        h2raw::frames_until(&mut raw, Duration::from_millis(1700), |f| f.kind == kind::GOAWAY);
+    let _ = sender.join();
+    assert!(!ended.iter().any(|f| f.kind == kind::GOAWAY), "cut while the frame came: {ended:?}");
+    raw.data(1, b"", true);
+    assert!(h2raw::answered_within(&mut raw, 1, Duration::from_secs(5)), "the upload was cut");
+}
+
+/// Stream 3's application reads 2.5 s late and its unread bytes hold the
+/// whole connection window: the client cannot send the rest of stream 1's
+/// body (whose application has read all that came) and owes nothing.
+#[test]
+fn a_client_whose_credit_another_streams_reader_holds_owes_nothing() {
+    let (kept, _held) = mpsc::channel();
+    let config =
+        Config { connection_window_size: 65535, initial_window_size: 65535, ..Config::default() };
+    let server = serve(timers_only().http2(config), App { kept });
+    let mut raw = Raw::handshake(server.addr, &[]);
+    let mut credit = Credit::new();
+    raw.headers(1, &h2raw::req("POST", "/late?first=0"), false);
+    raw.headers(3, &h2raw::req("POST", "/late?first=2500"), false);
+    credit.streams.insert(1, 65535);
+    credit.streams.insert(3, 65535);
+    credit.upload(&mut raw, 1, 100, 0, false);
+    credit.upload(&mut raw, 3, 65535 - 100, 0, true);
+    // Stream 1's rest waits for credit only stream 3's reader brings.
+    credit.upload(&mut raw, 1, 1000, 0, true);
+    assert_eq!(credit.wait_done(&mut raw, 1), 200);
+    assert_eq!(credit.wait_done(&mut raw, 3), 200);
 }

@@ -598,11 +598,15 @@ impl Connection {
                 self.data(stream, end_stream, data, flow_len, streams)
             }
             Frame::Headers { stream, end_stream, end_headers, fragment, .. } => {
-                self.request_frames += 1;
                 self.headers(stream, end_stream, end_headers, fragment, streams)
             }
             Frame::Continuation { stream, end_headers, fragment } => {
-                self.request_frames += 1;
+                // Part of a field block kept so far (a refused one counts
+                // too, until its end shows it refused: the header timeout
+                // bounds a block).
+                if !fragment.is_empty() && self.block.is_some_and(|block| !block.discard) {
+                    self.request_frames += 1;
+                }
                 self.continuation(stream, end_headers, fragment, streams)
             }
             // Ignored (PRIORITY is deprecated, 5.3.2; unknown types, 5.5,
@@ -789,7 +793,11 @@ impl Connection {
         }
         match self.recv.release(flow_len) {
             Ok(falconet_flow::Release::Update(n)) => {
-                frame::encode_window_update(&mut self.out, 0, n)
+                // An answer to the client's own frames, as an
+                // acknowledgement is: not a response it takes.
+                let start = self.out.len();
+                frame::encode_window_update(&mut self.out, 0, n);
+                self.answer_bytes += (self.out.len() - start) as u64;
             }
             Ok(_) => {}
             Err(_) => {
@@ -944,6 +952,7 @@ impl Connection {
             }
             stream.remote_closed = true;
             stream.input.disable_updates();
+            self.request_frames += 1;
             streams.data(id, &[], true);
             return self.complete_if_closed(id);
         }
@@ -989,6 +998,7 @@ impl Connection {
         };
         let input = Arc::clone(&stream.input);
         self.streams.insert(id, stream);
+        self.request_frames += 1;
         self.ignored_allowance =
             (self.ignored_allowance + IGNORED_PER_STREAM).min(IGNORED_ALLOWANCE_MAX);
         streams.headers(id, &self.head, end_stream, &input);
@@ -1642,8 +1652,9 @@ impl Connection {
         self.blocks_ended
     }
 
-    /// Bytes of the acknowledgements (PING, SETTINGS) and resets the
-    /// client's frames made us queue, in all: output it can have without
+    /// Bytes of the acknowledgements (PING, SETTINGS), resets and
+    /// WINDOW_UPDATEs returning the credit of DATA on closed streams that
+    /// the client's frames made us queue, in all: output it can have without
     /// reading a byte of any response, which a measure of how fast it
     /// takes its responses leaves out.
     pub fn answer_bytes(&self) -> u64 {
@@ -1658,8 +1669,11 @@ impl Connection {
         self.body_bytes
     }
 
-    /// Frames that carried part of a request, in all: HEADERS and
-    /// CONTINUATION, and DATA with data or END_STREAM for an open stream.
+    /// Frames that carried part of a request, in all: a field block that
+    /// opened a stream or ended one (trailers), a CONTINUATION of a block
+    /// not being dropped, and DATA with data or END_STREAM for an open
+    /// stream (not refused or reset streams' frames, nor DATA on closed
+    /// ones).
     /// The I/O timeout counts a client's progress by these (and by the
     /// responses it takes), not by its PINGs, SETTINGS, WINDOW_UPDATEs or
     /// ignored frames, which move no request on: a client that owes a body

@@ -794,6 +794,30 @@ impl<S: Send + 'static> Http2<S> {
             || (!self.has_streams() && !self.input.is_empty())
     }
 
+    /// The client's progress on the input side: the frames that carried
+    /// part of a request (see [`Connection::request_frames`]), and the
+    /// bytes so far of one still arriving (DATA for a body still owed, or
+    /// a field block's frame), so that a frame longer than the I/O
+    /// timeout takes to come over a slow link is progress as it comes.
+    pub(crate) fn request_progress(&self) -> (u64, usize) {
+        let arriving = match self.input.first_chunk::<9>() {
+            Some(header) => {
+                let stream =
+                    u32::from_be_bytes([header[5], header[6], header[7], header[8]]) & 0x7fff_ffff;
+                let request = match header[3] {
+                    super::frame::kind::DATA => {
+                        self.exchanges.get(&stream).is_some_and(|e| !e.request_ended)
+                    }
+                    super::frame::kind::HEADERS | super::frame::kind::CONTINUATION => true,
+                    _ => false,
+                };
+                if request { self.input.len() } else { 0 }
+            }
+            None => 0,
+        };
+        (self.conn.request_frames(), arriving)
+    }
+
     /// Field blocks ended on the connection (wrapping), for the timer.
     pub(crate) fn blocks_ended(&self) -> u64 {
         self.conn.field_blocks_ended()
@@ -821,11 +845,16 @@ impl<S: Send + 'static> Http2<S> {
     /// Whether the client owes bytes: a stream open with no exchange yet,
     /// a request not ended whose body the application is not behind on
     /// (a lent body with bytes it has not looked at has used up credit
-    /// the client cannot send without), or credit a response waits for.
+    /// the client cannot send without) and that has credit to send with
+    /// (another stream's unread bytes may hold the connection's window),
+    /// or credit a response waits for.
     /// (A field block under way is a head: the header timeout's.)
     pub(crate) fn client_owes(&self) -> bool {
         (self.exchanges.is_empty() && self.conn.open_streams() > 0)
-            || self.exchanges.values().any(Exchange::body_owed)
+            || self
+                .exchanges
+                .iter()
+                .any(|(&id, e)| e.body_owed() && self.conn.receive_credit(id) > 0)
             || self.exchanges.iter().any(|(&id, e)| self.waits_for_credit(id, e))
     }
 
@@ -925,12 +954,6 @@ impl<S: Send + 'static> Http2<S> {
     /// Ends the connection now (a timeout): GOAWAY, nothing more read.
     pub(crate) fn abort(&mut self) {
         self.conn.abort(ErrorCode::NO_ERROR);
-    }
-
-    /// Frames that carried part of a request (see
-    /// [`Connection::request_frames`]).
-    pub(crate) fn request_frames(&self) -> u64 {
-        self.conn.request_frames()
     }
 
     /// Bytes of the acknowledgements and resets the client made us send.

@@ -862,6 +862,9 @@ fn request_frames_count_heads_and_bodies_only() {
     assert_eq!(c.conn.request_frames(), 3, "END_STREAM ends the body");
     c.feed(&raw(kind::DATA, 0, 1, b"late"));
     assert_eq!(c.conn.request_frames(), 3, "DATA on a closed stream");
+    let no_path = c.block(&[(":method", "GET"), (":scheme", "http")]);
+    c.feed(&raw(kind::HEADERS, flag::END_HEADERS | flag::END_STREAM, 3, &no_path));
+    assert_eq!(c.conn.request_frames(), 3, "a refused request");
 }
 
 /// CVE-2019-9518: empty DATA frames.
