@@ -164,8 +164,8 @@ pub(crate) struct Conn<H: Handler> {
     phase: Phase,
     client_end: ClientEnd,
     /// Last time the client moved an exchange on (or the state changed),
-    /// ms since server start: bytes of a request read (HTTP/2: a frame
-    /// that carried part of one), or bytes of a response taken. HTTP/2's
+    /// ms since server start: bytes of a request read (HTTP/2: of a frame
+    /// that carries part of one), or bytes of a response taken. HTTP/2's
     /// PINGs, SETTINGS and the like, and their acknowledgements, move
     /// nothing: a client that owes a body and only PINGs is timed out.
     last_progress: u64,

@@ -241,25 +241,24 @@ fn refused_streams_do_not_keep_an_owed_body_open() {
     assert!(ended.is_some(), "refused HEADERS every 150 ms kept a stalled upload open for 4 s");
 }
 
+/// Stream 3 opened with a malformed request (no `:path`), and reset.
+fn reset_stream_3(raw: &mut Raw) {
+    let bad = h2raw::block(&[(":method", "GET"), (":scheme", "http"), (":authority", "a")]);
+    raw.headers(3, &bad, true);
+    let reset = h2raw::frames_until(raw, Duration::from_secs(2), |f| {
+        f.kind == kind::RST_STREAM && f.stream == 3
+    });
+    assert!(reset.iter().any(|f| f.kind == kind::RST_STREAM), "{reset:?}");
+}
+
 /// A malformed request (no `:path`) reset on stream 3, then HEADERS on it
 /// again and again: decoded for the table and dropped.
 #[test]
 fn headers_on_a_reset_stream_do_not_keep_an_owed_body_open() {
-    let bad = h2raw::block(&[(":method", "GET"), (":scheme", "http"), (":authority", "a")]);
     let frames = (0..26)
         .map(|_| h2raw::frame_bytes(kind::HEADERS, 0x4, 3, &h2raw::req("GET", "/")))
         .collect();
-    let ended = owed_body_behind(
-        timers_only(),
-        |raw| {
-            raw.headers(3, &bad, true);
-            let reset = h2raw::frames_until(raw, Duration::from_secs(2), |f| {
-                f.kind == kind::RST_STREAM && f.stream == 3
-            });
-            assert!(reset.iter().any(|f| f.kind == kind::RST_STREAM), "{reset:?}");
-        },
-        frames,
-    );
+    let ended = owed_body_behind(timers_only(), reset_stream_3, frames);
     assert!(ended.is_some(), "HEADERS on a reset stream every 150 ms kept a stalled upload open");
 }
 
@@ -341,4 +340,33 @@ fn a_client_whose_credit_another_streams_reader_holds_owes_nothing() {
     credit.upload(&mut raw, 1, 1000, 0, true);
     assert_eq!(credit.wait_done(&mut raw, 1), 200);
     assert_eq!(credit.wait_done(&mut raw, 3), 200);
+}
+
+/// Each frame in two pieces (its header and a byte, then the rest), so
+/// that every frame is still arriving at the end of some read.
+fn split(frames: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
+    frames.into_iter().flat_map(|frame| [frame[..10].to_vec(), frame[10..].to_vec()]).collect()
+}
+
+/// Frames that will not count when whole are not progress while they
+/// come either: refused HEADERS, HEADERS on a reset stream, padded empty
+/// DATA, each split across reads.
+#[test]
+fn frames_that_will_not_count_are_not_progress_while_they_come() {
+    let refused = (0..13u32)
+        .map(|i| h2raw::frame_bytes(kind::HEADERS, 0x5, 3 + 2 * i, &h2raw::req("GET", "/")))
+        .collect();
+    let config = Config { max_concurrent_streams: 1, ..Config::default() };
+    let ended = owed_body_behind(timers_only().http2(config), |_| {}, split(refused));
+    assert!(ended.is_some(), "refused HEADERS, split, kept a stalled upload open for 4 s");
+
+    let again = (0..13)
+        .map(|_| h2raw::frame_bytes(kind::HEADERS, 0x4, 3, &h2raw::req("GET", "/")))
+        .collect();
+    let ended = owed_body_behind(timers_only(), reset_stream_3, split(again));
+    assert!(ended.is_some(), "HEADERS on a reset stream, split, kept a stalled upload open");
+
+    let padded = vec![h2raw::frame_bytes(kind::DATA, 0x8, 1, &[4, 0, 0, 0, 0]); 13];
+    let ended = owed_body_behind(timers_only(), |_| {}, split(padded));
+    assert!(ended.is_some(), "padded empty DATA, split, kept a stalled upload open for 4 s");
 }

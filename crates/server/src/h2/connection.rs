@@ -1674,12 +1674,58 @@ impl Connection {
     /// not being dropped, and DATA with data or END_STREAM for an open
     /// stream (not refused or reset streams' frames, nor DATA on closed
     /// ones).
+    ///
     /// The I/O timeout counts a client's progress by these (and by the
     /// responses it takes), not by its PINGs, SETTINGS, WINDOW_UPDATEs or
     /// ignored frames, which move no request on: a client that owes a body
     /// and sends only PINGs is still timed out.
     pub fn request_frames(&self) -> u64 {
         self.request_frames
+    }
+
+    /// Whether a frame still arriving, of which `seen` holds the header
+    /// and the payload so far, will count in
+    /// [`request_frames`](Self::request_frames) once it is whole: DATA
+    /// with data or END_STREAM for a stream open on the client's side
+    /// (padding known from its first byte), HEADERS that open a stream
+    /// (within the limit, before our GOAWAY) or end one, a CONTINUATION
+    /// of a block kept. The timer counts such a frame's bytes as the
+    /// client's progress while they come (a slow link), and no other's
+    /// (a refused HEADERS or a padded empty DATA split across reads is
+    /// not).
+    pub fn counts_when_whole(&self, seen: &[u8]) -> bool {
+        let Some(header) = seen.first_chunk::<HEADER_LEN>() else { return false };
+        let header = FrameHeader::parse(header);
+        let open = |id| self.streams.get(&id).is_some_and(|stream| !stream.remote_closed);
+        match header.kind {
+            frame::kind::DATA => {
+                if !open(header.stream) {
+                    return false;
+                }
+                if header.has(frame::flag::END_STREAM) {
+                    return true;
+                }
+                let padding = if header.has(frame::flag::PADDED) {
+                    match seen.get(HEADER_LEN) {
+                        Some(&pad) => 1 + u32::from(pad),
+                        None => return false,
+                    }
+                } else {
+                    0
+                };
+                header.length > padding
+            }
+            frame::kind::HEADERS => {
+                let id = header.stream;
+                let opens = id % 2 == 1
+                    && id > self.last_stream
+                    && self.goaway.is_none_or(|last| id <= last)
+                    && self.streams.len() < self.config.max_concurrent_streams as usize;
+                opens || (open(id) && header.has(frame::flag::END_STREAM))
+            }
+            frame::kind::CONTINUATION => self.block.is_some_and(|block| !block.discard),
+            _ => false,
+        }
     }
 
     /// The bytes stream `id` may still send as the client knows it: the

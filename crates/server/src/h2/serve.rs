@@ -796,25 +796,11 @@ impl<S: Send + 'static> Http2<S> {
 
     /// The client's progress on the input side: the frames that carried
     /// part of a request (see [`Connection::request_frames`]), and the
-    /// bytes so far of one still arriving (DATA for a body still owed, or
-    /// a field block's frame), so that a frame longer than the I/O
-    /// timeout takes to come over a slow link is progress as it comes.
+    /// bytes so far of one still arriving that will count when whole (see
+    /// [`Connection::counts_when_whole`]), so that a frame longer than the
+    /// I/O timeout takes to come over a slow link is progress as it comes.
     pub(crate) fn request_progress(&self) -> (u64, usize) {
-        let arriving = match self.input.first_chunk::<9>() {
-            Some(header) => {
-                let stream =
-                    u32::from_be_bytes([header[5], header[6], header[7], header[8]]) & 0x7fff_ffff;
-                let request = match header[3] {
-                    super::frame::kind::DATA => {
-                        self.exchanges.get(&stream).is_some_and(|e| !e.request_ended)
-                    }
-                    super::frame::kind::HEADERS | super::frame::kind::CONTINUATION => true,
-                    _ => false,
-                };
-                if request { self.input.len() } else { 0 }
-            }
-            None => 0,
-        };
+        let arriving = if self.conn.counts_when_whole(&self.input) { self.input.len() } else { 0 };
         (self.conn.request_frames(), arriving)
     }
 

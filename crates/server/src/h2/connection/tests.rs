@@ -867,6 +867,36 @@ fn request_frames_count_heads_and_bodies_only() {
     assert_eq!(c.conn.request_frames(), 3, "a refused request");
 }
 
+/// `counts_when_whole` tells, from a frame's first bytes, whether
+/// `request_frames` will count it.
+#[test]
+fn frames_still_arriving_count_as_they_will_when_whole() {
+    let mut c = Client::new();
+    let headers = c.request(1, "/", false);
+    assert!(c.conn.counts_when_whole(&headers[..10]), "HEADERS opening a stream");
+    c.feed(&headers);
+    assert!(c.conn.counts_when_whole(&raw(kind::DATA, 0, 1, b"body")[..10]), "DATA with data");
+    assert!(c.conn.counts_when_whole(&raw(kind::DATA, flag::END_STREAM, 1, &[])), "END_STREAM");
+    assert!(!c.conn.counts_when_whole(&raw(kind::DATA, 0, 1, &[])), "empty DATA");
+    let padded_empty = raw(kind::DATA, flag::PADDED, 1, &[4, 0, 0, 0, 0]);
+    assert!(!c.conn.counts_when_whole(&padded_empty[..9]), "padding not known yet");
+    assert!(!c.conn.counts_when_whole(&padded_empty[..10]), "padding only");
+    let padded = raw(kind::DATA, flag::PADDED, 1, &[1, b'x', 0]);
+    assert!(c.conn.counts_when_whole(&padded[..10]), "padded DATA with data");
+    assert!(!c.conn.counts_when_whole(&raw(kind::DATA, 0, 3, b"x")[..10]), "an idle stream");
+    assert!(!c.conn.counts_when_whole(&raw(kind::PING, 0, 0, &[0; 8])[..10]), "PING");
+    let trailers = raw(kind::HEADERS, flag::END_STREAM, 1, &[0x88]);
+    assert!(c.conn.counts_when_whole(&trailers[..9]), "trailers");
+    let reopened = raw(kind::HEADERS, 0, 1, &[0x88]);
+    assert!(
+        !c.conn.counts_when_whole(&reopened[..9]),
+        "HEADERS without END_STREAM on an open stream"
+    );
+    c.feed(&raw(kind::DATA, flag::END_STREAM, 1, &[]));
+    assert!(!c.conn.counts_when_whole(&raw(kind::DATA, 0, 1, b"x")[..10]), "a closed stream");
+    assert!(!c.conn.counts_when_whole(&trailers[..9]), "trailers after the end");
+}
+
 /// CVE-2019-9518: empty DATA frames.
 #[test]
 fn empty_frame_flood() {
