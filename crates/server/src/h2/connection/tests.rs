@@ -1372,6 +1372,24 @@ fn client_goaway() {
     assert!(c.conn.is_closed());
 }
 
+/// 6.8: after our GOAWAY answering the client's, a connection error still
+/// gets its own GOAWAY (circumstances changed; the id does not grow), and
+/// nothing follows it (the fuzzer's case: a frame past the size limit).
+#[test]
+fn an_error_after_the_clients_goaway_gets_a_second_goaway() {
+    let mut c = Client::new();
+    let headers = c.request(1, "/", true);
+    c.feed(&headers);
+    c.feed(&raw(kind::GOAWAY, 0, 0, &[0; 8]));
+    assert_eq!(c.sent(), [Sent::GoAway { code: ErrorCode::NO_ERROR }]);
+    let huge = FrameHeader { length: 0xff_ffff, kind: 0xff, flags: 0xff, stream: 0 }.to_bytes();
+    c.conn.receive(&huge, &mut c.seen);
+    assert_eq!(c.sent(), [Sent::GoAway { code: ErrorCode::FRAME_SIZE_ERROR }]);
+    assert_eq!(c.conn.error().map(|e| e.code), Some(ErrorCode::FRAME_SIZE_ERROR));
+    c.conn.send_headers(1, 200, [], true);
+    assert_eq!(c.sent(), [], "nothing after the error's GOAWAY");
+}
+
 /// 6.8: once the client's GOAWAY is answered with ours, a graceful
 /// shutdown sends no GOAWAY(2^31-1) and PING after it: the last stream id
 /// must never increase (a review found exactly that).
