@@ -104,23 +104,24 @@ fn idle_frames() -> Vec<(&'static str, Vec<u8>)> {
     ]
 }
 
-/// Sends `frame` every [`EVERY`] for 4 s at most (until the connection
-/// closes), reading meanwhile; returns what ended it (GOAWAY or the
-/// connection's end) and when, or `None` if nothing did.
-fn ended_behind(raw: &mut Raw, frame: Vec<u8>) -> Option<(Option<Frame>, Duration)> {
+/// Sends `frames`, one every `every` (until the connection closes),
+/// reading meanwhile for 4 s; returns what ended the connection (GOAWAY
+/// or its end) and when, or `None` if nothing did.
+fn ended_behind(
+    raw: &mut Raw,
+    frames: Vec<Vec<u8>>,
+    every: Duration,
+) -> Option<(Option<Frame>, Duration)> {
     let began = Instant::now();
-    let sender = common::trickle(&raw.tcp, vec![frame; 40], EVERY);
+    let sender = common::trickle(&raw.tcp, frames, every);
     let mut ended = None;
-    while began.elapsed() < Duration::from_secs(4) {
+    while ended.is_none() && began.elapsed() < Duration::from_secs(4) {
         match raw.next(Duration::from_millis(50)) {
-            h2raw::Event::Frame(f) if f.kind == kind::GOAWAY => {
-                ended = Some((Some(f), began.elapsed()));
-                break;
+            Event::Frame(f) if f.kind == kind::GOAWAY => ended = Some((Some(f), began.elapsed())),
+            Event::Frame(f) if f.kind == kind::HEADERS => {
+                let _ = raw.decoder.decode(&f.payload, |_| {});
             }
-            h2raw::Event::Eof => {
-                ended = Some((None, began.elapsed()));
-                break;
-            }
+            Event::Eof => ended = Some((None, began.elapsed())),
             _ => {}
         }
     }
@@ -132,12 +133,7 @@ fn ended_behind(raw: &mut Raw, frame: Vec<u8>) -> Option<(Option<Frame>, Duratio
 #[test]
 fn a_client_owing_a_body_is_timed_out_whatever_else_it_sends() {
     for (name, frame) in idle_frames() {
-        let (kept, _held) = mpsc::channel();
-        let server = serve(timers_only(), App { kept });
-        let mut raw = Raw::handshake(server.addr, &[]);
-        raw.headers(1, &h2raw::req("POST", "/upload"), false);
-        raw.data(1, b"part", false);
-        let ended = ended_behind(&mut raw, frame);
+        let ended = owed_body_behind(timers_only(), |_| {}, vec![frame; 40], EVERY);
         assert!(ended.is_some(), "{name} every {EVERY:?} kept a stalled upload open for 4 s");
     }
 }
@@ -155,7 +151,7 @@ fn a_client_withholding_credit_is_timed_out_whatever_else_it_sends() {
         // No stream credit: the response waits on the client.
         let mut raw = Raw::handshake(server.addr, &[(0x4, 0)]);
         raw.headers(1, &h2raw::req("GET", "/big?n=100000"), true);
-        let ended = ended_behind(&mut raw, frame);
+        let ended = ended_behind(&mut raw, vec![frame; 40], EVERY);
         assert!(ended.is_some(), "{name} every {EVERY:?} kept a withheld response open for 4 s");
     }
 }
@@ -199,12 +195,13 @@ fn a_slow_upload_that_moves_is_served() {
     assert!(h2raw::answered_within(&mut raw, 1, Duration::from_secs(5)), "the upload was cut");
 }
 
-/// Owes stream 1's body, then sends `frames` every 150 ms after `setup`:
-/// whether the connection ended within 4 s.
+/// Owes stream 1's body, then after `setup` sends `frames`, one every
+/// `every`: what ended the connection within 4 s, if anything.
 fn owed_body_behind(
     options: Options,
     setup: impl FnOnce(&mut Raw),
     frames: Vec<Vec<u8>>,
+    every: Duration,
 ) -> Option<(Option<Frame>, Duration)> {
     let (kept, _held) = mpsc::channel();
     let server = serve(options, App { kept });
@@ -212,23 +209,11 @@ fn owed_body_behind(
     raw.headers(1, &h2raw::req("POST", "/upload"), false);
     raw.data(1, b"part", false);
     setup(&mut raw);
-    let began = Instant::now();
-    let sender = common::trickle(&raw.tcp, frames, Duration::from_millis(150));
-    let mut ended = None;
-    while ended.is_none() && began.elapsed() < Duration::from_secs(4) {
-        match raw.next(Duration::from_millis(50)) {
-            Event::Frame(f) if f.kind == kind::GOAWAY => ended = Some((Some(f), began.elapsed())),
-            Event::Frame(f) if f.kind == kind::HEADERS => {
-                let _ = raw.decoder.decode(&f.payload, |_| {});
-            }
-            Event::Eof => ended = Some((None, began.elapsed())),
-            _ => {}
-        }
-    }
-    let _ = raw.tcp.shutdown(std::net::Shutdown::Both);
-    let _ = sender.join();
-    ended
+    ended_behind(&mut raw, frames, every)
 }
+
+/// The pace of the frames in the tests below.
+const SLOWER: Duration = Duration::from_millis(150);
 
 /// HEADERS past `max_concurrent_streams` are refused and open nothing.
 #[test]
@@ -237,7 +222,7 @@ fn refused_streams_do_not_keep_an_owed_body_open() {
     let frames = (0..26u32)
         .map(|i| h2raw::frame_bytes(kind::HEADERS, 0x5, 3 + 2 * i, &h2raw::req("GET", "/")))
         .collect();
-    let ended = owed_body_behind(timers_only().http2(config), |_| {}, frames);
+    let ended = owed_body_behind(timers_only().http2(config), |_| {}, frames, SLOWER);
     assert!(ended.is_some(), "refused HEADERS every 150 ms kept a stalled upload open for 4 s");
 }
 
@@ -258,7 +243,7 @@ fn headers_on_a_reset_stream_do_not_keep_an_owed_body_open() {
     let frames = (0..26)
         .map(|_| h2raw::frame_bytes(kind::HEADERS, 0x4, 3, &h2raw::req("GET", "/")))
         .collect();
-    let ended = owed_body_behind(timers_only(), reset_stream_3, frames);
+    let ended = owed_body_behind(timers_only(), reset_stream_3, frames, SLOWER);
     assert!(ended.is_some(), "HEADERS on a reset stream every 150 ms kept a stalled upload open");
 }
 
@@ -357,16 +342,16 @@ fn frames_that_will_not_count_are_not_progress_while_they_come() {
         .map(|i| h2raw::frame_bytes(kind::HEADERS, 0x5, 3 + 2 * i, &h2raw::req("GET", "/")))
         .collect();
     let config = Config { max_concurrent_streams: 1, ..Config::default() };
-    let ended = owed_body_behind(timers_only().http2(config), |_| {}, split(refused));
+    let ended = owed_body_behind(timers_only().http2(config), |_| {}, split(refused), SLOWER);
     assert!(ended.is_some(), "refused HEADERS, split, kept a stalled upload open for 4 s");
 
     let again = (0..13)
         .map(|_| h2raw::frame_bytes(kind::HEADERS, 0x4, 3, &h2raw::req("GET", "/")))
         .collect();
-    let ended = owed_body_behind(timers_only(), reset_stream_3, split(again));
+    let ended = owed_body_behind(timers_only(), reset_stream_3, split(again), SLOWER);
     assert!(ended.is_some(), "HEADERS on a reset stream, split, kept a stalled upload open");
 
     let padded = vec![h2raw::frame_bytes(kind::DATA, 0x8, 1, &[4, 0, 0, 0, 0]); 13];
-    let ended = owed_body_behind(timers_only(), |_| {}, split(padded));
+    let ended = owed_body_behind(timers_only(), |_| {}, split(padded), SLOWER);
     assert!(ended.is_some(), "padded empty DATA, split, kept a stalled upload open for 4 s");
 }

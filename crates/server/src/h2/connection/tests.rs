@@ -873,7 +873,13 @@ fn request_frames_count_heads_and_bodies_only() {
 fn frames_still_arriving_count_as_they_will_when_whole() {
     let mut c = Client::new();
     let headers = c.request(1, "/", false);
+    assert!(!c.conn.counts_when_whole(&[]), "nothing yet");
+    assert!(!c.conn.counts_when_whole(&headers[..8]), "a header not yet whole");
     assert!(c.conn.counts_when_whole(&headers[..10]), "HEADERS opening a stream");
+    assert!(
+        !c.conn.counts_when_whole(&raw(kind::HEADERS, flag::END_HEADERS, 2, &[0x82])),
+        "an even id"
+    );
     c.feed(&headers);
     assert!(c.conn.counts_when_whole(&raw(kind::DATA, 0, 1, b"body")[..10]), "DATA with data");
     assert!(c.conn.counts_when_whole(&raw(kind::DATA, flag::END_STREAM, 1, &[])), "END_STREAM");
@@ -881,6 +887,8 @@ fn frames_still_arriving_count_as_they_will_when_whole() {
     let padded_empty = raw(kind::DATA, flag::PADDED, 1, &[4, 0, 0, 0, 0]);
     assert!(!c.conn.counts_when_whole(&padded_empty[..9]), "padding not known yet");
     assert!(!c.conn.counts_when_whole(&padded_empty[..10]), "padding only");
+    let padded_past = raw(kind::DATA, flag::PADDED, 1, &[255, 0]);
+    assert!(!c.conn.counts_when_whole(&padded_past[..10]), "padding past the length");
     let padded = raw(kind::DATA, flag::PADDED, 1, &[1, b'x', 0]);
     assert!(c.conn.counts_when_whole(&padded[..10]), "padded DATA with data");
     assert!(!c.conn.counts_when_whole(&raw(kind::DATA, 0, 3, b"x")[..10]), "an idle stream");
@@ -895,6 +903,23 @@ fn frames_still_arriving_count_as_they_will_when_whole() {
     c.feed(&raw(kind::DATA, flag::END_STREAM, 1, &[]));
     assert!(!c.conn.counts_when_whole(&raw(kind::DATA, 0, 1, b"x")[..10]), "a closed stream");
     assert!(!c.conn.counts_when_whole(&trailers[..9]), "trailers after the end");
+    let huge = FrameHeader { length: 0xff_ffff, kind: kind::DATA, flags: 0, stream: 1 }.to_bytes();
+    assert!(!c.conn.counts_when_whole(&huge), "past the frame size, on a closed stream");
+
+    // At the stream limit, and after our GOAWAY, HEADERS open nothing.
+    let mut c = Client::with(Config { max_concurrent_streams: 1, ..Config::default() });
+    let first = c.request(1, "/", false);
+    c.feed(&first);
+    assert!(
+        !c.conn.counts_when_whole(&raw(kind::HEADERS, flag::END_HEADERS, 3, &[0x82])),
+        "past the limit"
+    );
+    let mut c = Client::new();
+    c.feed(&raw(kind::GOAWAY, 0, 0, &[0; 8]));
+    assert!(
+        !c.conn.counts_when_whole(&raw(kind::HEADERS, flag::END_HEADERS, 1, &[0x82])),
+        "after our GOAWAY"
+    );
 }
 
 /// CVE-2019-9518: empty DATA frames.
