@@ -43,6 +43,12 @@
 //! 7. only the application (a deferred answer, a body it is behind on, a
 //!    streamed body between pieces): `response_timeout` (then 503, or a
 //!    cut once its response started; HTTP/2: those streams alone).
+//!
+//! A connection that is on time may still have an HTTP/2 stream that is
+//! not: one whose client or application held it up while the other
+//! streams moved. Each stream has its own clock for 6 and 7
+//! (`h2/clock.rs`), judged at each tick the connection was found on time:
+//! the late stream alone is answered (408 or 503) or reset.
 
 use std::io::{self, Read, Write};
 use std::net::Shutdown;
@@ -575,7 +581,15 @@ impl<H: Handler> Conn<H> {
     /// a body still being read then fails with `TimedOut`.
     pub(crate) fn check(&mut self, now: u64, timeouts: &Timeouts, cx: &mut Context) -> Verdict {
         let lingering = self.phase == Phase::Lingering;
-        let verdict = self.judge(now, timeouts, cx);
+        let mut verdict = self.judge(now, timeouts, cx);
+        if verdict == Verdict::Open
+            && self.phase == Phase::Open
+            && self.session.expire_streams(now, timeouts.io, timeouts.response, cx)
+        {
+            // The connection is on time, a stream of it was not (HTTP/2):
+            // its answer or reset goes out now.
+            verdict = Verdict::Drive;
+        }
         // Closed, or sent to linger (the client's end, read later, must
         // not turn the timer's decision into another reason).
         if verdict == Verdict::Close || (!lingering && self.phase == Phase::Lingering) {

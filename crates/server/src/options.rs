@@ -251,6 +251,14 @@ impl Options {
     /// HEADERS, CONTINUATION and DATA frames) or a response's bytes taken;
     /// HTTP/2 PINGs, SETTINGS, WINDOW_UPDATEs that release nothing and
     /// ignored frames are not, nor our acknowledgements of them.
+    ///
+    /// Over HTTP/2 each stream also has a clock of its own, so a stream
+    /// whose body stalls while the connection's other streams move is
+    /// answered `408` alone (reset with CANCEL once its response started;
+    /// the body's read fails with `TimedOut`) and the connection goes on.
+    /// A response waiting for its stream's credit is not timed out alone:
+    /// that is the client's flow control (a consumer it paused), judged
+    /// with the connection.
     pub fn io_timeout(mut self, timeout: Duration) -> Self {
         self.io_timeout = timeout;
         self
@@ -270,11 +278,12 @@ impl Options {
     /// (INTERNAL_ERROR) and the connection goes on. Over HTTP/1.1 the
     /// connection closes after a `503` too; over HTTP/2 only the streams
     /// the application held are answered. Judged on the workers' timer,
-    /// so up to a tick late, and from the connection's last progress (as
+    /// so up to a tick late, from the connection's last progress (as
     /// [`io_timeout`](Self::io_timeout) counts it: PINGs do not hold it
-    /// off): an HTTP/2 stream waits while its connection's other streams
-    /// move, and an HTTP/1.1 request pipelined behind the late one holds
-    /// it off while its bytes arrive (up to the header timeout).
+    /// off) and, over HTTP/2, from each stream's own: a stream the
+    /// application holds is answered at its time while the connection's
+    /// other streams move. An HTTP/1.1 request pipelined behind the late
+    /// one holds it off while its bytes arrive (up to the header timeout).
     ///
     /// ```
     /// use std::time::Duration;

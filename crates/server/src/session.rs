@@ -1003,6 +1003,21 @@ impl<H: Handler> Session<H> {
             None => self.refuse(crate::Status::SERVICE_UNAVAILABLE, cx),
         }
     }
+
+    /// HTTP/2: each stream's own clock, at a tick that found the
+    /// connection on time (`h2/clock.rs`): a stream its client kept
+    /// waiting `io` ms, or its application `response` ms, ends alone.
+    /// Returns whether one did (its frames wait to be written). HTTP/1
+    /// has one exchange at a time: the connection's clock is its own.
+    pub(crate) fn expire_streams(
+        &mut self,
+        now: u64,
+        io: u64,
+        response: Option<u64>,
+        cx: &Context,
+    ) -> bool {
+        self.h2.as_mut().is_some_and(|h2| h2.expire_streams(now, io, response, cx))
+    }
 }
 
 /// A polled response's body frame waiting to be sent as it is.

@@ -12,66 +12,19 @@
 
 mod common;
 
-use std::io::Read;
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use common::h2raw::{self, Credit, Event, Frame, Raw};
+use common::timed_app::App;
 use common::{options, serve};
+use falconet_server::Options;
 use falconet_server::h2::connection::Config;
 use falconet_server::h2::frame::{self, kind};
-use falconet_server::{Handler, Options, Request, Responder, Response};
 
 /// The I/O timeout of these tests.
 const IO_TIMEOUT: Duration = Duration::from_millis(400);
 /// How often the client sends its frame that moves nothing.
 const EVERY: Duration = Duration::from_millis(100);
-
-/// `/never` holds its responder (sent to the test); `/big?n=N` answers N
-/// bytes; `/late?first=MS` lends the body and reads all of it MS ms later,
-/// then answers `got N`; anything else answers `ok` once the worker has
-/// read the body.
-struct App {
-    kept: mpsc::Sender<Responder>,
-}
-
-impl Handler for App {
-    type State = String;
-
-    fn head(&self, request: &Request<'_>) -> String {
-        if request.path() == "/late" {
-            request.stream_body();
-        }
-        request.target().to_string()
-    }
-
-    fn body(&self, _: &mut String, _: &[u8]) {}
-
-    fn respond(&self, target: String, response: &mut Response<'_>) {
-        if target.starts_with("/late") {
-            let body = response.take_body();
-            let Ok(responder) = response.defer() else { return };
-            let first = common::query_arg(&target, "first");
-            std::thread::spawn(move || {
-                std::thread::sleep(Duration::from_millis(first));
-                let mut all = Vec::new();
-                match body.map(|mut body| body.read_to_end(&mut all)) {
-                    Some(Ok(n)) => drop(responder.body(format!("got {n}").as_bytes())),
-                    other => drop(responder.body(format!("read: {other:?}").as_bytes())),
-                }
-            });
-        } else if target == "/never" {
-            if let Ok(responder) = response.defer() {
-                let _ = self.kept.send(responder);
-            }
-        } else if target.starts_with("/big") {
-            let n = common::query_arg(&target, "n") as usize;
-            let _ = response.body(&vec![b'b'; n]);
-        } else {
-            let _ = response.body(b"ok");
-        }
-    }
-}
 
 /// Rate limits off: only the I/O timeout judges a silent client.
 fn timers_only() -> Options {
@@ -146,8 +99,8 @@ fn a_client_withholding_credit_is_timed_out_whatever_else_it_sends() {
     // request ended) resets it, leaving nothing owed.
     let connection_frames = idle_frames().into_iter().filter(|(_, frame)| frame[5..9] == [0; 4]);
     for (name, frame) in connection_frames {
-        let (kept, _held) = mpsc::channel();
-        let server = serve(timers_only(), App { kept });
+        let (app, _held, _read) = App::new();
+        let server = serve(timers_only(), app);
         // No stream credit: the response waits on the client.
         let mut raw = Raw::handshake(server.addr, &[(0x4, 0)]);
         raw.headers(1, &h2raw::req("GET", "/big?n=100000"), true);
@@ -158,9 +111,9 @@ fn a_client_withholding_credit_is_timed_out_whatever_else_it_sends() {
 
 #[test]
 fn pings_do_not_hold_off_the_response_timeout() {
-    let (kept, _held) = mpsc::channel();
+    let (app, _held, _read) = App::new();
     let options = options().workers(1).response_timeout(Some(Duration::from_millis(800)));
-    let server = serve(options, App { kept });
+    let server = serve(options, app);
     let mut raw = Raw::handshake(server.addr, &[]);
     raw.headers(1, &h2raw::req("GET", "/never"), true);
     let began = Instant::now();
@@ -182,8 +135,8 @@ fn pings_do_not_hold_off_the_response_timeout() {
 /// cut, PINGs or not.
 #[test]
 fn a_slow_upload_that_moves_is_served() {
-    let (kept, _held) = mpsc::channel();
-    let server = serve(timers_only(), App { kept });
+    let (app, _held, _read) = App::new();
+    let server = serve(timers_only(), app);
     let mut raw = Raw::handshake(server.addr, &[]);
     raw.headers(1, &h2raw::req("POST", "/upload"), false);
     for _ in 0..8 {
@@ -203,8 +156,8 @@ fn owed_body_behind(
     frames: Vec<Vec<u8>>,
     every: Duration,
 ) -> Option<(Option<Frame>, Duration)> {
-    let (kept, _held) = mpsc::channel();
-    let server = serve(options, App { kept });
+    let (app, _held, _read) = App::new();
+    let server = serve(options, app);
     let mut raw = Raw::handshake(server.addr, &[]);
     raw.headers(1, &h2raw::req("POST", "/upload"), false);
     raw.data(1, b"part", false);
@@ -251,9 +204,9 @@ fn headers_on_a_reset_stream_do_not_keep_an_owed_body_open() {
 /// give back for it is an answer, not a response the client takes.
 #[test]
 fn data_on_a_reset_stream_does_not_keep_an_owed_body_open() {
-    let (kept, _held) = mpsc::channel();
+    let (app, _held, _read) = App::new();
     let config = Config { connection_window_size: 65535, ..Config::default() };
-    let server = serve(timers_only().http2(config), App { kept });
+    let server = serve(timers_only().http2(config), app);
     let mut raw = Raw::handshake(server.addr, &[]);
     raw.headers(1, &h2raw::req("POST", "/upload"), false);
     raw.data(1, b"part", false);
@@ -289,8 +242,8 @@ fn data_on_a_reset_stream_does_not_keep_an_owed_body_open() {
 /// but which takes longer than the I/O timeout to come whole.
 #[test]
 fn a_frame_arriving_slowly_is_progress() {
-    let (kept, _held) = mpsc::channel();
-    let server = serve(timers_only(), App { kept });
+    let (app, _held, _read) = App::new();
+    let server = serve(timers_only(), app);
     let mut raw = Raw::handshake(server.addr, &[]);
     raw.headers(1, &h2raw::req("POST", "/upload"), false);
     let frame = h2raw::frame_bytes(kind::DATA, 0, 1, &[b'x'; 6000]);
@@ -309,10 +262,10 @@ fn a_frame_arriving_slowly_is_progress() {
 /// body (whose application has read all that came) and owes nothing.
 #[test]
 fn a_client_whose_credit_another_streams_reader_holds_owes_nothing() {
-    let (kept, _held) = mpsc::channel();
+    let (app, _held, _read) = App::new();
     let config =
         Config { connection_window_size: 65535, initial_window_size: 65535, ..Config::default() };
-    let server = serve(timers_only().http2(config), App { kept });
+    let server = serve(timers_only().http2(config), app);
     let mut raw = Raw::handshake(server.addr, &[]);
     let mut credit = Credit::new();
     raw.headers(1, &h2raw::req("POST", "/late?first=0"), false);

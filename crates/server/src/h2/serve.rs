@@ -37,8 +37,9 @@ use falconet_flow::Updates;
 use falconet_pipe::{Readable, Reader, Writer};
 use falconet_pool::Pool;
 
+use super::clock::{Holder, Mark, StreamClock};
 use super::connection::{Config, Connection, StreamInput, Streams};
-use super::frame::ErrorCode;
+use super::frame::{ErrorCode, FrameHeader, HEADER_LEN};
 use super::head::Head;
 use super::hpack::Field;
 use super::roomy::Roomy;
@@ -115,6 +116,11 @@ struct Exchange<S> {
     responded: bool,
     /// `expect: 100-continue`: a 100 goes out before the final answer.
     continue_pending: bool,
+    /// Grows with every request frame for the stream and every response
+    /// frame or answer for it: with the lent body's reads, the stream's
+    /// mark for its clock (`clock.rs`).
+    steps: u64,
+    clock: StreamClock,
 }
 
 impl<S> Exchange<S> {
@@ -139,6 +145,20 @@ impl<S> Exchange<S> {
     /// credit the client cannot send without).
     fn body_owed(&self) -> bool {
         !self.request_ended && self.body.as_ref().is_none_or(|body| body.unexamined() == 0)
+    }
+
+    /// The stream's mark for its clock: counts that only grow while it
+    /// moves (see `steps`), and `arriving`, the bytes so far of a request
+    /// frame for it not yet whole.
+    fn mark(&self, arriving: u64) -> Mark {
+        let examined =
+            self.body.as_ref().map_or(0, |body| self.lent.saturating_sub(body.unexamined()));
+        (self.steps.wrapping_add(self.lent).wrapping_add(examined), arriving)
+    }
+
+    /// Marks a step of the exchange (see `steps`).
+    fn step(&mut self) {
+        self.steps = self.steps.wrapping_add(1);
     }
 }
 
@@ -428,6 +448,7 @@ impl<S: Send + 'static> Http2<S> {
             answered = true;
             exchange.ready = false;
             exchange.responded = true;
+            exchange.step();
             if let Some(status) = exchange.refused {
                 exchange.state = None;
                 refuse(&mut self.conn, id, exchange, cx, status);
@@ -596,7 +617,10 @@ impl<S: Send + 'static> Http2<S> {
                     *held = !all;
                     let (completed, error) = (guard.is_completed(), guard.error().is_some());
                     let _ = guard.advance_to(taken, taken);
-                    moved |= taken > 0;
+                    if taken > 0 {
+                        moved = true;
+                        exchange.steps = exchange.steps.wrapping_add(1);
+                    }
                     if !all {
                         break; // no room for the rest now
                     }
@@ -633,6 +657,7 @@ impl<S: Send + 'static> Http2<S> {
                     *encoder = response.encoder();
                     if step.is_ready() {
                         moved = true;
+                        exchange.steps = exchange.steps.wrapping_add(1);
                     }
                     match step {
                         Poll::Pending => break,
@@ -705,6 +730,7 @@ impl<S: Send + 'static> Http2<S> {
                 if find_head_end(&exchange.staged).is_none() {
                     // RFC 9110 10.1.1: the client waits for this to send.
                     self.conn.send_headers(id, 100, [], false);
+                    exchange.step();
                 }
             }
             if !exchange.head_sent {
@@ -721,6 +747,7 @@ impl<S: Send + 'static> Http2<S> {
                     .map(|(name, value)| Field::new(&names[name.clone()], &head[value.clone()]));
                 self.conn.send_headers(id, status, fields, end_stream);
                 exchange.head_sent = true;
+                exchange.step();
                 exchange.sent = head_len;
             }
             send_body(&mut self.conn, id, exchange);
@@ -869,15 +896,9 @@ impl<S: Send + 'static> Http2<S> {
     }
 
     /// Whether the response of `exchange` (stream `id`) waits for the
-    /// client's credit: staged bytes past the stream's window, or bytes
-    /// left in its pipe, or a polled body left unpolled, with none.
+    /// client's credit (see [`waits_for_credit`]).
     fn waits_for_credit(&self, id: u32, exchange: &Exchange<S>) -> bool {
-        let source_held = matches!(
-            exchange.source,
-            Some(Source::Pipe { held: true, .. } | Source::Polled { starved: true, .. })
-        );
-        let credit = self.conn.send_credit(id);
-        exchange.head_sent && (exchange.unsent() > credit || (source_held && credit == 0))
+        waits_for_credit(&self.conn, id, exchange)
     }
 
     /// The response timeout passed with only the application at work:
@@ -892,21 +913,87 @@ impl<S: Send + 'static> Http2<S> {
             .map(|(&id, _)| id)
             .collect();
         for id in late {
-            let Some(exchange) = self.exchanges.get_mut(&id) else { continue };
-            if let Some(writer) = exchange.body.take() {
-                writer.close_with(std::io::Error::from(std::io::ErrorKind::TimedOut));
-            }
-            if exchange.head_sent {
-                self.conn.reset(id, ErrorCode::INTERNAL_ERROR);
-                if let Some(exchange) = self.exchanges.remove(&id) {
-                    self.spare.give(exchange.staged);
-                }
+            self.expire(id, Holder::Application, cx);
+        }
+    }
+
+    /// One tick of each stream's own clock (`clock.rs`), at `now` (ms):
+    /// a stream whose client has owed its body for `io` ms ends as the
+    /// connection would over HTTP/1 (`408` if none of its response was
+    /// framed, else reset with CANCEL); one the application has kept
+    /// waiting for `response` ms as at the response timeout (`503`, or
+    /// reset with INTERNAL_ERROR). A lent body's read then fails with
+    /// `TimedOut`, a responder's writes fail. Other streams go on.
+    /// Returns whether a stream ended (its frames wait to be written).
+    pub(crate) fn expire_streams(
+        &mut self,
+        now: u64,
+        io: u64,
+        response: Option<u64>,
+        cx: &Context,
+    ) -> bool {
+        let conn = &self.conn;
+        // A frame still arriving that will count when whole: its stream's
+        // progress as its bytes come.
+        let arriving = self
+            .input
+            .first_chunk::<HEADER_LEN>()
+            .filter(|_| conn.counts_when_whole(&self.input))
+            .map(|header| (FrameHeader::parse(header).stream, self.input.len() as u64));
+        let mut late = Vec::new();
+        for (&id, exchange) in self.exchanges.iter_mut() {
+            // A body answered without being read (its bytes discarded) is
+            // owed to no one.
+            let wanted = exchange.body.is_some() || !exchange.responded;
+            let holder = if wanted && exchange.body_owed() && conn.receive_credit(id) > 0 {
+                Holder::Client
+            } else if waits_for_credit(conn, id, exchange) {
+                // The client's flow control at work (a paused consumer):
+                // judged with the connection, which times out a client
+                // that takes nothing at all.
+                Holder::Nobody
+            } else if exchange.with_application() {
+                Holder::Application
             } else {
-                exchange.state = None;
-                exchange.ready = false;
-                exchange.responded = true;
-                refuse(&mut self.conn, id, exchange, cx, Status::SERVICE_UNAVAILABLE);
+                Holder::Nobody
+            };
+            let mark = exchange.mark(match arriving {
+                Some((stream, bytes)) if stream == id => bytes,
+                _ => 0,
+            });
+            if let Some(holder) = exchange.clock.tick(now, mark, holder, io, response) {
+                late.push((id, holder));
             }
+        }
+        for &(id, holder) in &late {
+            self.expire(id, holder, cx);
+        }
+        !late.is_empty()
+    }
+
+    /// Ends stream `id`, kept waiting too long by `holder` (see
+    /// [`expire_streams`](Self::expire_streams)).
+    fn expire(&mut self, id: u32, holder: Holder, cx: &Context) {
+        let Some(exchange) = self.exchanges.get_mut(&id) else { return };
+        if let Some(writer) = exchange.body.take() {
+            writer.close_with(std::io::Error::from(std::io::ErrorKind::TimedOut));
+        }
+        let (status, code) = match holder {
+            Holder::Client => (Status::REQUEST_TIMEOUT, ErrorCode::CANCEL),
+            Holder::Application | Holder::Nobody => {
+                (Status::SERVICE_UNAVAILABLE, ErrorCode::INTERNAL_ERROR)
+            }
+        };
+        if exchange.head_sent {
+            self.conn.reset(id, code);
+            if let Some(exchange) = self.exchanges.remove(&id) {
+                self.spare.give(exchange.staged);
+            }
+        } else {
+            exchange.state = None;
+            exchange.ready = false;
+            exchange.responded = true;
+            refuse(&mut self.conn, id, exchange, cx, status);
         }
     }
 
@@ -965,6 +1052,18 @@ impl<S: Send + 'static> Http2<S> {
     }
 }
 
+/// Whether the response of `exchange` (stream `id`) waits for the
+/// client's credit: staged bytes past the stream's window, or bytes left
+/// in its pipe, or a polled body left unpolled, with none.
+fn waits_for_credit<S>(conn: &Connection, id: u32, exchange: &Exchange<S>) -> bool {
+    let source_held = matches!(
+        exchange.source,
+        Some(Source::Pipe { held: true, .. } | Source::Polled { starved: true, .. })
+    );
+    let credit = conn.send_credit(id);
+    exchange.head_sent && (exchange.unsent() > credit || (source_held && credit == 0))
+}
+
 /// Writes a refusal (`status`, empty body) as the whole response.
 fn refuse<S>(
     conn: &mut Connection,
@@ -999,7 +1098,11 @@ fn send_body<S>(conn: &mut Connection, id: u32, exchange: &mut Exchange<S>) {
         if !copied.is_empty() || last {
             let n = conn.send_data(id, copied, last);
             exchange.sent += n;
-            if n < copied.len() || last {
+            let all = n == copied.len();
+            if n > 0 || last {
+                exchange.step();
+            }
+            if !all || last {
                 return;
             }
         }
@@ -1008,9 +1111,13 @@ fn send_body<S>(conn: &mut Connection, id: u32, exchange: &mut Exchange<S>) {
         }
         let last =
             exchange.finished && exchange.shared.count() == 1 && end == exchange.staged.len();
+        let before = exchange.shared.len();
         let gone = exchange.shared.send_front(|piece| {
             conn.send_shared(id, piece, last);
         });
+        if exchange.shared.len() != before || last {
+            exchange.step();
+        }
         if !gone || last {
             return;
         }
@@ -1284,6 +1391,8 @@ impl<H: Handler> Dispatch<'_, H> {
                 request_ended: end_stream,
                 responded: false,
                 continue_pending: continues && !end_stream && refused.is_none(),
+                steps: 0,
+                clock: StreamClock::new(),
             },
         );
     }
@@ -1292,6 +1401,7 @@ impl<H: Handler> Dispatch<'_, H> {
     fn data_piece(&mut self, stream: u32, data: &[u8], end_stream: bool) -> bool {
         let Some(exchange) = self.exchanges.get_mut(&stream) else { return true };
         exchange.request_ended |= end_stream;
+        exchange.step();
         if exchange.refused.is_some() {
             return true;
         }

@@ -1,0 +1,267 @@
+//! Each HTTP/2 stream's own timeout clock (`src/h2/clock.rs`). The
+//! connection's timer judges it by its last progress, so before the
+//! stream clocks a stream that stalled while a sibling moved lived as long
+//! as the sibling did: a client could hold one upload (and the
+//! application thread reading it) open for ever by trickling another, or
+//! withhold one response's credit, and an application's unanswered stream
+//! got no `503` while another stream uploaded. Each case here keeps stream
+//! 1 moving (a few bytes of upload every 100 ms, well inside the I/O
+//! timeout) while it looks at stream 3.
+
+mod common;
+
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use common::h2raw::{self, Credit, Event, Frame, Raw};
+use common::timed_app::App;
+use common::{options, serve};
+use falconet_server::h2::connection::Config;
+use falconet_server::h2::frame::kind;
+use falconet_server::{Options, Responder};
+
+/// The I/O timeout of these tests.
+const IO_TIMEOUT: Duration = Duration::from_millis(400);
+/// Their response timeout.
+const RESPONSE_TIMEOUT: Duration = Duration::from_millis(1_000);
+/// How often stream 1 moves.
+const EVERY: Duration = Duration::from_millis(100);
+
+/// Rate limits off: only the timeouts judge a stream.
+fn timers_only() -> Options {
+    options()
+        .workers(1)
+        .io_timeout(IO_TIMEOUT)
+        .response_timeout(Some(RESPONSE_TIMEOUT))
+        .min_request_body_rate(None)
+        .min_response_rate(None)
+}
+
+/// A server with [`App`], and the ends of its channels.
+fn server() -> (common::TestServer<App>, mpsc::Receiver<Responder>, mpsc::Receiver<String>) {
+    let (app, held, read) = App::new();
+    (serve(timers_only(), app), held, read)
+}
+
+/// Opens stream 1, the busy one (before stream 3: ids only grow).
+fn open_busy(raw: &mut Raw) {
+    raw.headers(1, &h2raw::req("POST", "/busy"), false);
+}
+
+/// What the client saw of stream 3 while it kept stream 1 (opened by
+/// [`open_busy`]) uploading for
+/// `span` (then ended it), each frame with when it came (from the call):
+/// stream 3's frames, and whether stream 1 was answered `ok` (200).
+/// `each_turn` runs every [`EVERY`] with the time so far, to move stream 3.
+fn beside_a_busy_stream(
+    raw: &mut Raw,
+    credit: &mut Credit,
+    span: Duration,
+    mut each_turn: impl FnMut(&mut Raw, &mut Credit, Duration),
+) -> (Vec<(Duration, Frame)>, bool) {
+    let began = Instant::now();
+    let mut seen = Vec::new();
+    let mut next = began;
+    let mut ended = false;
+    let deadline = began + span + Duration::from_secs(3);
+    while Instant::now() < deadline {
+        let now = Instant::now();
+        if now >= next && !ended {
+            if now - began >= span {
+                raw.data(1, b"end", true);
+                ended = true;
+            } else {
+                raw.data(1, b"busy", false);
+                each_turn(raw, credit, now - began);
+                next += EVERY;
+            }
+        }
+        match raw.next(Duration::from_millis(10)) {
+            Event::Frame(f) => {
+                assert_ne!(f.kind, kind::GOAWAY, "the connection ended: {f:?}");
+                if f.stream == 3 {
+                    seen.push((began.elapsed(), f.clone()));
+                }
+                credit.absorb(raw, f);
+                if credit.done.iter().any(|&(s, _)| s == 1) {
+                    break;
+                }
+            }
+            Event::Eof => panic!("the connection closed"),
+            Event::Timeout => {}
+        }
+    }
+    (seen, credit.done.contains(&(1, 200)))
+}
+
+/// When stream 3 got a response of `status`, if it did.
+fn answered(credit: &Credit, seen: &[(Duration, Frame)], status: u16) -> Option<Duration> {
+    let answered = credit.done.contains(&(3, status));
+    let head = seen.iter().find(|(_, f)| f.kind == kind::HEADERS);
+    head.filter(|_| answered).map(|&(at, _)| at)
+}
+
+#[test]
+fn a_stalled_upload_beside_a_moving_one_is_answered_408_alone() {
+    let (server, _held, _read) = server();
+    let mut raw = Raw::handshake(server.addr, &[]);
+    let mut credit = Credit::new();
+    open_busy(&mut raw);
+    let mut block = h2raw::req("POST", "/stalled");
+    h2raw::literal(&mut block, b"content-length", b"100");
+    raw.headers(3, &block, false);
+    let (seen, busy_served) =
+        beside_a_busy_stream(&mut raw, &mut credit, Duration::from_millis(2_500), |_, _, _| {});
+    let at = answered(&credit, &seen, 408);
+    assert!(at.is_some(), "stream 3 owed its body, stalled, and got: {seen:?} {:?}", credit.done);
+    let at = at.unwrap();
+    assert!(at >= IO_TIMEOUT, "408 after {at:?}, before the I/O timeout");
+    assert!(at < Duration::from_millis(2_000), "408 only after {at:?}");
+    assert!(busy_served, "stream 1 was not served: {:?}", credit.done);
+}
+
+#[test]
+fn a_stalled_lent_body_fails_its_reader_beside_a_moving_stream() {
+    let (server, _held, read) = server();
+    let mut raw = Raw::handshake(server.addr, &[]);
+    let mut credit = Credit::new();
+    open_busy(&mut raw);
+    raw.headers(3, &h2raw::req("POST", "/late?first=0"), false);
+    raw.data(3, b"a piece, then nothing", false);
+    let (seen, busy_served) =
+        beside_a_busy_stream(&mut raw, &mut credit, Duration::from_millis(2_500), |_, _, _| {});
+    let said = read.recv_timeout(Duration::from_secs(1));
+    assert_eq!(said.as_deref(), Ok("read failed: TimedOut"), "{seen:?}");
+    let at = answered(&credit, &seen, 408).expect("stream 3 answered 408");
+    assert!(at >= IO_TIMEOUT && at < Duration::from_millis(2_000), "408 after {at:?}");
+    assert!(busy_served, "stream 1 was not served: {:?}", credit.done);
+}
+
+#[test]
+fn a_stream_the_application_never_answers_gets_503_while_another_uploads() {
+    let (server, held, _read) = server();
+    let mut raw = Raw::handshake(server.addr, &[]);
+    let mut credit = Credit::new();
+    open_busy(&mut raw);
+    raw.headers(3, &h2raw::req("GET", "/never"), true);
+    let (seen, busy_served) =
+        beside_a_busy_stream(&mut raw, &mut credit, Duration::from_millis(2_500), |_, _, _| {});
+    let at = answered(&credit, &seen, 503);
+    assert!(at.is_some(), "no 503 for stream 3 while stream 1 uploaded: {seen:?}");
+    let at = at.unwrap();
+    assert!(at >= RESPONSE_TIMEOUT, "503 after {at:?}, before the response timeout");
+    assert!(at < Duration::from_millis(2_200), "503 only after {at:?}");
+    assert!(busy_served, "stream 1 was not served: {:?}", credit.done);
+    // The responder learns its stream is gone.
+    let responder = held.recv_timeout(Duration::from_secs(1)).expect("the held responder");
+    assert!(responder.body(b"too late").is_err(), "a write after the 503 succeeded");
+}
+
+/// A response waiting for its stream's credit is the client's flow
+/// control at work (a consumer it paused, while it uses other streams):
+/// not cut while the client moves another stream, sent when the credit
+/// comes.
+#[test]
+fn a_response_whose_credit_is_withheld_beside_a_moving_stream_waits_for_it() {
+    let (server, _held, _read) = server();
+    // 1,000 bytes of credit per stream; stream 3 gets more after 1.8 s.
+    let mut raw = Raw::handshake(server.addr, &[(0x4, 1_000)]);
+    raw.window_update(0, 1 << 20);
+    let mut credit = Credit::new();
+    open_busy(&mut raw);
+    raw.headers(3, &h2raw::req("GET", "/big?n=100000"), true);
+    let mut granted = false;
+    let (seen, busy_served) =
+        beside_a_busy_stream(&mut raw, &mut credit, Duration::from_millis(2_500), |raw, _, t| {
+            if t >= Duration::from_millis(1_800) && !granted {
+                raw.window_update(3, 99_000);
+                granted = true;
+            }
+        });
+    assert!(busy_served, "stream 1 was not served: {:?}", credit.done);
+    assert!(seen.iter().all(|(_, f)| f.kind != kind::RST_STREAM), "stream 3 was reset: {seen:?}");
+    let body: usize =
+        seen.iter().filter(|(_, f)| f.kind == kind::DATA).map(|(_, f)| f.payload.len()).sum();
+    assert_eq!(body, 100_000, "stream 3's response");
+    assert!(seen.last().is_some_and(|(_, f)| f.end_stream()), "stream 3 did not end");
+}
+
+/// The other side: a stream that moves within the I/O timeout is not cut
+/// however long it takes, and one whose application held it gets its
+/// whole I/O timeout after the application let go.
+#[test]
+fn streams_that_move_are_not_cut() {
+    let (server, _held, _read) = server();
+    let mut raw = Raw::handshake(server.addr, &[]);
+    let mut credit = Credit::new();
+    // Stream 3 trickles a byte every 200 ms (I/O timeout 400 ms).
+    open_busy(&mut raw);
+    raw.headers(3, &h2raw::req("POST", "/slow"), false);
+    let (mut turn, mut ended) = (0, false);
+    let (seen, busy_served) =
+        beside_a_busy_stream(&mut raw, &mut credit, Duration::from_millis(2_500), |raw, _, t| {
+            turn += 1;
+            if turn % 2 == 0 && !ended {
+                ended = t >= Duration::from_millis(2_000);
+                raw.data(3, b"s", ended);
+            }
+        });
+    assert!(busy_served, "stream 1 was not served: {:?}", credit.done);
+    assert_eq!(answered(&credit, &seen, 200).map(|_| ()), Some(()), "stream 3: {seen:?}");
+    drop(raw);
+
+    // Stream 3: a full stream window, which the application reads only
+    // after 700 ms (under its response timeout, past the client's I/O
+    // timeout); the client sends the rest 300 ms after the credit comes
+    // back, within its time.
+    let (app, _held, read) = App::new();
+    let config = Config { initial_window_size: 65_535, ..Config::default() };
+    let server = serve(timers_only().http2(config), app);
+    let mut raw = Raw::handshake(server.addr, &[]);
+    let mut credit = Credit::new();
+    credit.streams.insert(3, 65_535);
+    open_busy(&mut raw);
+    raw.headers(3, &h2raw::req("POST", "/late?first=700"), false);
+    credit.upload(&mut raw, 3, 65_535, 0, false);
+    let mut credit_back = None;
+    let mut sent_rest = false;
+    let began = Instant::now();
+    while began.elapsed() < Duration::from_secs(4) && !credit.done.iter().any(|&(s, _)| s == 3) {
+        raw.data(1, b"busy", false);
+        let before = credit.streams[&3];
+        credit.until(&mut raw, EVERY, |_| false);
+        if credit.streams[&3] > before && credit_back.is_none() {
+            credit_back = Some(Instant::now());
+        }
+        if credit_back.is_some_and(|at| at.elapsed() >= Duration::from_millis(300)) && !sent_rest {
+            raw.data(3, b"the rest", true);
+            sent_rest = true;
+        }
+    }
+    assert!(credit_back.is_some(), "the application's read gave no credit back");
+    assert_eq!(read.recv_timeout(Duration::from_secs(1)).as_deref(), Ok("got 65543"));
+    assert!(credit.done.contains(&(3, 200)), "stream 3: {:?} {:?}", credit.done, credit.resets);
+}
+
+/// A body the application answered without reading is discarded: the
+/// client that stops sending it owes nothing, and the answer the
+/// application takes 700 ms to start (past the I/O timeout, within the
+/// response timeout) goes out whole.
+#[test]
+fn a_body_answered_unread_is_owed_to_no_one() {
+    let (server, _held, _read) = server();
+    let mut raw = Raw::handshake(server.addr, &[]);
+    let mut credit = Credit::new();
+    open_busy(&mut raw);
+    raw.headers(3, &h2raw::req("POST", "/ignore"), false);
+    raw.data(3, b"a piece, then nothing", false);
+    let (seen, busy_served) =
+        beside_a_busy_stream(&mut raw, &mut credit, Duration::from_millis(2_500), |_, _, _| {});
+    assert!(busy_served, "stream 1 was not served: {:?}", credit.done);
+    let cancelled = seen.iter().any(|(_, f)| f.kind == kind::RST_STREAM && f.code() != 0);
+    assert!(!cancelled, "stream 3 was cut: {seen:?}");
+    let body: usize =
+        seen.iter().filter(|(_, f)| f.kind == kind::DATA).map(|(_, f)| f.payload.len()).sum();
+    assert_eq!(body, 5 * 4, "stream 3's answer: {seen:?}");
+    assert_eq!(answered(&credit, &seen, 200).map(|_| ()), Some(()), "stream 3: {seen:?}");
+}
