@@ -258,7 +258,8 @@ impl Options {
     /// the body's read fails with `TimedOut`) and the connection goes on.
     /// A response waiting for its stream's credit is not timed out alone:
     /// that is the client's flow control (a consumer it paused), judged
-    /// with the connection.
+    /// with the connection, as is every stream while the connection's
+    /// output waits for the socket.
     pub fn io_timeout(mut self, timeout: Duration) -> Self {
         self.io_timeout = timeout;
         self

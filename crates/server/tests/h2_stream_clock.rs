@@ -48,6 +48,14 @@ fn open_busy(raw: &mut Raw) {
     raw.headers(1, &h2raw::req("POST", "/busy"), false);
 }
 
+/// A connection to `addr` with stream 1 open (see [`open_busy`]), and the
+/// client's view of its windows.
+fn busy_connection(addr: std::net::SocketAddr) -> (Raw, Credit) {
+    let mut raw = Raw::handshake(addr, &[]);
+    open_busy(&mut raw);
+    (raw, Credit::new())
+}
+
 /// What the client saw of stream 3 while it kept stream 1 (opened by
 /// [`open_busy`]) uploading for
 /// `span` (then ended it), each frame with when it came (from the call):
@@ -104,9 +112,7 @@ fn answered(credit: &Credit, seen: &[(Duration, Frame)], status: u16) -> Option<
 #[test]
 fn a_stalled_upload_beside_a_moving_one_is_answered_408_alone() {
     let (server, _held, _read) = server();
-    let mut raw = Raw::handshake(server.addr, &[]);
-    let mut credit = Credit::new();
-    open_busy(&mut raw);
+    let (mut raw, mut credit) = busy_connection(server.addr);
     let mut block = h2raw::req("POST", "/stalled");
     h2raw::literal(&mut block, b"content-length", b"100");
     raw.headers(3, &block, false);
@@ -123,9 +129,7 @@ fn a_stalled_upload_beside_a_moving_one_is_answered_408_alone() {
 #[test]
 fn a_stalled_lent_body_fails_its_reader_beside_a_moving_stream() {
     let (server, _held, read) = server();
-    let mut raw = Raw::handshake(server.addr, &[]);
-    let mut credit = Credit::new();
-    open_busy(&mut raw);
+    let (mut raw, mut credit) = busy_connection(server.addr);
     raw.headers(3, &h2raw::req("POST", "/late?first=0"), false);
     raw.data(3, b"a piece, then nothing", false);
     let (seen, busy_served) =
@@ -140,9 +144,7 @@ fn a_stalled_lent_body_fails_its_reader_beside_a_moving_stream() {
 #[test]
 fn a_stream_the_application_never_answers_gets_503_while_another_uploads() {
     let (server, held, _read) = server();
-    let mut raw = Raw::handshake(server.addr, &[]);
-    let mut credit = Credit::new();
-    open_busy(&mut raw);
+    let (mut raw, mut credit) = busy_connection(server.addr);
     raw.headers(3, &h2raw::req("GET", "/never"), true);
     let (seen, busy_served) =
         beside_a_busy_stream(&mut raw, &mut credit, Duration::from_millis(2_500), |_, _, _| {});
@@ -250,9 +252,7 @@ fn streams_that_move_are_not_cut() {
 #[test]
 fn a_body_answered_unread_is_owed_to_no_one() {
     let (server, _held, _read) = server();
-    let mut raw = Raw::handshake(server.addr, &[]);
-    let mut credit = Credit::new();
-    open_busy(&mut raw);
+    let (mut raw, mut credit) = busy_connection(server.addr);
     raw.headers(3, &h2raw::req("POST", "/ignore"), false);
     raw.data(3, b"a piece, then nothing", false);
     let (seen, busy_served) =
@@ -264,4 +264,192 @@ fn a_body_answered_unread_is_owed_to_no_one() {
         seen.iter().filter(|(_, f)| f.kind == kind::DATA).map(|(_, f)| f.payload.len()).sum();
     assert_eq!(body, 5 * 4, "stream 3's answer: {seen:?}");
     assert_eq!(answered(&credit, &seen, 200).map(|_| ()), Some(()), "stream 3: {seen:?}");
+}
+
+/// Frames that carry nothing the application wants are no stream's
+/// progress: empty DATA, padding only, WINDOW_UPDATE and PRIORITY on the
+/// stalled stream (a reviewer's cases; the first two kept it open).
+#[test]
+fn frames_that_carry_nothing_do_not_keep_a_stalled_upload_open() {
+    type Send = fn(&mut Raw);
+    let nothing: [(&str, Send); 3] = [
+        ("empty DATA", |raw| raw.data(3, b"", false)),
+        ("padding only", |raw| raw.frame(kind::DATA, 0x8, 3, &[5, 0, 0, 0, 0, 0])),
+        ("WINDOW_UPDATE and PRIORITY", |raw| {
+            raw.window_update(3, 1);
+            raw.frame(kind::PRIORITY, 0, 3, &[0, 0, 0, 1, 16]);
+        }),
+    ];
+    for (name, send) in nothing {
+        let (server, _held, _read) = server();
+        let (mut raw, mut credit) = busy_connection(server.addr);
+        let mut block = h2raw::req("POST", "/stalled");
+        h2raw::literal(&mut block, b"content-length", b"100");
+        raw.headers(3, &block, false);
+        let (seen, _) = beside_a_busy_stream(
+            &mut raw,
+            &mut credit,
+            Duration::from_millis(2_500),
+            |raw, _, _| send(raw),
+        );
+        let at = answered(&credit, &seen, 408);
+        assert!(at.is_some_and(|at| at < Duration::from_millis(2_000)), "{name}: {seen:?}");
+    }
+}
+
+/// A body the application left untaken is discarded: its bytes are not
+/// the stream's progress, so they do not hold off the `503` of an answer
+/// the application never gives.
+#[test]
+fn a_discarded_body_does_not_hold_off_the_503() {
+    let (server, _held, _read) = server();
+    let (mut raw, mut credit) = busy_connection(server.addr);
+    raw.headers(3, &h2raw::req("POST", "/unread-never"), false);
+    let (seen, _) =
+        beside_a_busy_stream(&mut raw, &mut credit, Duration::from_millis(2_500), |raw, _, _| {
+            raw.data(3, b"x", false);
+        });
+    let at = answered(&credit, &seen, 503);
+    assert!(at.is_some_and(|at| at >= RESPONSE_TIMEOUT), "no 503 at its time: {seen:?}");
+}
+
+/// Reads frames for `span`, adding stream `id`'s DATA bytes to `got`;
+/// returns its reset's code or whether it ended, if either came.
+fn read_stream(raw: &mut Raw, id: u32, span: Duration, got: &mut usize) -> Option<Option<u32>> {
+    let deadline = Instant::now() + span;
+    while Instant::now() < deadline {
+        match raw.next(Duration::from_millis(50)) {
+            Event::Frame(f) => {
+                assert_ne!(f.kind, kind::GOAWAY, "{f:?}");
+                if f.kind == kind::HEADERS {
+                    let _ = raw.decoder.decode(&f.payload, |_| {});
+                }
+                if f.stream == id && f.kind == kind::DATA {
+                    *got += f.payload.len();
+                }
+                if f.stream == id && f.kind == kind::RST_STREAM {
+                    return Some(Some(f.code()));
+                }
+                if f.stream == id && f.end_stream() {
+                    return Some(None);
+                }
+            }
+            Event::Eof => panic!("closed"),
+            Event::Timeout => {}
+        }
+    }
+    None
+}
+
+/// A client that stops reading its socket for a while (within its I/O
+/// timeout) holds every stream up, not the application: a deferred
+/// download the application wrote at once is not reset at the response
+/// timeout (a reviewer's case: it was, after 6-8 MB).
+#[test]
+fn a_download_paused_by_the_client_is_not_the_applications_delay() {
+    let (app, _held, _read) = App::new();
+    let options = timers_only()
+        .io_timeout(Duration::from_secs(5))
+        .response_timeout(Some(Duration::from_millis(500)));
+    let server = serve(options, app);
+    let mut raw = Raw::handshake(server.addr, &[(0x4, 0x7fff_ffff)]);
+    raw.window_update(0, 0x7fff_ffff - 65_535);
+    let n = 64 << 20;
+    raw.headers(1, &h2raw::req("GET", &format!("/dbig?n={n}")), true);
+    let mut got = 0;
+    while got < 1 << 20 {
+        assert_eq!(read_stream(&mut raw, 1, Duration::from_millis(1), &mut got), None);
+    }
+    std::thread::sleep(Duration::from_millis(1_500));
+    let ended = read_stream(&mut raw, 1, Duration::from_secs(20), &mut got);
+    assert_eq!(ended, Some(None), "stream 1 after {got} of {n} bytes");
+    assert_eq!(got, n);
+}
+
+/// Stream 3 is a large download the client reads steadily (64 KiB every
+/// 10 ms), which keeps the server's output waiting for the socket; stream
+/// 1 waits behind it. Nobody stalls, so stream 1 is served: with `small`
+/// bytes (a deferred answer written at once, which waits for room) or
+/// `ok` (an upload sent a piece every 50 ms). A reviewer's cases: the
+/// first got `503`, the second `408`.
+#[test]
+fn a_stream_behind_a_steady_download_is_not_cut() {
+    for upload in [false, true] {
+        let (app, _held, _read) = App::new();
+        let options = timers_only()
+            .io_timeout(Duration::from_secs(1))
+            .response_timeout(Some(Duration::from_secs(1)));
+        let server = serve(options, app);
+        let mut raw = Raw::handshake(server.addr, &[(0x4, 0x7fff_ffff)]);
+        raw.window_update(0, 0x7fff_ffff - 65_535);
+        if upload {
+            let mut block = h2raw::req("POST", "/up");
+            h2raw::literal(&mut block, b"content-length", b"50000");
+            raw.headers(1, &block, false);
+            raw.data(1, &[b'u'; 1_000], false);
+        } else {
+            raw.headers(1, &h2raw::req("GET", "/dbig?n=100000&wait=300"), true);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        let n = 40 << 20;
+        raw.headers(3, &h2raw::req("GET", &format!("/big?n={n}")), true);
+        let (mut sent, mut next) = (1_000, Instant::now());
+        let (big, small) = steady_reader(&mut raw, |raw| {
+            if upload && sent < 50_000 && Instant::now() >= next {
+                sent += 1_000;
+                raw.data(1, &[b'u'; 1_000], sent == 50_000);
+                next += Duration::from_millis(50);
+            }
+        });
+        assert_eq!(big, n, "the download (upload beside it: {upload})");
+        assert_eq!(small, Some((200, if upload { 2 } else { 100_000 })), "upload: {upload}");
+    }
+}
+
+/// Reads the connection 64 KiB every 10 ms, running `each` every turn,
+/// until stream 3 (the download) and stream 1 have ended (or 30 s):
+/// stream 3's bytes, and stream 1's status and bytes if it ended whole.
+fn steady_reader(raw: &mut Raw, mut each: impl FnMut(&mut Raw)) -> (usize, Option<(u16, usize)>) {
+    use std::io::Read;
+    let began = Instant::now();
+    let mut buf = vec![0u8; 64 * 1024];
+    raw.tcp.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    let (mut big, mut big_ended) = (0, false);
+    let (mut status, mut small, mut small_ended) = (0, 0, false);
+    while began.elapsed() < Duration::from_secs(30) && !(big_ended && small_ended) {
+        std::thread::sleep(Duration::from_millis(10));
+        each(raw);
+        match raw.tcp.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(k) => raw.buf.extend_from_slice(&buf[..k]),
+        }
+        while raw.buf.len() >= 9 {
+            let len = usize::from(raw.buf[0]) << 16 | usize::from(raw.buf[1]) << 8;
+            let len = len | usize::from(raw.buf[2]);
+            if raw.buf.len() < 9 + len {
+                break;
+            }
+            let (ty, flags) = (raw.buf[3], raw.buf[4]);
+            let stream = u32::from_be_bytes(raw.buf[5..9].try_into().unwrap()) & 0x7fff_ffff;
+            let payload: Vec<u8> = raw.buf.drain(..9 + len).skip(9).collect();
+            assert_ne!(ty, kind::GOAWAY, "GOAWAY after {:?}", began.elapsed());
+            assert_ne!(ty, kind::RST_STREAM, "stream {stream} reset after {:?}", began.elapsed());
+            let ends = flags & 1 != 0 && matches!(ty, kind::DATA | kind::HEADERS);
+            if ty == kind::HEADERS {
+                let _ = raw.decoder.decode(&payload, |field| {
+                    if field.name == b":status" && stream == 1 {
+                        status = String::from_utf8_lossy(field.value).parse().unwrap_or(0);
+                    }
+                });
+            }
+            match (stream, ty == kind::DATA) {
+                (3, true) => big += payload.len(),
+                (1, true) => small += payload.len(),
+                _ => {}
+            }
+            big_ended |= stream == 3 && ends;
+            small_ended |= stream == 1 && ends;
+        }
+    }
+    (big, small_ended.then_some((status, small)))
 }

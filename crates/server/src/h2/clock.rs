@@ -7,17 +7,21 @@
 //! has a clock, read at each of the timer's ticks:
 //!
 //! - the stream's *mark* is a count that grows with everything that moves
-//!   it (a request frame for it, a response frame, a byte of its lent body
-//!   read by the application), with the bytes so far of a request frame
+//!   it (a request frame for it that carries data the application wants or
+//!   ends the request, a response frame, a byte of its lent body read by
+//!   the application), with the bytes so far of a request frame
 //!   for it still arriving (a slow link: a frame that takes longer than
 //!   the I/O timeout to come whole is progress as it comes);
-//! - its *holder* is who it waits for now: the client (a body it owes and
-//!   has credit to send), the application (an answer, a body it is behind
-//!   on), or nobody to blame alone: a body held back by the connection's
-//!   window, which another stream uses, or a response waiting for the
-//!   stream's credit. The latter is the client's flow control at work (a
-//!   consumer it paused, while it reads other streams): the connection's
-//!   timer judges it, and closes a client that takes nothing at all;
+//! - its *holder* is who it waits for now: the client (a body it owes, the
+//!   application wants, and it has credit to send), the application (an
+//!   answer, a body it is behind on), or nobody to blame alone: a body
+//!   held back by the connection's window, which another stream uses; a
+//!   response waiting for the stream's credit (the client's flow control
+//!   at work: a consumer it paused while it reads other streams), or for
+//!   room among the connection's staged responses; and every stream while
+//!   the connection's output waits for the socket (nothing moves until it
+//!   drains). The connection's timers judge those: its output clock and
+//!   `io_timeout` close a client that takes nothing at all;
 //! - a tick that finds the mark moved or the holder changed starts the
 //!   clock again, at that tick; one that finds neither changed for the
 //!   holder's limit (`io_timeout` for the client, `response_timeout` for
@@ -32,9 +36,10 @@
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Holder {
     /// Nobody to blame alone: its body waits for the connection's window,
-    /// which other streams hold, or its response for the stream's credit.
+    /// which other streams hold, its response for the stream's credit or
+    /// for room, or the connection's output for the socket.
     Nobody,
-    /// Request body bytes the client owes.
+    /// Request body bytes the client owes (and the application wants).
     Client,
     /// An answer, or a lent body's bytes the application has not read.
     Application,

@@ -156,6 +156,13 @@ impl<S> Exchange<S> {
         (self.steps.wrapping_add(self.lent).wrapping_add(examined), arriving)
     }
 
+    /// Whether the request's body bytes go anywhere: to the handler, or to
+    /// a lent body's reader; not once the exchange was refused or answered
+    /// without reading it (the rest is discarded).
+    fn wants_body(&self) -> bool {
+        self.refused.is_none() && (self.body.is_some() || !self.responded)
+    }
+
     /// Marks a step of the exchange (see `steps`).
     fn step(&mut self) {
         self.steps = self.steps.wrapping_add(1);
@@ -940,23 +947,13 @@ impl<S: Send + 'static> Http2<S> {
             .first_chunk::<HEADER_LEN>()
             .filter(|_| conn.counts_when_whole(&self.input))
             .map(|header| (FrameHeader::parse(header).stream, self.input.len() as u64));
+        // Output waiting for the socket: the connection reads no input and
+        // pumps no response until it drains, so no stream can move; the
+        // connection's output clock judges the client meanwhile.
+        let stopped = conn.output_len() > 0;
         let mut late = Vec::new();
         for (&id, exchange) in self.exchanges.iter_mut() {
-            // A body answered without being read (its bytes discarded) is
-            // owed to no one.
-            let wanted = exchange.body.is_some() || !exchange.responded;
-            let holder = if wanted && exchange.body_owed() && conn.receive_credit(id) > 0 {
-                Holder::Client
-            } else if waits_for_credit(conn, id, exchange) {
-                // The client's flow control at work (a paused consumer):
-                // judged with the connection, which times out a client
-                // that takes nothing at all.
-                Holder::Nobody
-            } else if exchange.with_application() {
-                Holder::Application
-            } else {
-                Holder::Nobody
-            };
+            let holder = if stopped { Holder::Nobody } else { holder(conn, id, exchange) };
             let mark = exchange.mark(match arriving {
                 Some((stream, bytes)) if stream == id => bytes,
                 _ => 0,
@@ -975,9 +972,9 @@ impl<S: Send + 'static> Http2<S> {
     /// [`expire_streams`](Self::expire_streams)).
     fn expire(&mut self, id: u32, holder: Holder, cx: &Context) {
         let Some(exchange) = self.exchanges.get_mut(&id) else { return };
-        if let Some(writer) = exchange.body.take() {
-            writer.close_with(std::io::Error::from(std::io::ErrorKind::TimedOut));
-        }
+        // The body's read fails last: an application that answers its
+        // failure finds the response gone already.
+        let body = exchange.body.take();
         let (status, code) = match holder {
             Holder::Client => (Status::REQUEST_TIMEOUT, ErrorCode::CANCEL),
             Holder::Application | Holder::Nobody => {
@@ -994,6 +991,9 @@ impl<S: Send + 'static> Http2<S> {
             exchange.ready = false;
             exchange.responded = true;
             refuse(&mut self.conn, id, exchange, cx, status);
+        }
+        if let Some(writer) = body {
+            writer.close_with(std::io::Error::from(std::io::ErrorKind::TimedOut));
         }
     }
 
@@ -1062,6 +1062,29 @@ fn waits_for_credit<S>(conn: &Connection, id: u32, exchange: &Exchange<S>) -> bo
     );
     let credit = conn.send_credit(id);
     exchange.head_sent && (exchange.unsent() > credit || (source_held && credit == 0))
+}
+
+/// Who stream `id` waits for, for its clock (`clock.rs`): the client
+/// while it owes a body the application wants and has credit to send it;
+/// the application while it owes the answer (or is behind on the body)
+/// and has not been stopped by us; else nobody alone: a response waiting
+/// for the stream's credit (the client's flow control, a paused consumer,
+/// which the connection's timers judge), an answer whose bytes wait in
+/// its pipe for room, a body waiting for the connection's window.
+fn holder<S>(conn: &Connection, id: u32, exchange: &Exchange<S>) -> Holder {
+    let stopped = matches!(
+        exchange.source,
+        Some(Source::Pipe { held: true, .. } | Source::Polled { starved: true, .. })
+    );
+    if exchange.wants_body() && exchange.body_owed() && conn.receive_credit(id) > 0 {
+        Holder::Client
+    } else if stopped || waits_for_credit(conn, id, exchange) {
+        Holder::Nobody
+    } else if exchange.with_application() {
+        Holder::Application
+    } else {
+        Holder::Nobody
+    }
 }
 
 /// Writes a refusal (`status`, empty body) as the whole response.
@@ -1401,7 +1424,11 @@ impl<H: Handler> Dispatch<'_, H> {
     fn data_piece(&mut self, stream: u32, data: &[u8], end_stream: bool) -> bool {
         let Some(exchange) = self.exchanges.get_mut(&stream) else { return true };
         exchange.request_ended |= end_stream;
-        exchange.step();
+        if end_stream || (!data.is_empty() && exchange.wants_body()) {
+            // Progress: the request's end, or bytes that go somewhere (not
+            // an empty or padding-only frame, nor a discarded body's).
+            exchange.step();
+        }
         if exchange.refused.is_some() {
             return true;
         }

@@ -8,8 +8,10 @@ use std::time::Duration;
 
 use falconet_server::{Handler, Request, Responder, Response};
 
-/// `/never` holds its responder (sent to the test); `/big?n=N` answers N
-/// bytes; `/late?first=MS` lends the body, reads all of it from MS ms
+/// `/never` holds its responder (sent to the test), and so does
+/// `/unread-never`, whose body is lent and left untaken (discarded);
+/// `/big?n=N` answers N bytes; `/dbig?n=N&wait=MS` answers N bytes from a
+/// thread, written in 64 KiB pieces from MS ms on; `/late?first=MS` lends the body, reads all of it from MS ms
 /// later, then answers `got N` (or how the read failed; sent to the test
 /// too); `/ignore` leaves the body untaken and streams `tick` 5 times,
 /// 100 ms apart, from 700 ms; anything else answers `ok` once the worker
@@ -33,7 +35,7 @@ impl Handler for App {
     type State = String;
 
     fn head(&self, request: &Request<'_>) -> String {
-        if matches!(request.path(), "/late" | "/ignore") {
+        if matches!(request.path(), "/late" | "/ignore" | "/unread-never") {
             request.stream_body();
         }
         request.target().to_string()
@@ -72,7 +74,24 @@ impl Handler for App {
                 }
                 let _ = responder.finish();
             });
-        } else if target == "/never" {
+        } else if target.starts_with("/dbig") {
+            let n = super::query_arg(&target, "n") as usize;
+            let wait = super::query_arg(&target, "wait");
+            let Ok(mut responder) = response.defer() else { return };
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(wait));
+                let piece = vec![b'd'; 64 * 1024];
+                let mut left = n;
+                while left > 0 {
+                    let k = left.min(piece.len());
+                    if responder.write_blocking(&piece[..k]).is_err() {
+                        return;
+                    }
+                    left -= k;
+                }
+                let _ = responder.finish();
+            });
+        } else if target == "/never" || target == "/unread-never" {
             if let Ok(responder) = response.defer() {
                 let _ = self.kept.send(responder);
             }
