@@ -17,7 +17,7 @@ use common::h2raw::{self, Credit, Event, Frame, Raw};
 use common::timed_app::App;
 use common::{options, serve};
 use falconet_server::h2::connection::Config;
-use falconet_server::h2::frame::kind;
+use falconet_server::h2::frame::{self, kind};
 use falconet_server::{Options, Responder};
 
 /// The I/O timeout of these tests.
@@ -406,6 +406,66 @@ fn a_stream_behind_a_steady_download_is_not_cut() {
     }
 }
 
+/// The other side of the case above: a client that reads a download
+/// fast enough that output always waits at the ticks does not shield a
+/// stalled stream beside it (a reviewer's case: a stalled upload, or an
+/// answer the application never gives, lived as long as the download).
+#[test]
+fn a_steady_download_does_not_shield_a_stalled_stream() {
+    for (path, status) in [("/stalled", 408), ("/never", 503)] {
+        let (server, _held, _read) = server();
+        let mut raw = Raw::handshake(server.addr, &[(0x4, 0x7fff_ffff)]);
+        raw.window_update(0, 0x7fff_ffff - 65_535);
+        if status == 408 {
+            let mut block = h2raw::req("POST", path);
+            h2raw::literal(&mut block, b"content-length", b"100");
+            raw.headers(1, &block, false);
+            raw.data(1, b"piece", false);
+        } else {
+            raw.headers(1, &h2raw::req("GET", path), true);
+        }
+        let n = 16 << 20;
+        raw.headers(3, &h2raw::req("GET", &format!("/big?n={n}")), true);
+        let (big, small) = steady_reader(&mut raw, |_| {});
+        assert_eq!(big, n, "the download beside {path}");
+        assert_eq!(small, Some((status, 0)), "{path}");
+    }
+}
+
+/// A request that waits for room among staged responses (two large ones
+/// held by the client's credit) has not reached the application: no `503`
+/// at the response timeout, its answer once the credit comes (a
+/// reviewer's case).
+#[test]
+fn a_request_waiting_for_room_is_not_the_applications_delay() {
+    let (app, _held, _read) = App::new();
+    let server = serve(timers_only().io_timeout(Duration::from_secs(5)), app);
+    let mut raw = Raw::handshake(server.addr, &[(0x4, 0)]);
+    raw.window_update(0, 0x7fff_ffff - 65_535);
+    raw.headers(1, &h2raw::req("GET", &format!("/big?n={}", 2 << 20)), true);
+    raw.headers(3, &h2raw::req("GET", &format!("/big?n={}", 2 << 20)), true);
+    std::thread::sleep(Duration::from_millis(100));
+    raw.headers(5, &h2raw::req("GET", "/x"), true);
+    let began = Instant::now();
+    let mut credit = Credit::new();
+    let mut granted = false;
+    while began.elapsed() < Duration::from_secs(8) && !credit.done.iter().any(|&(s, _)| s == 5) {
+        if !granted && began.elapsed() >= Duration::from_millis(2_500) {
+            let mut settings = Vec::new();
+            frame::encode_settings(&mut settings, &[(0x4, 0x7fff_ffff)]);
+            raw.send(&settings);
+            granted = true;
+        }
+        credit.until(&mut raw, Duration::from_millis(20), |_| false);
+    }
+    let at = began.elapsed();
+    assert!(credit.done.contains(&(5, 200)), "stream 5 after {at:?}: {:?}", credit.done);
+    assert!(
+        at >= Duration::from_millis(2_500),
+        "stream 5 answered after {at:?}, before the credit"
+    );
+}
+
 /// Reads the connection 64 KiB every 10 ms, running `each` every turn,
 /// until stream 3 (the download) and stream 1 have ended (or 30 s):
 /// stream 3's bytes, and stream 1's status and bytes if it ended whole.
@@ -432,8 +492,18 @@ fn steady_reader(raw: &mut Raw, mut each: impl FnMut(&mut Raw)) -> (usize, Optio
             let (ty, flags) = (raw.buf[3], raw.buf[4]);
             let stream = u32::from_be_bytes(raw.buf[5..9].try_into().unwrap()) & 0x7fff_ffff;
             let payload: Vec<u8> = raw.buf.drain(..9 + len).skip(9).collect();
-            assert_ne!(ty, kind::GOAWAY, "GOAWAY after {:?}", began.elapsed());
-            assert_ne!(ty, kind::RST_STREAM, "stream {stream} reset after {:?}", began.elapsed());
+            assert_ne!(
+                ty,
+                kind::GOAWAY,
+                "GOAWAY after {:?}: {:?}",
+                began.elapsed(),
+                String::from_utf8_lossy(&payload)
+            );
+            if ty == kind::RST_STREAM {
+                // NO_ERROR only: the client may stop a body no longer wanted.
+                let code = u32::from_be_bytes(payload[..4].try_into().unwrap());
+                assert_eq!(code, 0, "stream {stream} reset after {:?}", began.elapsed());
+            }
             let ends = flags & 1 != 0 && matches!(ty, kind::DATA | kind::HEADERS);
             if ty == kind::HEADERS {
                 let _ = raw.decoder.decode(&payload, |field| {

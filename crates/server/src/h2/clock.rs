@@ -17,15 +17,19 @@
 //!   answer, a body it is behind on), or nobody to blame alone: a body
 //!   held back by the connection's window, which another stream uses; a
 //!   response waiting for the stream's credit (the client's flow control
-//!   at work: a consumer it paused while it reads other streams), or for
-//!   room among the connection's staged responses; and every stream while
-//!   the connection's output waits for the socket (nothing moves until it
-//!   drains). The connection's timers judge those: its output clock and
-//!   `io_timeout` close a client that takes nothing at all;
+//!   at work: a consumer it paused while it reads other streams); a
+//!   request or an answer waiting for room among the connection's staged
+//!   responses. The connection's timers judge those: its output clock
+//!   and `io_timeout` close a client that takes nothing at all;
 //! - a tick that finds the mark moved or the holder changed starts the
 //!   clock again, at that tick; one that finds neither changed for the
 //!   holder's limit (`io_timeout` for the client, `response_timeout` for
 //!   the application) finds the stream late.
+//!
+//! A tick that finds the connection stood still (its output over the
+//! limit and no turn since the last tick: no input read, no response
+//! pumped, so no stream could move) *holds* every clock: that time counts
+//! against no one, and no clock restarts.
 //!
 //! A stream's clock starts at the first tick after its last change, so it
 //! is late by up to a tick, never early; a change of holder restarts it,
@@ -55,14 +59,27 @@ pub(crate) struct StreamClock {
     /// The stream's mark at the last tick; `None` before the first.
     mark: Option<Mark>,
     holder: Holder,
-    /// The tick (ms on the timer's clock) that last found a change.
+    /// The tick (ms on the timer's clock) that last found a change, moved
+    /// on by the time of each [`hold`](Self::hold).
     since: u64,
+    /// The last tick or hold.
+    last: u64,
 }
 
 impl StreamClock {
     /// A clock no tick has read yet: the first starts it.
     pub(crate) const fn new() -> Self {
-        Self { mark: None, holder: Holder::Nobody, since: 0 }
+        Self { mark: None, holder: Holder::Nobody, since: 0, last: 0 }
+    }
+
+    /// A tick at `now` (ms) that found the connection stood still (its
+    /// output waiting, nothing read): the time since the last tick counts
+    /// against no one, and the clock is not reset.
+    pub(crate) fn hold(&mut self, now: u64) {
+        if self.mark.is_some() {
+            self.since = self.since.saturating_add(now.saturating_sub(self.last));
+        }
+        self.last = now;
     }
 
     /// The tick at `now` (ms) finds the stream at `mark`, waiting for
@@ -78,8 +95,9 @@ impl StreamClock {
         io: u64,
         response: Option<u64>,
     ) -> Option<Holder> {
+        self.last = now;
         if self.mark != Some(mark) || self.holder != holder {
-            *self = Self { mark: Some(mark), holder, since: now };
+            *self = Self { mark: Some(mark), holder, since: now, last: now };
             return None;
         }
         let limit = match holder {
@@ -176,5 +194,18 @@ mod tests {
         let mut clock = StreamClock::new();
         clock.tick(5_000, (5, 0), Holder::Client, IO, RESPONSE);
         assert_eq!(clock.tick(0, (5, 0), Holder::Client, IO, RESPONSE), None);
+    }
+
+    #[test]
+    fn time_held_counts_against_no_one() {
+        let mut clock = StreamClock::new();
+        clock.hold(50); // before the first tick: nothing to move
+        clock.tick(100, (1, 0), Holder::Client, IO, RESPONSE);
+        clock.hold(600);
+        clock.hold(900);
+        // 800 ms held: the client has had 100 ms of its second.
+        assert_eq!(clock.tick(1_000, (1, 0), Holder::Client, IO, RESPONSE), None);
+        assert_eq!(clock.tick(1_899, (1, 0), Holder::Client, IO, RESPONSE), None);
+        assert_eq!(clock.tick(1_900, (1, 0), Holder::Client, IO, RESPONSE), Some(Holder::Client));
     }
 }

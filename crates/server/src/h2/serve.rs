@@ -211,6 +211,11 @@ pub(crate) struct Http2<S> {
     hints: Hints,
     /// The client's address, for each [`Request`].
     pub(crate) peer: Option<std::net::SocketAddr>,
+    /// Turns that read input and moved responses (wrapping), and their
+    /// count at the stream clocks' last tick: none between two ticks with
+    /// output waiting means the connection stood still for the socket.
+    turns: u64,
+    turns_seen: u64,
 }
 
 /// Set when an exchange may need a walk's attention; a walk that finds
@@ -261,6 +266,8 @@ impl<S: Send + 'static> Http2<S> {
             updates: Vec::new(),
             hints: Hints::default(),
             peer: None,
+            turns: 0,
+            turns_seen: 0,
         }
     }
 
@@ -306,6 +313,7 @@ impl<S: Send + 'static> Http2<S> {
             if self.conn.output_len() >= cx.limits.max_pending_output {
                 return Progress::OutputFull;
             }
+            self.turns = self.turns.wrapping_add(1);
             if let Some(link) = app.existing_link() {
                 link.take_updates(&mut self.updates);
                 for (stream, updates) in self.updates.drain(..) {
@@ -947,13 +955,21 @@ impl<S: Send + 'static> Http2<S> {
             .first_chunk::<HEADER_LEN>()
             .filter(|_| conn.counts_when_whole(&self.input))
             .map(|header| (FrameHeader::parse(header).stream, self.input.len() as u64));
-        // Output waiting for the socket: the connection reads no input and
-        // pumps no response until it drains, so no stream can move; the
-        // connection's output clock judges the client meanwhile.
-        let stopped = conn.output_len() > 0;
+        // Output over the limit with no turn since the last tick: the
+        // connection read no input and pumped no response, so no stream
+        // could move, and that time counts against none (the connection's
+        // output clock judges the client). Output that waits between
+        // turns (a client reading a download) stops nothing.
+        let stopped =
+            conn.output_len() >= cx.limits.max_pending_output && self.turns == self.turns_seen;
+        self.turns_seen = self.turns;
         let mut late = Vec::new();
         for (&id, exchange) in self.exchanges.iter_mut() {
-            let holder = if stopped { Holder::Nobody } else { holder(conn, id, exchange) };
+            if stopped {
+                exchange.clock.hold(now);
+                continue;
+            }
+            let holder = holder(conn, id, exchange);
             let mark = exchange.mark(match arriving {
                 Some((stream, bytes)) if stream == id => bytes,
                 _ => 0,
@@ -1069,13 +1085,16 @@ fn waits_for_credit<S>(conn: &Connection, id: u32, exchange: &Exchange<S>) -> bo
 /// the application while it owes the answer (or is behind on the body)
 /// and has not been stopped by us; else nobody alone: a response waiting
 /// for the stream's credit (the client's flow control, a paused consumer,
-/// which the connection's timers judge), an answer whose bytes wait in
-/// its pipe for room, a body waiting for the connection's window.
+/// which the connection's timers judge), a request or an answer waiting
+/// for room, a body waiting for the connection's window.
 fn holder<S>(conn: &Connection, id: u32, exchange: &Exchange<S>) -> Holder {
-    let stopped = matches!(
-        exchange.source,
-        Some(Source::Pipe { held: true, .. } | Source::Polled { starved: true, .. })
-    );
+    // Stopped by us: a request waiting for room among the staged responses
+    // to be answered, an answer whose bytes wait in its pipe for room.
+    let stopped = exchange.ready
+        || matches!(
+            exchange.source,
+            Some(Source::Pipe { held: true, .. } | Source::Polled { starved: true, .. })
+        );
     if exchange.wants_body() && exchange.body_owed() && conn.receive_credit(id) > 0 {
         Holder::Client
     } else if stopped || waits_for_credit(conn, id, exchange) {
