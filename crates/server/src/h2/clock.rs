@@ -40,8 +40,8 @@
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Holder {
     /// Nobody to blame alone: its body waits for the connection's window,
-    /// which other streams hold, its response for the stream's credit or
-    /// for room, or the connection's output for the socket.
+    /// which other streams hold, or its request or response for the
+    /// stream's credit or for room.
     Nobody,
     /// Request body bytes the client owes (and the application wants).
     Client,

@@ -1089,12 +1089,15 @@ fn waits_for_credit<S>(conn: &Connection, id: u32, exchange: &Exchange<S>) -> bo
 /// for room, a body waiting for the connection's window.
 fn holder<S>(conn: &Connection, id: u32, exchange: &Exchange<S>) -> Holder {
     // Stopped by us: a request waiting for room among the staged responses
-    // to be answered, an answer whose bytes wait in its pipe for room.
+    // to be answered; a deferred answer whose pipe was not found empty at
+    // the last look (its bytes wait for room: only an empty pipe, waited
+    // on, is the application's delay); a polled body left unpolled.
     let stopped = exchange.ready
-        || matches!(
-            exchange.source,
-            Some(Source::Pipe { held: true, .. } | Source::Polled { starved: true, .. })
-        );
+        || match &exchange.source {
+            Some(Source::Pipe { readable, .. }) => readable.is_none(),
+            Some(Source::Polled { starved, .. }) => *starved,
+            None => false,
+        };
     if exchange.wants_body() && exchange.body_owed() && conn.receive_credit(id) > 0 {
         Holder::Client
     } else if stopped || waits_for_credit(conn, id, exchange) {
