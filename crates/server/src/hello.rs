@@ -10,7 +10,9 @@ use crate::response::Response;
 
 /// Serves `GET /plaintext` (`Hello, World!`) and `GET /json`
 /// (`{"message":"Hello, World!"}`, serialized per request as the
-/// benchmark's rules ask); `404` elsewhere, `405` for other methods it
+/// benchmark's rules ask); `404` elsewhere (with a short text body, as
+/// Go's and nginx's: a client that judges a stream by its DATA, as
+/// h2spec's default path `/` does, gets some), `405` for other methods it
 /// knows, `501` for a method it does not (RFC 9110 §9.1).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Hello;
@@ -49,6 +51,9 @@ const APPLICATION_JSON: Field = Field::new("Content-Type: application/json");
 const ALLOW: Field = Field::new("Allow: GET, HEAD");
 /// What [`Hello`] serves anywhere: its answer to `OPTIONS *`.
 const ALLOW_SERVER: Field = Field::new("Allow: GET, HEAD, OPTIONS");
+
+/// The body of a `404`.
+const NOT_FOUND_BODY: &[u8] = b"Not Found\n";
 
 /// The message both endpoints send.
 pub const MESSAGE: &str = "Hello, World!";
@@ -89,7 +94,10 @@ impl Handler for Hello {
                 let _ = write!(json, "{{\"message\":{}}}", JsonString(MESSAGE));
                 response.field(APPLICATION_JSON).and_then(|r| r.body(json.as_bytes()))
             }
-            Route::NotFound => response.status(Status::NOT_FOUND).map(drop),
+            Route::NotFound => response
+                .status(Status::NOT_FOUND)
+                .and_then(|r| r.field(TEXT_PLAIN))
+                .and_then(|r| r.body(NOT_FOUND_BODY)),
             Route::NotImplemented => response.status(Status::NOT_IMPLEMENTED).map(drop),
             Route::ServerOptions => {
                 response.status(Status::NO_CONTENT).and_then(|r| r.field(ALLOW_SERVER)).map(drop)

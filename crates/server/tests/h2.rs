@@ -202,7 +202,10 @@ fn plaintext_json_head_and_errors() {
         assert_eq!((head.status, head.body.len()), (StatusCode::OK, 0));
         assert_eq!(head.headers["content-length"], "13");
         let missing = request(&send, Method::GET, "/nowhere", b"").await;
-        assert_eq!(missing.status, StatusCode::NOT_FOUND);
+        assert_eq!(
+            (missing.status, missing.body.as_slice()),
+            (StatusCode::NOT_FOUND, &b"Not Found\n"[..])
+        );
         let wrong = request(&send, Method::POST, "/plaintext", b"").await;
         assert_eq!(wrong.status, StatusCode::METHOD_NOT_ALLOWED);
         assert_eq!(wrong.headers["allow"], "GET, HEAD");

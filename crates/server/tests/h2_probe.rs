@@ -563,3 +563,60 @@ fn data_sent_before_our_settings_are_acknowledged_is_within_the_default_window()
     let reset = frames.last().filter(|f| f.kind == kind::RST_STREAM && f.stream == 3);
     assert_eq!(reset.map(|f| &f.payload[..]), Some(&3u32.to_be_bytes()[..]), "{frames:?}");
 }
+
+/// h2spec run with its default path `/` (2026-12-05): `Hello`'s `404` had
+/// no body, so its HEADERS ended the stream at once, and the cases that
+/// judge a stream by its DATA (generic/2/2: a WINDOW_UPDATE on a
+/// half-closed stream; http2/5.1.2/1: the 101st stream past
+/// MAX_CONCURRENT_STREAMS, which needs 100 streams kept open by a zero
+/// window) failed against a server that was right. A `404` now carries a
+/// short body, as Go's and nginx's do: with the client's window at 0 its
+/// HEADERS come alone and a WINDOW_UPDATE of one byte brings one byte.
+#[test]
+fn a_404_has_a_body_that_waits_for_credit() {
+    let server = serve(Options::new().workers(1), falconet_server::hello::Hello);
+    let mut raw = Raw::handshake(server.addr, &[(INITIAL_WINDOW_SIZE, 0)]);
+    raw.frame(kind::SETTINGS, 1, 0, &[]);
+    raw.headers(1, &req("GET", "/"), true);
+    let head = frames_until(&mut raw, Duration::from_secs(3), |f| f.kind == kind::HEADERS);
+    let head = head.last().expect("a response");
+    assert_eq!((head.kind, head.stream), (kind::HEADERS, 1), "{head:?}");
+    assert!(!head.end_stream(), "a 404's body keeps the stream open: {head:?}");
+    raw.window_update(1, 1);
+    let data = frames_until(&mut raw, Duration::from_secs(3), |f| f.kind == kind::DATA);
+    let data = data.last().expect("a DATA frame");
+    assert_eq!((data.kind, data.stream, data.payload.as_slice()), (kind::DATA, 1, &b"N"[..]));
+    // The rest once credit comes, and the stream ends.
+    raw.window_update(1, 100);
+    let rest = frames_until(&mut raw, Duration::from_secs(3), |f| f.end_stream());
+    let body: Vec<u8> =
+        rest.iter().filter(|f| f.kind == kind::DATA).flat_map(|f| f.payload.clone()).collect();
+    assert_eq!(body, b"ot Found\n");
+}
+
+/// h2spec http2/5.1.2/1 at its default path: 101 requests for `/` on a
+/// zero window, one frame each: the 100 answered ones stay open (their
+/// bodies wait for credit), so the 101st is refused (RFC 9113 §5.1.2).
+#[test]
+fn the_stream_past_max_concurrent_streams_is_refused_at_the_default_path() {
+    let server = serve(Options::new().workers(1), falconet_server::hello::Hello);
+    let mut raw = Raw::handshake(server.addr, &[(INITIAL_WINDOW_SIZE, 0)]);
+    raw.frame(kind::SETTINGS, 1, 0, &[]);
+    for i in 0..101u32 {
+        raw.headers(1 + 2 * i, &req("GET", "/"), true);
+    }
+    let frames = frames_until(&mut raw, Duration::from_secs(5), |f| {
+        f.kind == kind::RST_STREAM || f.kind == kind::GOAWAY
+    });
+    let refusal = frames.last().expect("frames");
+    assert!(
+        matches!(refusal.kind, kind::RST_STREAM | kind::GOAWAY),
+        "no refusal of the 101st stream: {} frames, last {refusal:?}",
+        frames.len()
+    );
+    if refusal.kind == kind::RST_STREAM {
+        assert_eq!(refusal.stream, 201);
+        // REFUSED_STREAM (7) or PROTOCOL_ERROR (1), as h2spec accepts.
+        assert!(matches!(refusal.code(), 1 | 7), "{refusal:?}");
+    }
+}

@@ -23,7 +23,11 @@ fn plaintext_and_json() {
     let json = client.get("/json");
     assert_eq!((json.status, json.text().as_str()), (200, r#"{"message":"Hello, World!"}"#));
     assert_eq!(json.header("content-type"), Some("application/json"));
-    assert_eq!(client.get("/nope").status, 404);
+    let missing = client.get("/nope");
+    assert_eq!((missing.status, missing.text().as_str()), (404, "Not Found\n"));
+    client.send(b"HEAD /nope HTTP/1.1\r\nHost: t\r\n\r\n");
+    let head = client.reply_to(true).unwrap();
+    assert_eq!((head.status, head.header("content-length")), (404, Some("10")));
     client.send(b"HEAD /plaintext HTTP/1.1\r\nHost: t\r\n\r\n");
     let head = client.reply_to(true).unwrap();
     assert_eq!((head.status, head.header("content-length")), (200, Some("13")));
