@@ -386,6 +386,12 @@ impl Writer {
     /// since, that is enough to return; otherwise it loads the reader's
     /// count afresh.
     ///
+    /// With tokio's `AsyncWriteExt` in scope, `writer.flush()` is still
+    /// this method (an inherent method wins over a trait's): it resolves
+    /// to a [`WriteError`], which `?` turns into an `io::Error` (`From` is
+    /// implemented); name the trait's (`AsyncWriteExt::flush(&mut writer)`)
+    /// to have its `io::Result` directly. Both wait the same way.
+    ///
     /// # Errors
     /// [`WriteError::ReaderClosed`] when the reader is gone (also while
     /// waiting).
