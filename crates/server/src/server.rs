@@ -405,6 +405,19 @@ impl<H: Handler> Running<H> {
     /// ```
     ///
     /// Its output is [`ServerError::WorkerPanicked`] when a worker panicked.
+    ///
+    /// # What has ended when it returns
+    /// The workers, their connections and every request they read: each
+    /// was answered, or cut off at the shutdown deadline (its
+    /// [`Responder`](crate::Responder) closed, so
+    /// [`Responder::closed`](crate::Responder::closed) is ready). Work your
+    /// handlers started on a runtime of yours is that runtime's: a
+    /// [`TowerHandler`](crate::TowerHandler) request's task drops its future
+    /// (and whatever it holds: a permit, a database handle) the next time
+    /// the runtime polls it, which can be just after this returns. If you
+    /// need those released before going on, wait for them yourself (a
+    /// `tokio::sync::Semaphore` whose permits your handlers hold, say).
+    /// The same holds for [`join`](Self::join).
     pub fn stopped(&mut self) -> Stopped<'_, H> {
         Stopped { running: self }
     }
