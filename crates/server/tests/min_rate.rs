@@ -193,8 +193,9 @@ fn dribble(
 
 /// The data dribble (CVE-2019-9511): 20 streams held back by zero
 /// windows, a byte of credit to each every 100 ms. The rate (1,000 B/s)
-/// is owed per held-back stream; the client pays 100 B/s a stream (a
-/// byte of payload and a 9-byte frame header, ten times a second).
+/// is owed per held-back stream; the client pays 10 B/s a stream (a
+/// byte of payload ten times a second; the 9-byte frame headers do not
+/// pay).
 /// GOAWAY(ENHANCE_YOUR_CALM) within a period or two; with the rate off
 /// the dribble goes on.
 #[test]
@@ -221,6 +222,30 @@ fn the_data_dribble_is_closed_with_enhance_your_calm() {
     let (fate, received) = dribble(&mut raw, &streams, 1, Duration::from_secs(5));
     assert_eq!(fate, None, "with the rate off");
     assert!(received >= 400, "{received}");
+    server.stop();
+}
+
+/// The dribble paid with our frame headers (an outside probe, 2026-12-05):
+/// 20 streams held back, 20 bytes of credit to each every 100 ms, against
+/// the default 240 B/s. The client takes 200 B/s a stream of responses,
+/// and 290 with the 9-byte DATA frame headers, which paid the rate until
+/// they were left out of it: GOAWAY(ENHANCE_YOUR_CALM) now. A client that
+/// takes 400 B/s a stream (40 bytes every 100 ms) pays and stays.
+#[test]
+fn frame_headers_do_not_pay_the_rate() {
+    let streams: Vec<u32> = (0..20).map(|i| 1 + 2 * i).collect();
+    let server = serve(rated(Some(240)), Big);
+    let mut raw = held_back(&server, 20, 100_000);
+    let (fate, received) = dribble(&mut raw, &streams, 20, Duration::from_secs(15));
+    let calm = format!("GOAWAY({})", u32::from(ErrorCode::ENHANCE_YOUR_CALM));
+    assert_eq!(fate.as_deref(), Some(calm.as_str()), "after {received} bytes");
+    server.stop();
+
+    let server = serve(rated(Some(240)), Big);
+    let mut raw = held_back(&server, 20, 100_000);
+    let (fate, received) = dribble(&mut raw, &streams, 40, Duration::from_secs(6));
+    assert_eq!(fate, None, "a client paying 400 B/s a stream was cut off after {received} bytes");
+    assert!(received >= 20 * 40 * 20, "{received}");
     server.stop();
 }
 

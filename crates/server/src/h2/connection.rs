@@ -378,6 +378,9 @@ pub struct Connection {
     /// Bytes of the acknowledgements and resets the client made us send,
     /// in all (see [`answer_bytes`](Self::answer_bytes)).
     answer_bytes: u64,
+    /// Bytes of the DATA frames' headers sent, in all (see
+    /// [`data_header_bytes`](Self::data_header_bytes)).
+    data_header_bytes: u64,
     /// Data (padding left out) of the DATA frames open streams took, in
     /// all (see [`body_bytes`](Self::body_bytes)).
     body_bytes: u64,
@@ -468,6 +471,7 @@ impl Connection {
             ignored_allowance: IGNORED_PER_STREAM,
             queued_control: 0,
             answer_bytes: 0,
+            data_header_bytes: 0,
             body_bytes: 0,
             request_frames: 0,
             empty_frames: 0,
@@ -1389,6 +1393,7 @@ impl Connection {
             }
             let header = frame::data_header(id, len as u32, last && finish);
             self.out.put_slice(&header);
+            self.data_header_bytes += header.len() as u64;
             if len > 0 {
                 payload(&mut self.out, &mut self.shared, sent..sent + len);
             }
@@ -1659,6 +1664,15 @@ impl Connection {
     /// takes its responses leaves out.
     pub fn answer_bytes(&self) -> u64 {
         self.answer_bytes
+    }
+
+    /// Bytes of the DATA frames' headers sent, in all: framing, not the
+    /// responses' bytes, which a measure of how fast the client takes its
+    /// responses leaves out (a client granting credit a byte at a time
+    /// would otherwise pay nine tenths of the rate with our frame
+    /// headers).
+    pub fn data_header_bytes(&self) -> u64 {
+        self.data_header_bytes
     }
 
     /// Bytes of request bodies the client sent, in all: the data of the

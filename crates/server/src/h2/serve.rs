@@ -1045,9 +1045,10 @@ impl<S: Send + 'static> Http2<S> {
         self.conn.abort(ErrorCode::NO_ERROR);
     }
 
-    /// Bytes of the acknowledgements and resets the client made us send.
-    pub(crate) fn answer_bytes(&self) -> u64 {
-        self.conn.answer_bytes()
+    /// Bytes of output that are not responses: the acknowledgements and
+    /// resets the client made us send, and the DATA frames' headers.
+    pub(crate) fn unbilled_bytes(&self) -> u64 {
+        self.conn.answer_bytes() + self.conn.data_header_bytes()
     }
 
     /// Ends the connection now, for taking its responses too slowly

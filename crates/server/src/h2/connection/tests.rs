@@ -839,6 +839,27 @@ fn answer_bytes_count_acknowledgements_and_resets_only() {
     assert_eq!(c.conn.answer_bytes(), 9 + 17 + 13);
 }
 
+/// `data_header_bytes` counts the 9-byte header of every DATA frame we
+/// send (an empty one that ends a stream too), and nothing else: the
+/// framing the response rate leaves out.
+#[test]
+fn data_header_bytes_count_each_data_frame() {
+    let mut c = Client::new();
+    assert_eq!(c.conn.data_header_bytes(), 0, "the SETTINGS acknowledgement");
+    let headers = c.request(1, "/", true);
+    c.feed(&headers);
+    c.conn.send_headers(1, 200, [], false);
+    assert_eq!(c.conn.data_header_bytes(), 0, "HEADERS are the response's");
+    // 40,000 bytes in frames of at most 16,384: three frames.
+    assert_eq!(c.conn.send_data(1, &[b'x'; 40_000], false), 40_000);
+    assert_eq!(c.conn.data_header_bytes(), 27);
+    let mut rest = Bytes::from_static(b"tail");
+    c.conn.send_shared(1, &mut rest, false);
+    assert_eq!(c.conn.data_header_bytes(), 36);
+    c.conn.send_data(1, b"", true);
+    assert_eq!(c.conn.data_header_bytes(), 45, "the empty frame that ends it");
+}
+
 /// `request_frames` counts the frames that carry part of a request
 /// (what the I/O timeout takes for the client's progress) and nothing
 /// that moves no request on.
