@@ -499,7 +499,8 @@ impl<H: Handler> Conn<H> {
 
     /// [`Options::min_response_rate`](crate::Options::min_response_rate),
     /// judged at each tick while responses wait on the client (see
-    /// `meter.rs`), paid with the bytes the socket takes. A balance a
+    /// `meter.rs`), paid with the bytes the socket takes (less what
+    /// `Session::taken` leaves out). A balance a
     /// period ahead also lets the kernel take a slow reader's bytes a
     /// segment at a time (whenever its send buffer has room) without the
     /// silence between segments counting against it.

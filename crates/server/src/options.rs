@@ -308,10 +308,10 @@ impl Options {
     /// While any does, the client owes `bytes_per_second` for each
     /// response waiting on it (HTTP/1: one; HTTP/2: each stream held back
     /// by its window, at least one), and pays with the bytes the socket
-    /// takes (for HTTP/2, the responses' HEADERS and DATA payloads: not the
-    /// DATA frames' headers, which a client granting credit a few bytes at
-    /// a time would otherwise pay the rate with, nor the PING and SETTINGS
-    /// acknowledgements or resets its own frames asked for). It
+    /// takes (for HTTP/2, frames and all, but not the headers of DATA
+    /// frames its credit cut short, which a client granting credit a few
+    /// bytes at a time would otherwise pay the rate with, nor the PING and
+    /// SETTINGS acknowledgements or resets its own frames asked for). It
     /// may fall behind by a `grace` period's worth (as time: the debt
     /// scales with the number of responses waiting); further behind, the
     /// connection is closed (HTTP/2 with GOAWAY(ENHANCE_YOUR_CALM) first).

@@ -796,9 +796,10 @@ impl<H: Handler> Session<H> {
     /// Bytes of responses the client has taken so far: what the socket
     /// took, less (HTTP/2) the acknowledgements and resets its own frames
     /// made us queue, which it gets without reading any response (PINGs
-    /// must not pay for a held one), and the DATA frames' headers (a
-    /// client granting credit a byte at a time must not pay with our
-    /// framing). Those are counted before the socket takes them, so this
+    /// must not pay for a held one), and the headers of DATA frames its
+    /// credit cut short (a client granting credit a byte at a time must
+    /// not pay with our framing). Those are counted before the socket
+    /// takes them, so this
     /// can dip; the caller keeps a high-water mark.
     pub(crate) fn taken(&self) -> u64 {
         self.taken.saturating_sub(self.h2().map_or(0, |h2| h2.unbilled_bytes()))

@@ -194,8 +194,8 @@ fn dribble(
 /// The data dribble (CVE-2019-9511): 20 streams held back by zero
 /// windows, a byte of credit to each every 100 ms. The rate (1,000 B/s)
 /// is owed per held-back stream; the client pays 10 B/s a stream (a
-/// byte of payload ten times a second; the 9-byte frame headers do not
-/// pay).
+/// byte of payload ten times a second; the 9-byte headers of frames its
+/// credit cut short do not pay).
 /// GOAWAY(ENHANCE_YOUR_CALM) within a period or two; with the rate off
 /// the dribble goes on.
 #[test]
@@ -228,8 +228,9 @@ fn the_data_dribble_is_closed_with_enhance_your_calm() {
 /// The dribble paid with our frame headers (an outside probe, 2026-12-05):
 /// 20 streams held back, 20 bytes of credit to each every 100 ms, against
 /// the default 240 B/s. The client takes 200 B/s a stream of responses,
-/// and 290 with the 9-byte DATA frame headers, which paid the rate until
-/// they were left out of it: GOAWAY(ENHANCE_YOUR_CALM) now. A client that
+/// and 290 with the 9-byte headers of the frames its credit cut short,
+/// which paid the rate until they were left out of it:
+/// GOAWAY(ENHANCE_YOUR_CALM) now. A client that
 /// takes 400 B/s a stream (40 bytes every 100 ms) pays and stays.
 #[test]
 fn frame_headers_do_not_pay_the_rate() {

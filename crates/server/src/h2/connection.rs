@@ -378,8 +378,8 @@ pub struct Connection {
     /// Bytes of the acknowledgements and resets the client made us send,
     /// in all (see [`answer_bytes`](Self::answer_bytes)).
     answer_bytes: u64,
-    /// Bytes of the DATA frames' headers sent, in all (see
-    /// [`data_header_bytes`](Self::data_header_bytes)).
+    /// Bytes of the headers of DATA frames cut short by the client's
+    /// credit, in all (see [`data_header_bytes`](Self::data_header_bytes)).
     data_header_bytes: u64,
     /// Data (padding left out) of the DATA frames open streams took, in
     /// all (see [`body_bytes`](Self::body_bytes)).
@@ -1393,7 +1393,12 @@ impl Connection {
             }
             let header = frame::data_header(id, len as u32, last && finish);
             self.out.put_slice(&header);
-            self.data_header_bytes += header.len() as u64;
+            if last && len < max_frame && n == credit {
+                // Cut short by the client's credit, not by the data: its
+                // framing is the client's doing (a byte of credit at a
+                // time), not a response it takes.
+                self.data_header_bytes += header.len() as u64;
+            }
             if len > 0 {
                 payload(&mut self.out, &mut self.shared, sent..sent + len);
             }
@@ -1666,11 +1671,14 @@ impl Connection {
         self.answer_bytes
     }
 
-    /// Bytes of the DATA frames' headers sent, in all: framing, not the
-    /// responses' bytes, which a measure of how fast the client takes its
-    /// responses leaves out (a client granting credit a byte at a time
-    /// would otherwise pay nine tenths of the rate with our frame
-    /// headers).
+    /// Bytes of the headers of the DATA frames the client's credit cut
+    /// short (a frame smaller than SETTINGS_MAX_FRAME_SIZE that spent the
+    /// last of the stream's or the connection's credit), in all: framing
+    /// the client chose, not a response's bytes, which a measure of how
+    /// fast it takes its responses leaves out (a client granting credit a
+    /// byte at a time would otherwise pay nine tenths of the rate with our
+    /// frame headers). The headers of frames a response's own pieces made
+    /// small are the response's, as chunk framing is over HTTP/1.
     pub fn data_header_bytes(&self) -> u64 {
         self.data_header_bytes
     }

@@ -1046,7 +1046,8 @@ impl<S: Send + 'static> Http2<S> {
     }
 
     /// Bytes of output that are not responses: the acknowledgements and
-    /// resets the client made us send, and the DATA frames' headers.
+    /// resets the client made us send, and the headers of DATA frames its
+    /// credit cut short.
     pub(crate) fn unbilled_bytes(&self) -> u64 {
         self.conn.answer_bytes() + self.conn.data_header_bytes()
     }

@@ -839,25 +839,34 @@ fn answer_bytes_count_acknowledgements_and_resets_only() {
     assert_eq!(c.conn.answer_bytes(), 9 + 17 + 13);
 }
 
-/// `data_header_bytes` counts the 9-byte header of every DATA frame we
-/// send (an empty one that ends a stream too), and nothing else: the
-/// framing the response rate leaves out.
+/// `data_header_bytes` counts the 9-byte header of each DATA frame the
+/// client's credit cut short, and nothing else: not full frames, not
+/// frames the data itself made small (a response's small pieces are its
+/// own framing, as chunks are over HTTP/1).
 #[test]
-fn data_header_bytes_count_each_data_frame() {
+fn data_header_bytes_count_frames_cut_short_by_credit() {
     let mut c = Client::new();
-    assert_eq!(c.conn.data_header_bytes(), 0, "the SETTINGS acknowledgement");
+    assert_eq!(c.conn.data_header_bytes(), 0);
     let headers = c.request(1, "/", true);
     c.feed(&headers);
     c.conn.send_headers(1, 200, [], false);
     assert_eq!(c.conn.data_header_bytes(), 0, "HEADERS are the response's");
-    // 40,000 bytes in frames of at most 16,384: three frames.
+    // 40,000 bytes within the 65,535 of credit: the data ends the frames.
     assert_eq!(c.conn.send_data(1, &[b'x'; 40_000], false), 40_000);
-    assert_eq!(c.conn.data_header_bytes(), 27);
-    let mut rest = Bytes::from_static(b"tail");
-    c.conn.send_shared(1, &mut rest, false);
-    assert_eq!(c.conn.data_header_bytes(), 36);
-    c.conn.send_data(1, b"", true);
-    assert_eq!(c.conn.data_header_bytes(), 45, "the empty frame that ends it");
+    let mut piece = Bytes::from_static(b"tail");
+    c.conn.send_shared(1, &mut piece, false);
+    assert_eq!(c.conn.data_header_bytes(), 0, "small pieces with credit to spare");
+    // 30,000 more against the 25,531 left: a full frame, then one of
+    // 9,147 that spends the last of the credit.
+    assert_eq!(c.conn.send_data(1, &[b'x'; 30_000], false), 25_531);
+    assert_eq!(c.conn.data_header_bytes(), 9);
+    // A byte of credit at a time: each frame is the client's doing.
+    for granted in 1..=3u64 {
+        c.feed(&raw(kind::WINDOW_UPDATE, 0, 0, &1u32.to_be_bytes()));
+        c.feed(&raw(kind::WINDOW_UPDATE, 0, 1, &1u32.to_be_bytes()));
+        assert_eq!(c.conn.send_data(1, &[b'x'; 100], false), 1);
+        assert_eq!(c.conn.data_header_bytes(), 9 + 9 * granted);
+    }
 }
 
 /// `request_frames` counts the frames that carry part of a request
