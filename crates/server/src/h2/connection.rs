@@ -1393,7 +1393,7 @@ impl Connection {
             }
             let header = frame::data_header(id, len as u32, last && finish);
             self.out.put_slice(&header);
-            if last && len < max_frame && n == credit {
+            if last && 0 < len && len < max_frame && n == credit {
                 // Cut short by the client's credit, not by the data: its
                 // framing is the client's doing (a byte of credit at a
                 // time), not a response it takes.

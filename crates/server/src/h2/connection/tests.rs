@@ -867,6 +867,10 @@ fn data_header_bytes_count_frames_cut_short_by_credit() {
         assert_eq!(c.conn.send_data(1, &[b'x'; 100], false), 1);
         assert_eq!(c.conn.data_header_bytes(), 9 + 9 * granted);
     }
+    // The end, with no credit left: an empty frame the data made, not
+    // the credit; billed.
+    c.conn.send_data(1, b"", true);
+    assert_eq!(c.conn.data_header_bytes(), 36);
 }
 
 /// `request_frames` counts the frames that carry part of a request
