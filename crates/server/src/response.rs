@@ -95,6 +95,10 @@ pub(crate) enum Step {
     /// A piece of the streamed body, sent without a copy; polled again
     /// once it is sent.
     Frame(bytes::Bytes),
+    /// The body's last piece: as [`Frame`](Self::Frame), and the next
+    /// poll answers [`Done`](Self::Done). HTTP/1 sends the body's end
+    /// (the last chunk) with it, in the same write.
+    Last(bytes::Bytes),
     /// The response is complete (as [`Response::finish`] would end it).
     Done,
     /// It cannot be completed: `500` if nothing was written, else the

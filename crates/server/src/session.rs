@@ -551,23 +551,31 @@ impl<H: Handler> Session<H> {
                 Response::new(&mut self.out, cx.date.fields(), *encoder, &mut self.app);
             let polled = polled.poll_write(&mut poll_cx, &mut response);
             *encoder = response.encoder();
-            match polled {
+            let (data, last) = match polled {
                 Poll::Pending => return false,
-                Poll::Ready(Step::Wrote) => {}
-                Poll::Ready(Step::Frame(data)) => {
-                    if encoder.head_open() {
-                        settle_continue(&self.app, &mut self.out, encoder);
-                    }
-                    if encoder.start_stream(&mut self.out, cx.date.fields()).is_err() {
-                        break Step::Failed;
-                    }
-                    if !data.is_empty() && encoder.sends_body() {
-                        encoder.chunk_prefix(&mut self.out, data.len());
-                        let after: &'static [u8] = if encoder.chunked() { b"\r\n" } else { b"" };
-                        self.staged = Some(Staged { data, after });
-                    }
-                }
+                Poll::Ready(Step::Wrote) => continue,
+                Poll::Ready(Step::Frame(data)) => (data, false),
+                Poll::Ready(Step::Last(data)) => (data, true),
                 Poll::Ready(step) => break step,
+            };
+            if encoder.head_open() {
+                settle_continue(&self.app, &mut self.out, encoder);
+            }
+            if encoder.start_stream(&mut self.out, cx.date.fields()).is_err() {
+                break Step::Failed;
+            }
+            if !data.is_empty() && encoder.sends_body() {
+                encoder.chunk_prefix(&mut self.out, data.len());
+                let after: &'static [u8] = match (last, encoder.chunked()) {
+                    // The body's end goes out with its last piece (one
+                    // write, where sending it on the next poll took two);
+                    // the response is settled on that poll, once the piece
+                    // is sent, so nothing behind it can overtake it.
+                    (true, _) => encoder.end_after_piece(),
+                    (false, true) => b"\r\n",
+                    (false, false) => b"",
+                };
+                self.staged = Some(Staged { data, after });
             }
         };
         let mut encoder = *encoder;

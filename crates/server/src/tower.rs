@@ -666,6 +666,9 @@ struct OnWorker<B: http_body::Body> {
     ended: bool,
     /// The held data is being streamed (chunked), not sized.
     streaming: bool,
+    /// The body failed (or panicked) in a look ahead: the piece before
+    /// went out, the response fails on the next poll.
+    broken: bool,
     head_request: bool,
     runtime: tokio::runtime::Handle,
 }
@@ -685,6 +688,7 @@ impl<B: http_body::Body> OnWorker<B> {
             held,
             ended: false,
             streaming: false,
+            broken: false,
             head_request,
             runtime: runtime.clone(),
         }
@@ -730,10 +734,20 @@ where
             self.length = write_head(response, parts);
             self.parts = None;
         }
+        if self.broken {
+            // The body failed after its last piece was handed out.
+            return Poll::Ready(Step::Failed);
+        }
         if self.streaming && self.held.len() > 0 {
             // Held data goes out first, as it is.
-            let held = std::mem::replace(&mut self.held, Held::Nothing);
-            return Poll::Ready(Step::Frame(held.into_bytes()));
+            let held = std::mem::replace(&mut self.held, Held::Nothing).into_bytes();
+            if self.ended {
+                return Poll::Ready(Step::Last(held));
+            }
+            if !response.encoder().is_http2() {
+                return Poll::Ready(self.look_ahead(cx, held));
+            }
+            return Poll::Ready(Step::Frame(held));
         }
         if self.ended {
             if self.streaming {
@@ -746,6 +760,53 @@ where
             };
             return Poll::Ready(if sent.is_ok() { Step::Done } else { Step::Failed });
         }
+        match self.poll_body(cx) {
+            BodyPoll::More => {
+                if self.held.len() > HOLD_LIMIT {
+                    self.start_stream(response);
+                }
+                Poll::Ready(Step::Wrote)
+            }
+            BodyPoll::Ended => Poll::Ready(Step::Wrote),
+            BodyPoll::Pending => {
+                // Nothing more now: the head, and what is held, go out
+                // meanwhile.
+                if self.held.len() > 0 || !self.streaming {
+                    self.start_stream(response);
+                    return Poll::Ready(Step::Wrote);
+                }
+                Poll::Pending
+            }
+            BodyPoll::Broken => Poll::Ready(Step::Failed),
+        }
+    }
+}
+
+impl<B> OnWorker<B>
+where
+    B: http_body::Body,
+    B::Error: Into<BoxError>,
+{
+    /// Polls the body once more before `piece` goes out (HTTP/1): if it
+    /// ends there, `piece` is its last and carries the response's end,
+    /// one write where two were made (hyper, too, polls the body again
+    /// before it writes). A next frame waits in `held` (one frame more
+    /// held per response); a failure fails the response on the next
+    /// poll, after `piece`.
+    fn look_ahead(&mut self, cx: &mut Context<'_>, piece: Bytes) -> Step {
+        match self.poll_body(cx) {
+            BodyPoll::Ended => Step::Last(piece),
+            BodyPoll::Broken => {
+                self.broken = true;
+                Step::Frame(piece)
+            }
+            BodyPoll::More | BodyPoll::Pending => Step::Frame(piece),
+        }
+    }
+
+    /// Polls the body once, inside the runtime's context and with a panic
+    /// contained: its data is held; at its end it is dropped.
+    fn poll_body(&mut self, cx: &mut Context<'_>) -> BodyPoll {
         let _runtime = self.runtime.enter();
         let polled = crate::worker::polling(|| {
             self.body.as_mut().as_pin_mut().map(|body| body.poll_frame(cx))
@@ -755,37 +816,38 @@ where
                 if let Ok(data) = frame.into_data() {
                     self.held.push(data);
                 }
-                if self.held.len() > HOLD_LIMIT {
-                    self.start_stream(response);
-                }
-                Poll::Ready(Step::Wrote)
+                BodyPoll::More
             }
             Ok(Some(Poll::Ready(None))) => {
                 self.ended = true;
                 // The service's body may panic in its drop: contained, as
                 // its polls are (the response is whole either way).
                 let _ = crate::worker::polling(|| self.body.set(None));
-                Poll::Ready(Step::Wrote)
+                BodyPoll::Ended
             }
-            Ok(Some(Poll::Pending)) => {
-                // Nothing more now: the head, and what is held, go out
-                // meanwhile.
-                if self.held.len() > 0 || !self.streaming {
-                    self.start_stream(response);
-                    return Poll::Ready(Step::Wrote);
-                }
-                Poll::Pending
-            }
+            Ok(Some(Poll::Pending)) => BodyPoll::Pending,
             Ok(Some(Poll::Ready(Some(Err(error))))) => {
                 tracing::warn!(error = %error.into(), "the response body failed");
-                Poll::Ready(Step::Failed)
+                BodyPoll::Broken
             }
             Ok(None) | Err(_) => {
                 tracing::error!("the response body panicked");
-                Poll::Ready(Step::Failed)
+                BodyPoll::Broken
             }
         }
     }
+}
+
+/// What one poll of a response body on the worker found.
+enum BodyPoll {
+    /// A frame (its data, if any, is held).
+    More,
+    /// The end (the body is dropped).
+    Ended,
+    /// Nothing now (the waker wakes the connection).
+    Pending,
+    /// An error or a panic (logged).
+    Broken,
 }
 
 impl<B: http_body::Body> OnWorker<B> {

@@ -260,6 +260,16 @@ impl Encoder {
         }
     }
 
+    /// Ends a streamed body whose last piece goes out by reference, after
+    /// its [`chunk_prefix`](Self::chunk_prefix): returns what follows that
+    /// piece (for chunked, its CRLF and the last chunk), and
+    /// [`finish`](Self::finish) adds nothing more. Call only while
+    /// streaming a body that is sent.
+    pub(crate) fn end_after_piece(&mut self) -> &'static [u8] {
+        self.phase = Phase::Done;
+        if self.chunked() { b"\r\n0\r\n\r\n" } else { b"" }
+    }
+
     /// Appends a whole piece of streamed body.
     pub(crate) fn write(
         &mut self,

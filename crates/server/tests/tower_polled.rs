@@ -684,3 +684,175 @@ fn control_ignored_body_fully_sent() {
     client.send(b"POST /ignore-burst HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\n0123456789");
     assert_eq!(client.reply().unwrap().body.len(), 500_000);
 }
+
+// ------------------------------------------------- the last piece and the end
+
+/// An echo (axum's body streamed back) driven without sockets: the piece
+/// of each poll is what one vectored write sends, in order.
+fn echo_session() -> (
+    tokio::runtime::Runtime,
+    TowerHandler<Router>,
+    falconet_pool::Pool,
+    falconet_server::Context,
+    falconet_server::Session<TowerHandler<Router>>,
+) {
+    let runtime = runtime();
+    let router = Router::new().route(
+        "/echo",
+        post(|body: AxumBody| async move { AxumBody::from_stream(body.into_data_stream()) }),
+    );
+    let handler = TowerHandler::new(router, runtime.handle().clone());
+    let pool = falconet_pool::Pool::new();
+    let cx = falconet_server::Context::new(&Options::new()).unwrap();
+    let session = falconet_server::Session::new(&pool).unwrap();
+    (runtime, handler, pool, cx, session)
+}
+
+/// Everything the session has to send, piece by piece (each `output()`
+/// is the start of the next write; `consume_output` sends it).
+fn drain(session: &mut falconet_server::Session<TowerHandler<Router>>) -> Vec<Vec<u8>> {
+    let mut pieces = Vec::new();
+    while !session.output().is_empty() {
+        pieces.push(session.output().to_vec());
+        let n = session.output().len();
+        session.consume_output(n);
+    }
+    pieces
+}
+
+/// A streamed body's last piece carries the chunked body's end: the last
+/// chunk goes out in the write that sends the piece, not in a write of
+/// its own after the body is polled once more (as it did: one more
+/// system call per response, and a segment of five bytes).
+#[test]
+fn the_last_piece_carries_the_chunked_end() {
+    let (_rt, handler, _pool, mut cx, mut session) = echo_session();
+    session.receive(b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhel").unwrap();
+    session.process(&handler, &mut cx);
+    let first = drain(&mut session);
+    let head = String::from_utf8_lossy(&first[0]).to_string();
+    assert!(
+        head.contains("transfer-encoding: chunked\r\n")
+            || head.contains("Transfer-Encoding: chunked\r\n"),
+        "{head}"
+    );
+    assert!(head.ends_with("\r\n\r\n3\r\n"), "{head:?}");
+    assert_eq!(first[1..], [b"hel".to_vec(), b"\r\n".to_vec()], "a piece that is not the last");
+    session.receive(b"lo").unwrap();
+    session.process(&handler, &mut cx);
+    let second = drain(&mut session);
+    assert_eq!(
+        second,
+        [b"2\r\n".to_vec(), b"lo".to_vec(), b"\r\n0\r\n\r\n".to_vec()],
+        "the last piece, then its CRLF and the last chunk in one piece of the same write"
+    );
+    // The response is settled on the next turn; nothing more is sent.
+    session.process(&handler, &mut cx);
+    assert!(session.output().is_empty(), "{:?}", session.output());
+    // The connection goes on: the next request is answered after it.
+    session.receive(b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\n\r\nok").unwrap();
+    session.process(&handler, &mut cx);
+    let third: Vec<u8> = drain(&mut session).concat();
+    let third = String::from_utf8_lossy(&third);
+    assert!(third.starts_with("HTTP/1.1 200"), "{third}");
+    assert!(third.ends_with("\r\n\r\nok"), "{third:?}");
+}
+
+/// A request pipelined behind an echo whose last piece is staged waits
+/// for that piece: its response never overtakes the body's end.
+#[test]
+fn a_pipelined_request_waits_behind_the_staged_last_piece() {
+    let (_rt, handler, _pool, mut cx, mut session) = echo_session();
+    session.receive(b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhel").unwrap();
+    session.process(&handler, &mut cx);
+    let mut all: Vec<u8> = drain(&mut session).concat();
+    session
+        .receive(b"loPOST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\n\r\nok")
+        .unwrap_or_else(|e| panic!("{e}"));
+    // Only part of what is ready is sent at a time: the rest stays staged
+    // while the parser runs again.
+    for _ in 0..8 {
+        session.process(&handler, &mut cx);
+        let piece = session.output().to_vec();
+        let n = piece.len().min(1);
+        all.extend_from_slice(&piece[..n]);
+        session.consume_output(n);
+    }
+    for _ in 0..4 {
+        session.process(&handler, &mut cx);
+        all.extend(drain(&mut session).concat());
+    }
+    let all = String::from_utf8_lossy(&all);
+    let end = all.find("2\r\nlo\r\n0\r\n\r\n").unwrap_or_else(|| panic!("{all:?}"));
+    let next = all.rfind("HTTP/1.1 200").unwrap();
+    assert!(end < next, "the next response came after the body's end: {all:?}");
+}
+
+/// A body that wakes once, then hands out one piece and, at once, an
+/// error or a panic: the look ahead that finds it fails the response only
+/// after that piece went out.
+struct PieceThenBreak {
+    wait: Option<Pin<Box<tokio::time::Sleep>>>,
+    piece: bool,
+    panic: bool,
+}
+
+impl http_body::Body for PieceThenBreak {
+    type Data = Bytes;
+    type Error = std::io::Error;
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, std::io::Error>>> {
+        if let Some(wait) = &mut self.wait {
+            std::task::ready!(wait.as_mut().poll(cx));
+            self.wait = None;
+        }
+        if std::mem::take(&mut self.piece) {
+            return Poll::Ready(Some(Ok(Frame::data(Bytes::from_static(b"abc")))));
+        }
+        if self.panic {
+            panic!("the body panicked on purpose");
+        }
+        Poll::Ready(Some(Err(std::io::Error::other("the body failed on purpose"))))
+    }
+}
+
+#[test]
+fn a_body_that_breaks_right_after_a_piece_sends_the_piece_then_closes() {
+    let runtime = runtime();
+    let router = Router::new().route(
+        "/break",
+        get(|axum::extract::RawQuery(query): axum::extract::RawQuery| async move {
+            AxumBody::new(PieceThenBreak {
+                wait: Some(Box::pin(tokio::time::sleep(Duration::from_millis(20)))),
+                piece: true,
+                panic: query.as_deref() == Some("panic"),
+            })
+        }),
+    );
+    let server = serve(options().workers(1), TowerHandler::new(router, runtime.handle().clone()));
+    for path in ["/break", "/break?panic"] {
+        let mut stream = common::connect(server.addr);
+        stream
+            .write_all(
+                format!(
+                    "GET {path} HTTP/1.1\r\nHost: t\r\n\r\nGET /break HTTP/1.1\r\nHost: t\r\n\r\n"
+                )
+                .as_bytes(),
+            )
+            .unwrap();
+        let (got, end) = common::read_for(&mut stream, Duration::from_secs(5));
+        let got = String::from_utf8_lossy(&got);
+        assert!(got.starts_with("HTTP/1.1 200"), "{path}: {got:?}");
+        assert!(got.ends_with("\r\n\r\n3\r\nabc\r\n"), "{path}: the piece, and no end: {got:?}");
+        assert_eq!(got.matches("HTTP/1.1").count(), 1, "{path}: nothing after the cut: {got:?}");
+        assert!(matches!(end, common::End::Eof | common::End::Reset), "{path}: closed");
+    }
+    // The worker serves on.
+    let mut stream = common::connect(server.addr);
+    stream.write_all(b"GET /missing HTTP/1.1\r\nHost: t\r\n\r\n").unwrap();
+    let mut reply = [0u8; 12];
+    stream.read_exact(&mut reply).unwrap();
+    assert_eq!(&reply, b"HTTP/1.1 404");
+}

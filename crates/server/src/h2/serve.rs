@@ -677,7 +677,10 @@ impl<S: Send + 'static> Http2<S> {
                     match step {
                         Poll::Pending => break,
                         Poll::Ready(Step::Wrote) => {}
-                        Poll::Ready(Step::Frame(data)) => {
+                        // The last piece as any other: the next poll ends
+                        // the stream (with this DATA frame when it comes in
+                        // the same turn).
+                        Poll::Ready(Step::Frame(data) | Step::Last(data)) => {
                             let head = encoder.start_stream(&mut exchange.staged, cx.date.fields());
                             if head.is_err() {
                                 failed.push(id);
