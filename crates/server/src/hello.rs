@@ -337,7 +337,8 @@ impl Handler for Demo {
 }
 
 /// `GET /bytes` over HTTP/1, polled by the worker: each poll hands over one
-/// static piece, sent without a copy; the next poll comes once it is sent.
+/// static piece, sent without a copy (the last with the body's end); the
+/// next poll comes once it is sent.
 #[cfg(feature = "tokio")]
 #[derive(Debug)]
 struct BytesBody {
@@ -366,7 +367,9 @@ impl crate::response::Polled for BytesBody {
         }
         let take = self.left.min(BYTES_PIECE.len() as u64) as usize;
         self.left -= take as u64;
-        std::task::Poll::Ready(Step::Frame(bytes::Bytes::from_static(&BYTES_PIECE[..take])))
+        let piece = bytes::Bytes::from_static(&BYTES_PIECE[..take]);
+        // The last piece carries the body's end (one write, not two).
+        std::task::Poll::Ready(if self.left == 0 { Step::Last(piece) } else { Step::Frame(piece) })
     }
 }
 
