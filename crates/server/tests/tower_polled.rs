@@ -856,3 +856,109 @@ fn a_body_that_breaks_right_after_a_piece_sends_the_piece_then_closes() {
     stream.read_exact(&mut reply).unwrap();
     assert_eq!(&reply, b"HTTP/1.1 404");
 }
+
+// ------------------------------------------- the polled echo against a model
+
+/// One response parsed off the wire: its status and its body (sized or
+/// de-chunked); `None` until all of it is there.
+fn parse_response(wire: &[u8]) -> Option<(u16, Vec<u8>, usize)> {
+    let end = wire.windows(4).position(|w| w == b"\r\n\r\n")? + 4;
+    let head = std::str::from_utf8(&wire[..end]).expect("an ASCII head");
+    let status: u16 = head[9..12].parse().expect("a status code");
+    let lower = head.to_ascii_lowercase();
+    if let Some(at) = lower.find("content-length: ") {
+        let digits: String = lower[at + 16..].chars().take_while(|c| c.is_ascii_digit()).collect();
+        let length: usize = digits.parse().unwrap();
+        let body = wire.get(end..end + length)?;
+        return Some((status, body.to_vec(), end + length));
+    }
+    assert!(lower.contains("transfer-encoding: chunked\r\n"), "neither sized nor chunked: {head}");
+    let mut body = Vec::new();
+    let mut at = end;
+    loop {
+        let line = wire[at..].windows(2).position(|w| w == b"\r\n")?;
+        let size = usize::from_str_radix(std::str::from_utf8(&wire[at..at + line]).unwrap(), 16)
+            .expect("a chunk size");
+        at += line + 2;
+        if size == 0 {
+            // No trailers: the empty line ends the body.
+            (wire.get(at..at + 2)? == b"\r\n").then_some(())?;
+            return Some((status, body, at + 2));
+        }
+        body.extend_from_slice(wire.get(at..at + size)?);
+        assert_eq!(wire.get(at + size..at + size + 2)?, b"\r\n", "a chunk's CRLF");
+        at += size + 2;
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig {
+        cases: 256,
+        failure_persistence: None,
+        ..proptest::prelude::ProptestConfig::default()
+    })]
+
+    /// Pipelined echoes (sized and chunked bodies, empty to a few KiB)
+    /// through a session, the input cut at random and the output taken a
+    /// random number of bytes at a time (so a staged piece, and the end
+    /// after it, go out in parts): every body comes back whole, in order,
+    /// and nothing else is sent (the sequential model: a queue of bodies).
+    #[test]
+    fn polled_echoes_match_the_model(
+        bodies in proptest::collection::vec(
+            (proptest::collection::vec(proptest::prelude::any::<u8>(), 0..3000), proptest::prelude::any::<bool>()),
+            1..6,
+        ),
+        cuts in proptest::collection::vec(1usize..2000, 1..20),
+        takes in proptest::collection::vec(1usize..5000, 1..20),
+    ) {
+        let (_rt, handler, _pool, mut cx, mut session) = echo_session();
+        let mut input = Vec::new();
+        for (body, chunked) in &bodies {
+            if *chunked {
+                input.extend_from_slice(b"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n");
+                for piece in body.chunks(700) {
+                    input.extend_from_slice(format!("{:x}\r\n", piece.len()).as_bytes());
+                    input.extend_from_slice(piece);
+                    input.extend_from_slice(b"\r\n");
+                }
+                input.extend_from_slice(b"0\r\n\r\n");
+            } else {
+                input.extend_from_slice(
+                    format!("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\n\r\n", body.len()).as_bytes(),
+                );
+                input.extend_from_slice(body);
+            }
+        }
+        let mut wire = Vec::new();
+        let mut fed = 0;
+        let mut step = 0;
+        let mut idle = 0;
+        while idle < 8 {
+            step += 1;
+            proptest::prop_assert!(step < 100_000, "no end after {step} steps");
+            let before = (fed, wire.len());
+            if fed < input.len() && session.wants_input(&cx) {
+                let n = cuts[step % cuts.len()].min(input.len() - fed);
+                session.receive(&input[fed..fed + n]).unwrap();
+                fed += n;
+            }
+            session.process(&handler, &mut cx);
+            let take = takes[step % takes.len()].min(session.output().len());
+            wire.extend_from_slice(&session.output()[..take]);
+            session.consume_output(take);
+            idle = if (fed, wire.len()) == before { idle + 1 } else { 0 };
+        }
+        proptest::prop_assert_eq!(fed, input.len(), "all the input was taken");
+        let mut at = 0;
+        for (i, (body, _)) in bodies.iter().enumerate() {
+            let parsed = parse_response(&wire[at..]);
+            proptest::prop_assert!(parsed.is_some(), "response {} incomplete: {:?}", i, String::from_utf8_lossy(&wire[at..]));
+            let (status, echoed, used) = parsed.unwrap();
+            proptest::prop_assert_eq!(status, 200);
+            proptest::prop_assert_eq!(&echoed, body, "response {}", i);
+            at += used;
+        }
+        proptest::prop_assert_eq!(at, wire.len(), "nothing after the last response");
+    }
+}
