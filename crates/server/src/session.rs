@@ -566,15 +566,11 @@ impl<H: Handler> Session<H> {
             }
             if !data.is_empty() && encoder.sends_body() {
                 encoder.chunk_prefix(&mut self.out, data.len());
-                let after: &'static [u8] = match (last, encoder.chunked()) {
-                    // The body's end goes out with its last piece (one
-                    // write, where sending it on the next poll took two);
-                    // the response is settled on that poll, once the piece
-                    // is sent, so nothing behind it can overtake it.
-                    (true, _) => encoder.end_after_piece(),
-                    (false, true) => b"\r\n",
-                    (false, false) => b"",
-                };
+                // The body's end goes out with its last piece (one write,
+                // where sending it on the next poll took two); the response
+                // is settled on that poll, once the piece is sent, so
+                // nothing behind it can overtake it.
+                let after = encoder.after_piece(last);
                 self.staged = Some(Staged { data, after });
             }
         };

@@ -260,14 +260,20 @@ impl Encoder {
         }
     }
 
-    /// Ends a streamed body whose last piece goes out by reference, after
-    /// its [`chunk_prefix`](Self::chunk_prefix): returns what follows that
-    /// piece (for chunked, its CRLF and the last chunk), and
-    /// [`finish`](Self::finish) adds nothing more. Call only while
-    /// streaming a body that is sent.
-    pub(crate) fn end_after_piece(&mut self) -> &'static [u8] {
-        self.phase = Phase::Done;
-        if self.chunked() { b"\r\n0\r\n\r\n" } else { b"" }
+    /// What follows a piece of streamed body that goes out by reference,
+    /// after its [`chunk_prefix`](Self::chunk_prefix): for chunked, its
+    /// CRLF, and after the body's `last` piece the last chunk too (the
+    /// body is then over: [`finish`](Self::finish) adds nothing more).
+    /// Call only while streaming a body that is sent.
+    pub(crate) fn after_piece(&mut self, last: bool) -> &'static [u8] {
+        if last {
+            self.phase = Phase::Done;
+        }
+        match (self.chunked(), last) {
+            (true, true) => b"\r\n0\r\n\r\n",
+            (true, false) => b"\r\n",
+            (false, _) => b"",
+        }
     }
 
     /// Appends a whole piece of streamed body.
@@ -481,5 +487,29 @@ mod tests {
         let len = out.len();
         assert_eq!(encoder.unsized_head(&mut out, fields), Err(ResponseError::HeadSent));
         assert_eq!(out.len(), len);
+    }
+
+    /// What follows a piece sent by reference: chunked, its CRLF, and after
+    /// the last piece the last chunk too, the body then over (`finish`
+    /// adds nothing, more writes are refused); HTTP/1.0, nothing (its end
+    /// is the close).
+    #[test]
+    fn after_piece_ends_the_body_with_the_last_piece() {
+        let date = crate::date::DateCache::new();
+        let fields = date.fields();
+        for (version, between, last, keep_alive) in [
+            (Version::Http11, &b"\r\n"[..], &b"\r\n0\r\n\r\n"[..], true),
+            (Version::Http10, &b""[..], &b""[..], false),
+        ] {
+            let mut encoder = Encoder::new(version, false, true);
+            let mut out = Vec::new();
+            encoder.start_stream(&mut out, fields).unwrap();
+            assert_eq!(encoder.after_piece(false), between, "{version:?}");
+            assert_eq!(encoder.after_piece(true), last, "{version:?}");
+            let len = out.len();
+            assert_eq!(encoder.finish(&mut out, fields), keep_alive, "{version:?}");
+            assert_eq!(encoder.write(&mut out, fields, b"x"), Err(ResponseError::Finished));
+            assert_eq!(out.len(), len, "{version:?}: nothing after the end");
+        }
     }
 }
