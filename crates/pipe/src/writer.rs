@@ -643,6 +643,11 @@ impl Writer {
     fn link(&mut self, block: Block) {
         let block_size = self.shared.config.block_size;
         let node = self.spare_node();
+        // `spare_node` may look at the reader's head afresh and reuse a
+        // node passed since the caller looked for kept blocks, with its
+        // block still kept: `fill` drops that one, back to the pool from
+        // this thread (in the writer's thread cache, leased again next), so
+        // the pipe holds no more blocks than before this link.
         // SAFETY: `spare_node` returned a node the writer owns.
         let base = unsafe { Node::fill(node, block, self.written) };
         // SAFETY: the tail is linked and only the writer writes `next`.

@@ -23,27 +23,33 @@ pub struct Counting;
 static COUNTING: AtomicBool = AtomicBool::new(false);
 static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
 static SERIAL: Mutex<()> = Mutex::new(());
+/// The sizes of the first counted allocations, for a failing test to show.
+static SIZES: [AtomicUsize; RECORDED] = [const { AtomicUsize::new(0) }; RECORDED];
+const RECORDED: usize = 8;
 
 thread_local! {
     static UNDER_TEST: Cell<bool> = const { Cell::new(false) };
 }
 
-fn count() {
+fn count(size: usize) {
     if COUNTING.load(Ordering::Relaxed) && UNDER_TEST.with(Cell::get) {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        let index = ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        if let Some(slot) = SIZES.get(index) {
+            slot.store(size, Ordering::Relaxed);
+        }
     }
 }
 
 // SAFETY: forwards to the system allocator unchanged; only counts.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        count();
+        count(layout.size());
         // SAFETY: same contract as ours.
         unsafe { System.alloc(layout) }
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        count();
+        count(layout.size());
         // SAFETY: same contract as ours.
         unsafe { System.alloc_zeroed(layout) }
     }
@@ -54,7 +60,7 @@ unsafe impl GlobalAlloc for Counting {
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        count();
+        count(new_size);
         // SAFETY: same contract as ours.
         unsafe { System.realloc(ptr, layout, new_size) }
     }
@@ -120,6 +126,13 @@ pub fn start_counting() {
 pub fn stop_counting() -> usize {
     COUNTING.store(false, Ordering::SeqCst);
     ALLOCATIONS.load(Ordering::SeqCst)
+}
+
+/// The sizes in bytes of the first allocations (up to 8) counted since the
+/// last `start_counting`, for a failing test's message.
+pub fn counted_sizes() -> Vec<usize> {
+    let counted = ALLOCATIONS.load(Ordering::SeqCst).min(RECORDED);
+    SIZES[..counted].iter().map(|size| size.load(Ordering::Relaxed)).collect()
 }
 
 /// Counts the allocations made by this thread (and any other thread under
