@@ -132,10 +132,13 @@ impl Reader {
     /// [`read`](Self::read) or [`try_read`](Self::try_read) returns the
     /// buffered bytes at once.
     ///
+    /// An `n` of 0 counts as 1: an empty read means the end of the stream
+    /// ([`ReadGuard::is_empty`]), so no read returns one before it.
+    ///
     /// # Errors
     /// [`ReadError::ConcurrentRead`] (see the type's rule).
     pub fn read_at_least(&self, n: usize) -> ReadFuture<'_> {
-        ReadFuture { reader: self, min: Some(n), began: false }
+        ReadFuture { reader: self, min: Some(n.max(1)), began: false }
     }
 
     /// [`read`](Self::read), blocking the thread.

@@ -62,6 +62,8 @@ unsafe impl<T: Send + Sync> Sync for Registry<T> {}
 /// thread wait for it; see [`Registry`]. A `Ref` is `Sync` but not `Send`:
 /// it is dropped on the thread that looked it up, which is how a removal
 /// knows that a `Ref` is its own thread's and must not be waited for.
+/// One entry has at most 2^29 - 1 `Ref`s at once ([`Registry::get`]
+/// aborts past it).
 ///
 /// ```compile_fail
 /// fn send<T: Send>(_: T) {}
@@ -175,6 +177,12 @@ impl<T> Registry<T> {
     /// Looks `id` up: no lock, no allocation, one compare-and-swap on the
     /// entry's own state word. `None` if `id` is not live: removed, never
     /// issued, or a stale id of a reused slot.
+    ///
+    /// # Aborts
+    /// When one entry already has 2^29 - 1 `Ref`s at once (in practice,
+    /// only `Ref`s leaked with `mem::forget` get there): the count cannot grow into
+    /// the state word's flags, and no caller could recover, so the
+    /// process aborts, as `Arc::clone` does past `isize::MAX`.
     #[inline]
     pub fn get(&self, id: ConnectionId) -> Option<Ref<'_, T>> {
         let (shard, state) = self.locate(id)?;
