@@ -180,9 +180,9 @@ impl<T> Registry<T> {
     ///
     /// # Aborts
     /// When one entry already has 2^29 - 1 `Ref`s at once (in practice,
-    /// only `Ref`s leaked with `mem::forget` get there): the count cannot grow into
-    /// the state word's flags, and no caller could recover, so the
-    /// process aborts, as `Arc::clone` does past `isize::MAX`.
+    /// only `Ref`s leaked with `mem::forget` get there): the count cannot
+    /// grow into the state word's flags, and no caller could recover, so
+    /// the process aborts, as `Arc::clone` does past `isize::MAX`.
     #[inline]
     pub fn get(&self, id: ConnectionId) -> Option<Ref<'_, T>> {
         let (shard, state) = self.locate(id)?;
