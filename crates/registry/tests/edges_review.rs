@@ -65,7 +65,6 @@ fn any_u64_is_a_safe_id_at_the_field_edges() {
     let r: Registry<u32> = Registry::with_options(Options::new().shards(2)).unwrap();
     let live = r.insert(7).unwrap();
     let raw = live.as_u64();
-    let slot_field = (raw >> 8) & ((1 << 24) - 1);
     let mut probes =
         vec![0, 1, u32::MAX as u64, 1 << 32, u64::MAX, raw ^ (1 << 32), raw & 0xFFFF_FFFF];
     // Shard field out of range, slot field past SLOTS_PER_SHARD, generation 0.
@@ -74,15 +73,18 @@ fn any_u64_is_a_safe_id_at_the_field_edges() {
         probes.push((raw & !(((1 << 24) - 1) << 8)) | (slot << 8));
     }
     probes.push(raw & 0xFFFF_FFFF); // generation 0 of the live slot
-    let _ = slot_field;
     for p in probes.into_iter().filter(|&p| p != raw) {
         let id = ConnectionId::from_u64(p);
         assert!(r.get(id).is_none(), "{p:#x}");
         assert!(!r.contains(id), "{p:#x}");
         assert_eq!(r.remove(id), None, "{p:#x}");
         assert!(!r.discard(id), "{p:#x}");
-        let pinned = r.pin();
-        assert!(pinned.get(id).is_none(), "{p:#x}");
+        // crossbeam-epoch's pin needs permissive provenance: under Miri,
+        // `scripts/miri.sh` runs pinned reads in `tests/pinned.rs` with
+        // its own flags, and this strict-provenance run leaves them out.
+        if !cfg!(miri) {
+            assert!(r.pin().get(id).is_none(), "{p:#x}");
+        }
     }
     assert_eq!(r.get(live).as_deref(), Some(&7));
 }
