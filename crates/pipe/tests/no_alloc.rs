@@ -87,10 +87,10 @@ const PIECE: usize = 1500;
 ///   the reader's thread, cover them all.
 /// - Each thread allocates once to bind its pool cache (on its first lease
 ///   or return that misses the cache) and once for the waker of its first
-///   wait (`park::waker`). With kept blocks, the writer may have neither
-///   before the counted phase: it can take every block from the pipe's
-///   nodes, and a reader that keeps up never makes it wait. So its thread
-///   leases and returns a block, then waits once at the pause threshold.
+///   wait (`park::waker`). A writer that a reader keeps up with may never
+///   wait before the counted phase, and which of the two the 32-byte
+///   allocation was is not known. So the writer's thread leases and
+///   returns a block, then waits once at the pause threshold.
 /// - The pipe's nodes: see [`grow_to_the_most_nodes`].
 fn across_threads(options: Options) {
     let pool = Pool::new();
