@@ -21,9 +21,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
-use common::h2raw::{Event, Raw, integer, literal, req, string};
+use common::h2raw::{Event, Raw, frame_bytes, integer, literal, req, string};
 use common::serve;
-use falconet_server::h2::frame::{self, ErrorCode, FrameHeader, flag, kind, setting};
+use falconet_server::h2::frame::{self, ErrorCode, flag, kind, setting};
 use falconet_server::{Handler, MinDataRate, Options, Request, Responder, Response, Status};
 
 // ------------------------------------------------------------------ handler
@@ -101,31 +101,8 @@ const STREAM_CLOSED: u32 = ErrorCode::STREAM_CLOSED.value();
 const FLOW: u32 = ErrorCode::FLOW_CONTROL_ERROR.value();
 const COMPRESSION: u32 = ErrorCode::COMPRESSION_ERROR.value();
 
-fn code_name(c: u32) -> String {
-    match c {
-        0 => "NO_ERROR".into(),
-        1 => "PROTOCOL_ERROR".into(),
-        2 => "INTERNAL_ERROR".into(),
-        3 => "FLOW_CONTROL_ERROR".into(),
-        5 => "STREAM_CLOSED".into(),
-        6 => "FRAME_SIZE_ERROR".into(),
-        7 => "REFUSED_STREAM".into(),
-        8 => "CANCEL".into(),
-        9 => "COMPRESSION_ERROR".into(),
-        0xb => "ENHANCE_YOUR_CALM".into(),
-        c => format!("code {c}"),
-    }
-}
-
-fn fb(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    FrameHeader { length: payload.len() as u32, kind, flags, stream }.encode(&mut out);
-    out.extend_from_slice(payload);
-    out
-}
-
 fn headers_frame(stream: u32, block: &[u8], end_stream: bool) -> Vec<u8> {
-    fb(kind::HEADERS, flag::END_HEADERS | u8::from(end_stream), stream, block)
+    frame_bytes(kind::HEADERS, flag::END_HEADERS | u8::from(end_stream), stream, block)
 }
 
 fn settings_frame(params: &[(u16, u32)]) -> Vec<u8> {
@@ -134,11 +111,11 @@ fn settings_frame(params: &[(u16, u32)]) -> Vec<u8> {
         payload.extend_from_slice(&id.to_be_bytes());
         payload.extend_from_slice(&v.to_be_bytes());
     }
-    fb(kind::SETTINGS, 0, 0, &payload)
+    frame_bytes(kind::SETTINGS, 0, 0, &payload)
 }
 
 fn wu(stream: u32, n: u32) -> Vec<u8> {
-    fb(kind::WINDOW_UPDATE, 0, stream, &n.to_be_bytes())
+    frame_bytes(kind::WINDOW_UPDATE, 0, stream, &n.to_be_bytes())
 }
 
 fn rst(stream: u32, code: ErrorCode) -> Vec<u8> {
@@ -170,8 +147,8 @@ impl Outcome {
             Outcome::Response(s, b) => {
                 format!("response {s} {:?}", String::from_utf8_lossy(&b[..b.len().min(40)]))
             }
-            Outcome::Reset(c) => format!("RST_STREAM({})", code_name(*c)),
-            Outcome::GoAway(c) => format!("GOAWAY({})", code_name(*c)),
+            Outcome::Reset(c) => format!("RST_STREAM({})", ErrorCode::from(*c)),
+            Outcome::GoAway(c) => format!("GOAWAY({})", ErrorCode::from(*c)),
             Outcome::Eof => "connection closed without GOAWAY".into(),
             Outcome::Timeout => "nothing within the wait".into(),
         }
@@ -577,7 +554,7 @@ fn hold_headers(stream: u32, end_stream: bool) -> Vec<u8> {
 /// responses. Documented: min_response_rate closes with GOAWAY(EYC).
 fn data_dribble(ctx: &Ctx) -> Result<String, String> {
     let mut raw = Raw::handshake(ctx.addr, &[(setting::INITIAL_WINDOW_SIZE, 1)]);
-    let mut out = vec![fb(kind::SETTINGS, flag::ACK, 0, &[])];
+    let mut out = vec![frame_bytes(kind::SETTINGS, flag::ACK, 0, &[])];
     for i in 0..50u32 {
         out.push(headers_frame(2 * i + 1, &req("GET", "/big?n=1048576"), true));
     }
@@ -599,7 +576,7 @@ fn data_dribble(ctx: &Ctx) -> Result<String, String> {
                     if f.code() == EYC {
                         return Ok(format!("GOAWAY(EYC) after {data_bytes} B of DATA"));
                     }
-                    return Err(format!("GOAWAY({})", code_name(f.code())));
+                    return Err(format!("GOAWAY({})", ErrorCode::from(f.code())));
                 }
                 Event::Frame(f) => {
                     if f.kind == kind::HEADERS {
@@ -678,7 +655,7 @@ fn priority_loop(ctx: &Ctx) -> Result<String, String> {
         let dep = if dep == stream { dep + 2 } else { dep };
         let mut p = (dep | 0x8000_0000).to_be_bytes().to_vec();
         p.push(255);
-        out.extend(fb(kind::PRIORITY, 0, stream, &p));
+        out.extend(frame_bytes(kind::PRIORITY, 0, stream, &p));
     }
     frame::encode_ping(&mut out, *b"behind!!", false);
     let sender = send_in_thread(&raw, out, Duration::from_secs(3));
@@ -714,7 +691,7 @@ fn priority_self_dependency(ctx: &Ctx) -> Result<String, String> {
     raw.send(&hold_headers(1, true));
     let mut p = 1u32.to_be_bytes().to_vec();
     p.push(16);
-    raw.send(&fb(kind::PRIORITY, 0, 1, &p));
+    raw.send(&frame_bytes(kind::PRIORITY, 0, 1, &p));
     match outcome(&mut raw, 1, Duration::from_secs(3)) {
         o @ (Outcome::Reset(PROTOCOL) | Outcome::GoAway(PROTOCOL)) => Ok(o.show()),
         o => Err(o.show()),
@@ -775,7 +752,7 @@ fn zero_window_buffering(ctx: &Ctx) -> Result<String, String> {
     let rss_before = ctx.rss();
     let mut rss_peak = 0;
     let mut raw = Raw::handshake(ctx.addr, &[(setting::INITIAL_WINDOW_SIZE, 0)]);
-    let mut out = vec![fb(kind::SETTINGS, flag::ACK, 0, &[])];
+    let mut out = vec![frame_bytes(kind::SETTINGS, flag::ACK, 0, &[])];
     for i in 0..100u32 {
         out.push(headers_frame(2 * i + 1, &req("GET", "/big?n=4194304"), true)); // 400 MiB asked
     }
@@ -826,7 +803,7 @@ fn empty_data_flood(ctx: &Ctx) -> Result<String, String> {
     let mut raw = ctx.connect();
     let mut out = headers_frame(1, &req_with("POST", "/echo", &[]), false);
     for _ in 0..20_000 {
-        out.extend(fb(kind::DATA, 0, 1, &[]));
+        out.extend(frame_bytes(kind::DATA, 0, 1, &[]));
     }
     let f = expect_goaway(&mut raw, out, &[EYC], true, ctx)?;
     Ok(f.end.show())
@@ -838,7 +815,7 @@ fn unknown_frame_flood(ctx: &Ctx) -> Result<String, String> {
     let mut raw = ctx.connect();
     let mut out = Vec::new();
     for _ in 0..20_000 {
-        out.extend(fb(0xfa, 0, 0, &[]));
+        out.extend(frame_bytes(0xfa, 0, 0, &[]));
     }
     let f = expect_goaway(&mut raw, out, &[EYC], true, ctx)?;
     Ok(f.end.show())
@@ -927,17 +904,17 @@ fn myr_priority_self(ctx: &Ctx) -> Result<String, String> {
         |id| {
             let mut p = id.to_be_bytes().to_vec();
             p.push(0);
-            fb(kind::PRIORITY, 0, id, &p)
+            frame_bytes(kind::PRIORITY, 0, id, &p)
         },
         true,
         "/hold",
     )
 }
 fn myr_data_half_closed(ctx: &Ctx) -> Result<String, String> {
-    made_you_reset(ctx, |id| fb(kind::DATA, 0, id, b"x"), true, "/hold")
+    made_you_reset(ctx, |id| frame_bytes(kind::DATA, 0, id, b"x"), true, "/hold")
 }
 fn myr_content_length(ctx: &Ctx) -> Result<String, String> {
-    made_you_reset(ctx, |id| fb(kind::DATA, flag::END_STREAM, id, b"xx"), false, "/echo")
+    made_you_reset(ctx, |id| frame_bytes(kind::DATA, flag::END_STREAM, id, b"xx"), false, "/echo")
 }
 fn myr_window_overflow(ctx: &Ctx) -> Result<String, String> {
     made_you_reset(ctx, |id| [wu(id, 0x7fff_ffff), wu(id, 0x7fff_ffff)].concat(), true, "/hold")
@@ -953,13 +930,13 @@ fn continuation_flood(ctx: &Ctx, piece: usize, count: usize) -> Result<String, S
     // Open a literal whose value the CONTINUATIONs carry.
     first.push(0);
     string(&mut first, b"x-flood");
-    let mut out = fb(kind::HEADERS, flag::END_STREAM, 1, &first);
+    let mut out = frame_bytes(kind::HEADERS, flag::END_STREAM, 1, &first);
     // value length: huge integer so the decoder waits for bytes
     let mut len = Vec::new();
     integer(&mut len, 100 << 20, 7, 0);
-    out.extend(fb(kind::CONTINUATION, 0, 1, &len));
+    out.extend(frame_bytes(kind::CONTINUATION, 0, 1, &len));
     let payload = vec![b'a'; piece];
-    let one = fb(kind::CONTINUATION, 0, 1, &payload);
+    let one = frame_bytes(kind::CONTINUATION, 0, 1, &payload);
     for _ in 0..count {
         out.extend_from_slice(&one);
     }
@@ -1004,10 +981,10 @@ fn huge_header_block(ctx: &Ctx) -> Result<String, String> {
     let mut frames = Vec::new();
     let mut chunks = b.chunks(1024).peekable();
     let first = chunks.next().unwrap();
-    frames.push(fb(kind::HEADERS, flag::END_STREAM, 1, first));
+    frames.push(frame_bytes(kind::HEADERS, flag::END_STREAM, 1, first));
     while let Some(c) = chunks.next() {
         let end = chunks.peek().is_none();
-        frames.push(fb(kind::CONTINUATION, if end { flag::END_HEADERS } else { 0 }, 1, c));
+        frames.push(frame_bytes(kind::CONTINUATION, if end { flag::END_HEADERS } else { 0 }, 1, c));
     }
     let mut raw = ctx.connect();
     raw.send(&frames.concat());
@@ -1027,9 +1004,9 @@ fn continuation_interleaved(ctx: &Ctx) -> Result<String, String> {
     let (a, c) = b.split_at(10);
     raw.send(
         &[
-            fb(kind::HEADERS, flag::END_STREAM, 1, a),
+            frame_bytes(kind::HEADERS, flag::END_STREAM, 1, a),
             headers_frame(3, &req("GET", "/plaintext"), true),
-            fb(kind::CONTINUATION, flag::END_HEADERS, 1, c),
+            frame_bytes(kind::CONTINUATION, flag::END_HEADERS, 1, c),
         ]
         .concat(),
     );
@@ -1188,7 +1165,7 @@ fn settings_32_entries_ok(ctx: &Ctx) -> Result<String, String> {
             return Ok("acknowledged".into());
         }
         if f.kind == kind::GOAWAY {
-            return Err(format!("GOAWAY({})", code_name(f.code())));
+            return Err(format!("GOAWAY({})", ErrorCode::from(f.code())));
         }
     }
     Err("no acknowledgement".into())
@@ -1240,7 +1217,7 @@ fn last_stream_id(ctx: &Ctx) -> Result<String, String> {
 /// RFC 9113 5.1: DATA on an idle stream: connection PROTOCOL_ERROR.
 fn data_on_idle(ctx: &Ctx) -> Result<String, String> {
     let mut raw = ctx.connect();
-    raw.send(&fb(kind::DATA, flag::END_STREAM, 5, b"x"));
+    raw.send(&frame_bytes(kind::DATA, flag::END_STREAM, 5, b"x"));
     match outcome(&mut raw, 5, Duration::from_secs(3)) {
         o @ Outcome::GoAway(PROTOCOL) => Ok(o.show()),
         o => Err(o.show()),
@@ -1319,7 +1296,7 @@ fn cl_more_data(ctx: &Ctx) -> Result<String, String> {
         ctx,
         &[
             headers_frame(1, &with_base(&[(b"content-length", b"5")]), false),
-            fb(kind::DATA, flag::END_STREAM, 1, b"0123456789"),
+            frame_bytes(kind::DATA, flag::END_STREAM, 1, b"0123456789"),
         ],
     )
 }
@@ -1328,7 +1305,7 @@ fn cl_less_data(ctx: &Ctx) -> Result<String, String> {
         ctx,
         &[
             headers_frame(1, &with_base(&[(b"content-length", b"10")]), false),
-            fb(kind::DATA, flag::END_STREAM, 1, b"01234"),
+            frame_bytes(kind::DATA, flag::END_STREAM, 1, b"01234"),
         ],
     )
 }
@@ -1337,9 +1314,9 @@ fn cl_split_data(ctx: &Ctx) -> Result<String, String> {
         ctx,
         &[
             headers_frame(1, &with_base(&[(b"content-length", b"4")]), false),
-            fb(kind::DATA, 0, 1, b"012"),
-            fb(kind::DATA, 0, 1, b"345"),
-            fb(kind::DATA, flag::END_STREAM, 1, b""),
+            frame_bytes(kind::DATA, 0, 1, b"012"),
+            frame_bytes(kind::DATA, 0, 1, b"345"),
+            frame_bytes(kind::DATA, flag::END_STREAM, 1, b""),
         ],
     )
 }
@@ -1355,7 +1332,7 @@ fn cl_twice_differing(ctx: &Ctx) -> Result<String, String> {
                 &with_base(&[(b"content-length", b"3"), (b"content-length", b"5")]),
                 false,
             ),
-            fb(kind::DATA, flag::END_STREAM, 1, b"abc"),
+            frame_bytes(kind::DATA, flag::END_STREAM, 1, b"abc"),
         ],
     )
 }
@@ -1364,7 +1341,7 @@ fn transfer_encoding(ctx: &Ctx) -> Result<String, String> {
         ctx,
         &[
             headers_frame(1, &with_base(&[(b"transfer-encoding", b"chunked")]), false),
-            fb(kind::DATA, flag::END_STREAM, 1, b"0\r\n\r\n"),
+            frame_bytes(kind::DATA, flag::END_STREAM, 1, b"0\r\n\r\n"),
         ],
     )
 }
@@ -1437,7 +1414,7 @@ fn pseudo_in_trailers(ctx: &Ctx) -> Result<String, String> {
         ctx,
         &[
             headers_frame(1, &with_base(&[]), false),
-            fb(kind::DATA, 0, 1, b"abc"),
+            frame_bytes(kind::DATA, 0, 1, b"abc"),
             headers_frame(1, &raw_block(&[(b":path", b"/admin")]), true),
         ],
     )
@@ -1447,7 +1424,7 @@ fn trailers_without_end_stream(ctx: &Ctx) -> Result<String, String> {
         ctx,
         &[
             headers_frame(1, &with_base(&[]), false),
-            fb(kind::DATA, 0, 1, b"abc"),
+            frame_bytes(kind::DATA, 0, 1, b"abc"),
             headers_frame(1, &raw_block(&[(b"x-t", b"1")]), false),
         ],
     )
@@ -1540,7 +1517,7 @@ fn host_smuggled_via_connection_specific_trailer(ctx: &Ctx) -> Result<String, St
         ctx,
         &[
             headers_frame(1, &with_base(&[]), false),
-            fb(kind::DATA, 0, 1, b"abc"),
+            frame_bytes(kind::DATA, 0, 1, b"abc"),
             headers_frame(1, &raw_block(&[(b"transfer-encoding", b"chunked")]), true),
         ],
     )

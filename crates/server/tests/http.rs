@@ -6,7 +6,7 @@ mod common;
 use std::io::Write;
 use std::time::Duration;
 
-use common::{Client, Echo, FNV_START, fnv, options, serve};
+use common::{Client, Echo, echo_of, options, serve};
 use falconet_server::hello::Hello;
 
 #[test]
@@ -94,10 +94,7 @@ fn pipelined_requests_are_answered_in_order() {
     for i in 0..200 {
         assert_eq!(client.reply().unwrap().text(), format!("/r{i}"));
         if i % 7 == 0 {
-            assert_eq!(
-                client.reply().unwrap().text(),
-                format!("len=5 fnv={:x}", fnv(FNV_START, b"hello"))
-            );
+            assert_eq!(client.reply().unwrap().text(), echo_of(b"hello"));
         }
     }
     server.stop();
@@ -114,15 +111,9 @@ fn requests_split_byte_by_byte() {
     assert_eq!(client.reply().unwrap().text(), "/first");
     client
         .send_bytewise(b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 11\r\n\r\nhello world");
-    assert_eq!(
-        client.reply().unwrap().text(),
-        format!("len=11 fnv={:x}", fnv(FNV_START, b"hello world"))
-    );
+    assert_eq!(client.reply().unwrap().text(), echo_of(b"hello world"));
     client.send_bytewise(b"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5;x=y\r\nhello\r\n6\r\n world\r\n0\r\nT: 1\r\n\r\n");
-    assert_eq!(
-        client.reply().unwrap().text(),
-        format!("len=11 fnv={:x}", fnv(FNV_START, b"hello world"))
-    );
+    assert_eq!(client.reply().unwrap().text(), echo_of(b"hello world"));
     client.send_bytewise(b"GET /last HTTP/1.1\r\nHost: t\r\n\r\n");
     assert_eq!(client.reply().unwrap().text(), "/last");
     server.stop();
@@ -136,7 +127,7 @@ fn large_bodies_stream_through_the_pipe() {
     let addr = server.addr;
     let body: Vec<u8> =
         (0..3_000_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8).collect();
-    let expected = format!("len={} fnv={:x}", body.len(), fnv(FNV_START, &body));
+    let expected = echo_of(&body);
     let mut client = Client::connect(addr);
     let mut writer = client.stream().try_clone().unwrap();
     let sent = body.clone();
@@ -175,7 +166,7 @@ fn expect_100_continue() {
     let interim = client.reply().unwrap();
     assert_eq!(interim.status, 100, "the server asks for the body before it arrives");
     client.send(b"body");
-    assert_eq!(client.reply().unwrap().text(), format!("len=4 fnv={:x}", fnv(FNV_START, b"body")));
+    assert_eq!(client.reply().unwrap().text(), echo_of(b"body"));
     // Refused before the body: 413 and no 100.
     let server2 = serve(options().max_body(10), Echo);
     let addr2 = server2.addr;
@@ -198,7 +189,7 @@ fn expect_100_continue() {
 fn expect_is_a_list() {
     let server = serve(options(), Echo);
     let addr = server.addr;
-    let body = format!("len=4 fnv={:x}", fnv(FNV_START, b"body"));
+    let body = echo_of(b"body");
     for (value, interim) in [
         ("100-continue,", true),
         (", 100-continue", true),

@@ -10,7 +10,7 @@ mod common;
 
 use std::net::SocketAddr;
 
-use common::{Client, Echo, FNV_START, Reply, fnv, options, refused, serve};
+use common::{Client, Echo, Reply, echo_of, options, refused, serve};
 
 /// A valid request pipelined behind a refused one: it must not be answered
 /// (RFC 9112 §9.6: after a response with "close", no further request is
@@ -38,10 +38,6 @@ fn served(addr: SocketAddr, request: &[u8]) -> Reply {
 /// A chunked POST to `/echo` with `body` (the chunked body, raw).
 fn chunked(body: &[u8]) -> Vec<u8> {
     [&b"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"[..], body].concat()
-}
-
-fn echo_of(body: &[u8]) -> String {
-    format!("len={} fnv={:x}", body.len(), fnv(FNV_START, body))
 }
 
 /// RFC 9112 §7.1: `chunk = chunk-size [ chunk-ext ] CRLF ...`. After the

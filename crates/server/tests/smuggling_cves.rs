@@ -14,7 +14,7 @@ mod common;
 use std::io::Write;
 use std::time::Duration;
 
-use common::{Echo, End, FNV_START, connect, fnv, options, read_for, serve, text};
+use common::{Echo, End, connect, echo_of, options, read_for, serve, text};
 
 /// The request pipelined behind every case.
 const AFTER: &[u8] = b"GET /after HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n";
@@ -60,10 +60,6 @@ struct Case {
 
 fn cat(parts: &[&[u8]]) -> Vec<u8> {
     parts.concat()
-}
-
-fn echo_of(body: &[u8]) -> String {
-    format!("len={} fnv={:x}", body.len(), fnv(FNV_START, body))
 }
 
 const POST: &[u8] = b"POST /echo HTTP/1.1\r\nHost: t\r\n";

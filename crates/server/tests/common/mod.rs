@@ -231,6 +231,11 @@ pub fn fnv(hash: u64, bytes: &[u8]) -> u64 {
 }
 pub const FNV_START: u64 = 0xcbf2_9ce4_8422_2325;
 
+/// What [`Echo`] answers to a `POST /echo` carrying `body`.
+pub fn echo_of(body: &[u8]) -> String {
+    format!("len={} fnv={:x}", body.len(), fnv(FNV_START, body))
+}
+
 /// Test routes: `/echo` answers `len=<body bytes> fnv=<hash>`; `/stream`
 /// streams `n` numbered lines (`/stream?n`); `/panic` panics in the
 /// handler; `/authority` answers the request's authority; anything else
