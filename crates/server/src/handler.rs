@@ -354,6 +354,13 @@ impl Status {
     pub(crate) fn bodiless(self) -> bool {
         self.0 < 200 || self.0 == 204 || self.0 == 304
     }
+
+    /// Whether a response with this status carries no content: the
+    /// bodiless ones, and 205, which has a body by its framing (RFC 9112
+    /// §6.3) that must be empty (RFC 9110 §15.3.6).
+    pub(crate) fn contentless(self) -> bool {
+        self.bodiless() || self.0 == 205
+    }
 }
 
 /// A response the handler could not write as asked. Nothing invalid
@@ -371,7 +378,8 @@ pub enum ResponseError {
     InformationalStatus(u16),
     /// A header name that is not an HTTP token.
     InvalidHeaderName,
-    /// A header value with CR, LF or NUL.
+    /// A header value with a control octet other than HTAB (CR, LF, NUL,
+    /// DEL and the rest: RFC 9110 §5.5), which no client must be sent.
     InvalidHeaderValue,
     /// `Content-Length`, `Transfer-Encoding`, `Connection` or `Date`: the
     /// server writes these itself.
@@ -410,7 +418,9 @@ impl fmt::Display for ResponseError {
                 write!(f, "status {code} is informational (1xx), not a final response status")
             }
             Self::InvalidHeaderName => f.write_str("header name is not an HTTP token"),
-            Self::InvalidHeaderValue => f.write_str("header value contains CR, LF or NUL"),
+            Self::InvalidHeaderValue => {
+                f.write_str("header value contains a control octet other than tab")
+            }
             Self::ReservedHeader => f.write_str("the server writes this header itself"),
             Self::HeadSent => f.write_str("the response head was already written"),
             Self::Finished => f.write_str("the response is already complete"),
@@ -436,8 +446,8 @@ impl std::error::Error for ResponseError {}
 /// assert_eq!(TEXT.as_str(), "Content-Type: text/plain");
 /// ```
 ///
-/// A line that is not `token ":" SP value`, has CR, LF or NUL in its
-/// value, or names a field the server writes itself (see
+/// A line that is not `token ":" SP value`, has a control octet other
+/// than HTAB in its value (CR, LF, NUL, DEL: RFC 9110 §5.5), or names a field the server writes itself (see
 /// [`ResponseError::ReservedHeader`]) fails to compile when used in a
 /// `const`:
 ///
@@ -450,6 +460,9 @@ pub struct Field {
     /// Its name is `Server` (any case), found when it is compiled: the
     /// server's own is then left out, with no look at the line per use.
     server: bool,
+    /// Its name is `Upgrade` (any case): HTTP/1 then adds the `upgrade`
+    /// connection option that must go with it (RFC 9110 §7.8).
+    upgrade: bool,
 }
 
 impl Field {
@@ -469,10 +482,13 @@ impl Field {
         assert!(!crate::wire::is_reserved_bytes(name), "the server writes this field itself");
         let mut j = i + 2;
         while j < bytes.len() {
-            assert!(!matches!(bytes[j], b'\r' | b'\n' | 0), "a header value has no CR, LF or NUL");
+            assert!(
+                crate::syntax::FIELD_VALUE[bytes[j] as usize],
+                "a header value has no control octet but HTAB (RFC 9110 5.5)"
+            );
             j += 1;
         }
-        Self { line, server: crate::wire::is_server(name) }
+        Self { line, server: crate::wire::is_server(name), upgrade: crate::wire::is_upgrade(name) }
     }
 
     /// The line, `Name: value`.
@@ -483,5 +499,10 @@ impl Field {
     /// Whether it names the `Server` field.
     pub(crate) const fn names_server(self) -> bool {
         self.server
+    }
+
+    /// Whether it names the `Upgrade` field.
+    pub(crate) const fn names_upgrade(self) -> bool {
+        self.upgrade
     }
 }

@@ -162,6 +162,12 @@ impl AppSlots {
 /// [`body_bytes`](Self::body_bytes) or [`write_bytes`](Self::write_bytes)
 /// instead, which HTTP/2 sends without copying it. Or, before any of it,
 /// [`defer`](Self::defer) the answer to another thread.
+///
+/// Body bytes go out only where a response has content: not for a `HEAD`
+/// request, nor with status 204, 205 or 304. There `body` and `write`
+/// succeed and their bytes are dropped (a `HEAD` answer keeps the length
+/// its `GET` would have, and a 205 says `Content-Length: 0` over HTTP/1:
+/// it must carry nothing, RFC 9110 §15.3.6).
 #[derive(Debug)]
 pub struct Response<'a> {
     out: &'a mut Vec<u8>,
@@ -227,7 +233,13 @@ impl<'a> Response<'a> {
     /// Adds a header field. A `Server` field replaces the server's own
     /// (`Server: falconet`, written with the status line otherwise);
     /// `Date`, `Content-Length`, `Transfer-Encoding` and `Connection` are
-    /// the server's alone.
+    /// the server's alone. The value may hold any octet but a control
+    /// other than HTAB (RFC 9110 §5.5). An `Upgrade` field gets the
+    /// `upgrade` option in the server's `Connection` field over HTTP/1
+    /// (RFC 9110 §7.8); over HTTP/2, the fields that are HTTP/1's
+    /// connection's own (`Keep-Alive`, `Proxy-Connection`, `TE`,
+    /// `Upgrade`) are left out and values lose the whitespace around them
+    /// (RFC 9113 §8.2).
     ///
     /// # Errors
     /// [`ResponseError::InvalidHeaderName`], [`ResponseError::InvalidHeaderValue`],
@@ -249,11 +261,7 @@ impl<'a> Response<'a> {
     /// [`ResponseError::HeadSent`] once the body began.
     #[inline]
     pub fn field(&mut self, field: Field) -> Result<&mut Self, ResponseError> {
-        self.encoder.field(self.out, self.fields, field.as_str())?;
-        if field.names_server() {
-            // Decided when the field was compiled: no test per use.
-            self.encoder.drop_our_server(self.out);
-        }
+        self.encoder.field(self.out, self.fields, field)?;
         Ok(self)
     }
 
@@ -416,7 +424,8 @@ impl<'a> Response<'a> {
 /// [`body`](Self::body) (with `Content-Length`) or in pieces with
 /// [`write`](Self::write) (async) or [`write_blocking`](Self::write_blocking)
 /// (sent chunked to HTTP/1.1 clients, close-delimited to HTTP/1.0 ones)
-/// and [`finish`](Self::finish). Pieces wait while 256 KiB of the response
+/// and [`finish`](Self::finish) (a body for `HEAD`, 204, 205 or 304 is
+/// dropped, as [`Response`]'s is). Pieces wait while 256 KiB of the response
 /// (64 KiB on an HTTP/2 stream, about one window) are not yet sent (the
 /// output pipe's back-pressure), so a slow client slows the producer
 /// instead of filling memory.
@@ -531,10 +540,7 @@ impl Responder {
     /// [`ResponseError::HeadSent`] once the body began.
     pub fn field(&mut self, field: Field) -> Result<&mut Self, ResponseError> {
         let fields = self.fields();
-        self.encoder.field(&mut self.buf, &fields, field.as_str())?;
-        if field.names_server() {
-            self.encoder.drop_our_server(&mut self.buf);
-        }
+        self.encoder.field(&mut self.buf, &fields, field)?;
         Ok(self)
     }
 

@@ -145,8 +145,11 @@
 //! `date` fields are not copied: falconet frames the body (with
 //! `Content-Length` when the whole body was ready, chunked for HTTP/1.1
 //! otherwise) and writes `Date` itself. A `connection: close` field closes
-//! the connection after the response. A `server` field replaces falconet's
-//! own (`Server: falconet`, sent when the service names none). For `HEAD`,
+//! the connection after the response; the fields a `connection` field
+//! names are for one hop and not sent (RFC 9110 §7.6.1), except `upgrade`,
+//! which goes with its option in falconet's `Connection` field (HTTP/1).
+//! A `server` field replaces falconet's own (`Server: falconet`, sent
+//! when the service names none). For `HEAD`,
 //! whose body axum has already emptied, the service's `content-length` is
 //! sent when it is at most 1 MiB (beyond it the response is framed as a
 //! stream, as `GET`'s is). That length is the service's word: with no body
@@ -202,7 +205,7 @@ use std::pin::{Pin, pin};
 use std::task::{Context, Poll, Waker};
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
-use http::header::{CONNECTION, CONTENT_LENGTH, DATE, TRANSFER_ENCODING};
+use http::header::{CONNECTION, CONTENT_LENGTH, DATE, TRANSFER_ENCODING, UPGRADE};
 use http::uri::{Authority, PathAndQuery, Scheme};
 use http::{HeaderMap, HeaderName, HeaderValue, Method, Uri};
 use http_body::{Frame, SizeHint};
@@ -1121,7 +1124,14 @@ fn write_head(head: &mut impl Head, parts: &http::response::Parts) -> Option<u64
     let status = Status::new(parts.status.as_u16()).unwrap_or(Status::INTERNAL_SERVER_ERROR);
     let _ = head.status(status);
     let mut length = None;
+    let connection = parts.headers.get_all(CONNECTION);
     for (name, value) in &parts.headers {
+        if name != UPGRADE && named_by(&connection, name.as_str()) {
+            // A field the service's `connection` field names is for one
+            // hop only (RFC 9110 §7.6.1): that field is not sent, nor is
+            // what it names. `Upgrade` goes, with its option (`wire.rs`).
+            continue;
+        }
         if name == CONTENT_LENGTH {
             length = value.to_str().ok().and_then(|v| v.trim().parse().ok());
         } else if name == CONNECTION {
@@ -1140,6 +1150,17 @@ fn write_head(head: &mut impl Head, parts: &http::response::Parts) -> Option<u64
         }
     }
     length
+}
+
+/// Whether a `connection` field's options name the field `name`
+/// (lowercase, as `http` keeps names).
+fn named_by(connection: &http::header::GetAll<'_, http::HeaderValue>, name: &str) -> bool {
+    connection.iter().any(|value| {
+        value
+            .as_bytes()
+            .split(|&b| b == b',')
+            .any(|option| option.trim_ascii().eq_ignore_ascii_case(name.as_bytes()))
+    })
 }
 
 /// Body data received but not yet written.

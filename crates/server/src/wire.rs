@@ -22,8 +22,8 @@
 //! ```
 
 use crate::date::{FIELDS_LEN, SERVER_FIELD};
-use crate::handler::{ResponseError, Status, Version};
-use crate::syntax::TOKEN;
+use crate::handler::{Field, ResponseError, Status, Version};
+use crate::syntax::{FIELD_VALUE, TOKEN};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
@@ -47,6 +47,9 @@ pub(crate) struct Encoder {
     /// Where our `Server` field starts in the output, once the status line
     /// is written: removed if the application names its own.
     server_at: usize,
+    /// The application sent an `Upgrade` field: HTTP/1's `Connection`
+    /// field then carries the `upgrade` option (RFC 9110 §7.8).
+    upgrade: bool,
 }
 
 impl Encoder {
@@ -58,6 +61,7 @@ impl Encoder {
             head_only,
             keep_alive,
             server_at: 0,
+            upgrade: false,
         }
     }
 
@@ -91,7 +95,7 @@ impl Encoder {
         if name.is_empty() || !name.bytes().fold(true, |ok, b| ok & TOKEN[usize::from(b)]) {
             return Err(ResponseError::InvalidHeaderName);
         }
-        if value.iter().fold(false, |bad, &b| bad | (b == b'\r') | (b == b'\n') | (b == 0)) {
+        if !value.iter().fold(true, |ok, &b| ok & FIELD_VALUE[usize::from(b)]) {
             return Err(ResponseError::InvalidHeaderValue);
         }
         if is_reserved(name) {
@@ -101,6 +105,7 @@ impl Encoder {
         if is_server(name.as_bytes()) {
             self.drop_our_server(out);
         }
+        self.upgrade |= is_upgrade(name.as_bytes());
         out.extend_from_slice(name.as_bytes());
         out.extend_from_slice(b": ");
         out.extend_from_slice(value);
@@ -109,16 +114,22 @@ impl Encoder {
     }
 
     /// Appends a field checked at compile time (`Name: value`); one that
-    /// names `Server` is followed by [`drop_our_server`](Self::drop_our_server).
+    /// names `Server` is followed by [`drop_our_server`](Self::drop_our_server)
+    /// (both decided when the field was compiled: no test of the name per
+    /// use).
     pub(crate) fn field(
         &mut self,
         out: &mut Vec<u8>,
         fields: &[u8; FIELDS_LEN],
-        line: &str,
+        field: Field,
     ) -> Result<(), ResponseError> {
         self.start_head(out, fields)?;
-        out.extend_from_slice(line.as_bytes());
+        out.extend_from_slice(field.as_str().as_bytes());
         out.extend_from_slice(b"\r\n");
+        if field.names_server() {
+            self.drop_our_server(out);
+        }
+        self.upgrade |= field.names_upgrade();
         Ok(())
     }
 
@@ -190,6 +201,8 @@ impl Encoder {
         }
         self.start_head(out, fields)?;
         out.reserve(TAIL_MAX);
+        // 205's content is empty whatever was given (RFC 9110 §15.3.6).
+        let length = if self.status.code() == 205 { length.map(|_| 0) } else { length };
         if let Some(length) = length.filter(|_| !self.status.bodiless()) {
             out.extend_from_slice(b"Content-Length: ");
             write_decimal(out, length);
@@ -216,6 +229,12 @@ impl Encoder {
                 if self.status.bodiless() {
                     // 1xx, 204, 304: no body, so no framing field (RFC 9112
                     // §6.1 forbids Transfer-Encoding in 1xx and 204).
+                } else if self.status.code() == 205 {
+                    // A body by its framing, empty by its meaning (RFC 9110
+                    // §15.3.6): nothing written will be sent.
+                    if self.version != Version::Http2 {
+                        out.extend_from_slice(b"Content-Length: 0\r\n");
+                    }
                 } else if self.version == Version::Http11 {
                     out.extend_from_slice(b"Transfer-Encoding: chunked\r\n");
                 } else if self.version == Version::Http2 {
@@ -233,9 +252,10 @@ impl Encoder {
         }
     }
 
-    /// Whether body bytes go on the wire (not for HEAD, 1xx, 204, 304).
+    /// Whether body bytes go on the wire (not for HEAD, 1xx, 204, 205,
+    /// 304).
     pub(crate) fn sends_body(&self) -> bool {
-        !self.head_only && !self.status.bodiless()
+        !self.head_only && !self.status.contentless()
     }
 
     /// Whether a streamed body is chunked (HTTP/1.1).
@@ -370,24 +390,43 @@ impl Encoder {
     /// Ends the head after its framing field: the connection field and
     /// the blank line, straight into the output (`TAIL_MAX` reserved).
     fn end_head(&mut self, out: &mut Vec<u8>) {
-        match (self.keep_alive, self.version) {
+        let option: &[u8] = match (self.keep_alive, self.version) {
             // HTTP/2 has no connection fields (RFC 9113 8.2.2).
-            (_, Version::Http2) => {}
-            (false, _) => out.extend_from_slice(b"Connection: close\r\n"),
-            (true, Version::Http10) => out.extend_from_slice(b"Connection: keep-alive\r\n"),
-            (true, Version::Http11) => {}
+            (_, Version::Http2) => b"",
+            (false, _) => b"close",
+            (true, Version::Http10) => b"keep-alive",
+            (true, Version::Http11) => b"",
+        };
+        if self.upgrade && self.version != Version::Http2 {
+            // An `Upgrade` field goes with its connection option (RFC
+            // 9110 §7.8), which only we write.
+            out.extend_from_slice(b"Connection: ");
+            if !option.is_empty() {
+                out.extend_from_slice(option);
+                out.extend_from_slice(b", ");
+            }
+            out.extend_from_slice(b"upgrade\r\n");
+        } else if !option.is_empty() {
+            out.extend_from_slice(b"Connection: ");
+            out.extend_from_slice(option);
+            out.extend_from_slice(b"\r\n");
         }
         out.extend_from_slice(b"\r\n");
     }
 }
 
 /// The longest end of a head, reserved before it is written:
-/// `Content-Length: <20 digits>\r\nConnection: keep-alive\r\n\r\n`.
-const TAIL_MAX: usize = 64;
+/// `Content-Length: <20 digits>\r\nConnection: keep-alive, upgrade\r\n\r\n`.
+const TAIL_MAX: usize = 73;
 
 /// Whether a field name is `Server` (any case).
 pub(crate) const fn is_server(name: &[u8]) -> bool {
     name.eq_ignore_ascii_case(b"server")
+}
+
+/// Whether a field name is `Upgrade` (any case).
+pub(crate) const fn is_upgrade(name: &[u8]) -> bool {
+    name.eq_ignore_ascii_case(b"upgrade")
 }
 
 /// The fields the server writes itself.
@@ -510,6 +549,121 @@ mod tests {
             assert_eq!(encoder.finish(&mut out, fields), keep_alive, "{version:?}");
             assert_eq!(encoder.write(&mut out, fields, b"x"), Err(ResponseError::Finished));
             assert_eq!(out.len(), len, "{version:?}: nothing after the end");
+        }
+    }
+
+    /// The head's text after the status line, for each way the head ends.
+    fn head_text(encoder: &mut Encoder, end: impl FnOnce(&mut Encoder, &mut Vec<u8>)) -> String {
+        let mut out = Vec::new();
+        end(encoder, &mut out);
+        String::from_utf8(out).unwrap()
+    }
+
+    /// An `Upgrade` field (by `header`, any case, or a compiled `Field`)
+    /// brings the `upgrade` option to HTTP/1's `Connection` field, beside
+    /// `close` or HTTP/1.0's `keep-alive`, on a whole or a streamed head
+    /// (RFC 9110 §7.8); none over HTTP/2, and no option without the field.
+    #[test]
+    fn an_upgrade_field_brings_its_connection_option() {
+        const UPGRADE: Field = Field::new("Upgrade: h2c");
+        let date = crate::date::DateCache::new();
+        let fields = date.fields();
+        for (version, keep_alive, connection) in [
+            (Version::Http11, true, Some("Connection: upgrade\r\n")),
+            (Version::Http11, false, Some("Connection: close, upgrade\r\n")),
+            (Version::Http10, true, Some("Connection: keep-alive, upgrade\r\n")),
+            (Version::Http10, false, Some("Connection: close, upgrade\r\n")),
+            (Version::Http2, true, None),
+        ] {
+            for how in ["header", "HEADER", "field", "none"] {
+                for streamed in [false, true] {
+                    let mut encoder = Encoder::new(version, false, keep_alive);
+                    let text = head_text(&mut encoder, |e, out| {
+                        match how {
+                            "header" => e.header(out, fields, "Upgrade", b"h2c").unwrap(),
+                            "HEADER" => e.header(out, fields, "UPGRADE", b"h2c").unwrap(),
+                            "field" => e.field(out, fields, UPGRADE).unwrap(),
+                            _ => {}
+                        }
+                        if streamed {
+                            e.start_stream(out, fields).unwrap();
+                        } else {
+                            e.body(out, fields, b"").unwrap();
+                        }
+                    });
+                    let case = format!("{version:?} {keep_alive} {how} {streamed}: {text:?}");
+                    let lines: Vec<&str> =
+                        text.split("\r\n").filter(|l| l.starts_with("Connection")).collect();
+                    match (how, connection) {
+                        ("none", _) | (_, None) => {
+                            assert!(lines.iter().all(|l| !l.contains("upgrade")), "{case}");
+                        }
+                        // A streamed HTTP/1.0 body ends with the connection.
+                        (_, Some(_)) if version == Version::Http10 && streamed => {
+                            assert_eq!(lines, ["Connection: close, upgrade"], "{case}");
+                        }
+                        (_, Some(line)) => {
+                            assert_eq!(lines.len(), 1, "{case}");
+                            assert_eq!(format!("{}\r\n", lines[0]), line, "{case}");
+                        }
+                    }
+                    assert!(text.len() < 512 && text.ends_with("\r\n\r\n"), "{case}");
+                }
+            }
+        }
+    }
+
+    /// A 205 has a body by its framing and no content (RFC 9110 §15.3.6):
+    /// `Content-Length: 0` over HTTP/1, whole or streamed (never chunked,
+    /// and HTTP/1.0 keeps the connection), nothing of what was written,
+    /// and for `HEAD` the same head.
+    #[test]
+    fn reset_content_sends_no_content() {
+        let date = crate::date::DateCache::new();
+        let fields = date.fields();
+        let reset = Status::new(205).unwrap();
+        for version in [Version::Http11, Version::Http10, Version::Http2] {
+            for head_only in [false, true] {
+                for streamed in [false, true] {
+                    let mut encoder = Encoder::new(version, head_only, true);
+                    encoder.status(reset).unwrap();
+                    let mut out = Vec::new();
+                    if streamed {
+                        encoder.write(&mut out, fields, b"content").unwrap();
+                        encoder.write(&mut out, fields, b"more").unwrap();
+                    } else {
+                        encoder.body(&mut out, fields, b"content").unwrap();
+                    }
+                    let keep_alive = encoder.finish(&mut out, fields);
+                    let text = String::from_utf8(out).unwrap();
+                    let case = format!("{version:?} {head_only} {streamed}: {text:?}");
+                    assert!(text.starts_with("HTTP/1.1 205 Reset Content\r\n"), "{case}");
+                    assert!(text.ends_with("\r\n\r\n") && !text.contains("content"), "{case}");
+                    assert!(!text.contains("Transfer-Encoding"), "{case}");
+                    assert_eq!(
+                        text.contains("Content-Length: 0\r\n"),
+                        version != Version::Http2 || !streamed,
+                        "{case}"
+                    );
+                    assert!(keep_alive, "{case}");
+                }
+            }
+        }
+    }
+
+    /// Every octet of a value: refused exactly when RFC 9110 §5.5 refuses
+    /// it (a control but HTAB, or DEL), with nothing written.
+    #[test]
+    fn header_values_refuse_every_control_but_tab() {
+        let date = crate::date::DateCache::new();
+        let fields = date.fields();
+        for octet in 0..=255u8 {
+            let mut encoder = Encoder::new(Version::Http11, false, true);
+            let mut out = Vec::new();
+            let result = encoder.header(&mut out, fields, "X", &[b'a', octet, b'b']);
+            let allowed = octet == b'\t' || (0x20..0x7f).contains(&octet) || octet >= 0x80;
+            assert_eq!(result.is_ok(), allowed, "octet {octet:#04x}");
+            assert_eq!(out.is_empty(), !allowed, "octet {octet:#04x}");
         }
     }
 }

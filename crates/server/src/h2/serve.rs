@@ -60,8 +60,9 @@ const MAX_FIELDS: usize = crate::http1::MAX_HEADERS_LIMIT;
 
 /// Fields that HTTP/1 framing or connection management wrote and HTTP/2
 /// forbids (RFC 9113 8.2.2).
-const CONNECTION_FIELDS: [&[u8]; 5] =
-    [b"connection", b"keep-alive", b"proxy-connection", b"transfer-encoding", b"upgrade"];
+/// `te` too: a request's field, allowed in no response.
+const CONNECTION_FIELDS: [&[u8]; 6] =
+    [b"connection", b"keep-alive", b"proxy-connection", b"te", b"transfer-encoding", b"upgrade"];
 
 /// What a deferred or polled response may stage before its HEADERS went
 /// out, credit or not: a head (HEADERS are not flow-controlled, RFC 9113
@@ -1253,15 +1254,19 @@ fn lowercase_fields(
         }
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         let Some(colon) = line.iter().position(|&b| b == b':') else { continue };
-        let value = &line[colon + 1..];
-        let value_start = line_start + colon + 1 + (value.len() - value.trim_ascii_start().len());
+        // Without the whitespace around it, which an HTTP/1 head may
+        // carry and an HTTP/2 field value must not (RFC 9113 §8.2.1).
+        let after_colon = &line[colon + 1..];
+        let value = after_colon.trim_ascii();
+        let value_start =
+            line_start + colon + 1 + (after_colon.len() - after_colon.trim_ascii_start().len());
         let start = names.len();
         names.extend(line[..colon].iter().map(u8::to_ascii_lowercase));
         if CONNECTION_FIELDS.contains(&&names[start..]) {
             names.truncate(start);
             continue;
         }
-        spans.push((start..names.len(), value_start..line_start + line.len()));
+        spans.push((start..names.len(), value_start..value_start + value.len()));
     }
 }
 
