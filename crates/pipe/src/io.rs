@@ -87,12 +87,24 @@ impl IoReader {
         }
     }
 
-    /// The held read, or a new one, waiting for it on this thread.
+    /// The held read, or a new one, waiting for it on this thread. An
+    /// async read this adapter began and whose future was dropped while it
+    /// waited (a timeout) is still its own: it goes on with that one, as
+    /// the next async read would, instead of beginning a second that would
+    /// collide with it (`ConcurrentRead`, for good).
     fn fill_blocking(&mut self) -> io::Result<Option<Snapshot>> {
         if let Some(snapshot) = self.held {
             return Ok(Some(snapshot));
         }
-        let snapshot = self.reader.read_blocking()?.into_snapshot();
+        let snapshot = if self.began {
+            let result = crate::park::block_on(core::future::poll_fn(|cx| {
+                self.reader.poll_read(Some(cx), None)
+            }));
+            self.began = false;
+            result?
+        } else {
+            self.reader.read_blocking()?.into_snapshot()
+        };
         self.hold(snapshot)
     }
 

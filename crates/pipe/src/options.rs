@@ -113,8 +113,11 @@ impl Options {
     /// does not wait. Keeping them spares each block a trip through the
     /// pool from the reader's thread to the writer's (64 KiB writes across
     /// cores about 1.2-1.4x faster, `docs/benchmarks.md`); not keeping them
-    /// holds the pipe's pool use to its unread bytes at every moment, for
-    /// a server that bounds memory per connection. With them kept, a
+    /// holds the pipe's pool use, at every moment, to the blocks of its
+    /// unread bytes, the one the writer fills and the reader's last until
+    /// it reads past it (an idle pipe whose bytes were all read holds one
+    /// block, or two when the writer began a fresh one since), for a
+    /// server that bounds memory per connection. With them kept, a
     /// writer that wakes writes into them before it leases, so the pipe's
     /// pool use stays within what it held when the writer paused; those it
     /// does not reuse stay until [`Writer::trim`](crate::Writer::trim) or

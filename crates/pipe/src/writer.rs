@@ -615,8 +615,10 @@ impl Writer {
     /// They are bounded by what the pipe held when the writer paused;
     /// [`close`](Self::close) and dropping the writer give them back too.
     /// Call it when the input goes quiet (a socket read would block) to
-    /// hold no more than the unread bytes' blocks. Returns how many blocks
-    /// went back.
+    /// hold no more than the unread bytes' blocks, the one being filled
+    /// and the reader's last (an idle pipe keeps one or two: see
+    /// [`Options::keep_blocks`](crate::Options::keep_blocks)). Returns how
+    /// many blocks went back.
     pub fn trim(&mut self) -> usize {
         let mut trimmed = 0;
         while let Some(block) = self.kept_from_fresh_head() {

@@ -381,3 +381,56 @@ fn a_write_all_dropped_while_it_waits_leaves_the_writer_usable() {
         tokio::join!(write, read);
     });
 }
+
+/// An `IoReader`'s async read polled once (pending) and then abandoned, as
+/// a timeout leaves it, stays the adapter's own read: the blocking
+/// `std::io` read that comes next goes on with it, whether the bytes came
+/// before it (returned at once) or come while it waits (on another
+/// thread), through `Read` and `BufRead` alike. It began a second read
+/// instead, which failed with `ConcurrentRead` on every call (an outside
+/// review's tokio program: a timed async read of a head, then the body
+/// read in `spawn_blocking`).
+#[test]
+fn a_blocking_read_goes_on_with_a_cancelled_async_read() {
+    use std::io::{BufRead, Read};
+    use std::pin::Pin;
+    use std::task::{Context, Waker};
+
+    use tokio::io::{AsyncRead, ReadBuf};
+
+    for (buf_read, bytes_first) in [(false, true), (false, false), (true, true), (true, false)] {
+        let case = format!("BufRead {buf_read}, bytes first {bytes_first}");
+        let pool = Pool::new();
+        let (mut writer, reader) = pipe(&pool, Options::new()).unwrap();
+        let mut io = reader.into_io();
+        let mut space = [0u8; 8];
+        let mut cx = Context::from_waker(Waker::noop());
+        let polled = Pin::new(&mut io).poll_read(&mut cx, &mut ReadBuf::new(&mut space));
+        assert!(polled.is_pending(), "{case}");
+        let write = move || {
+            writer.put_slice(b"hello").unwrap();
+            writer.close();
+        };
+        let writer = if bytes_first {
+            write();
+            None
+        } else {
+            Some(std::thread::spawn(write))
+        };
+        let got = if buf_read {
+            let got = BufRead::fill_buf(&mut io).unwrap().to_vec();
+            BufRead::consume(&mut io, got.len());
+            got
+        } else {
+            let mut got = Vec::new();
+            Read::read_to_end(&mut io, &mut got).unwrap();
+            got
+        };
+        assert_eq!(got, b"hello", "{case}");
+        if let Some(writer) = writer {
+            writer.join().unwrap();
+        }
+        let mut rest = Vec::new();
+        assert_eq!(Read::read_to_end(&mut io, &mut rest).unwrap(), 0, "{case}: then the end");
+    }
+}
