@@ -116,7 +116,7 @@ pub use locked::{
 pub use output::{OutputWindow, Reserve};
 pub use output_state::{Aborted, OutputState};
 pub use stream::{Scope, StreamFlowError, StreamInput, Updates};
-pub use stream_output::{StreamGrant, StreamOutput};
+pub use stream_output::{Granting, StreamGrant, StreamOutput};
 pub use traits::{InputFlow, OutputFlow};
 
 #[cfg(doctest)]

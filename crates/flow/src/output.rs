@@ -29,7 +29,10 @@
 //!   still unusable, it sleeps;
 //! - a **transition** is a change whose CAS takes the word from unusable to
 //!   usable (`increase`, `apply_initial_window_delta`, `give_back`,
-//!   `abort`). After its CAS it reads `waiting`; if set, it takes every
+//!   `abort`), or aborts a window that was usable (a waiter may watch a
+//!   window with credit for its abort: `StreamOutput::grant` waits on the
+//!   stream's and the connection's at once). After its CAS it reads
+//!   `waiting`; if set, it takes every
 //!   waker under the lock, clears `waiting` and wakes them all (outside the
 //!   lock). Each woken task takes what credit it finds or waits again: the
 //!   credit is shared, so the window cannot know whom it serves. Other
@@ -104,7 +107,7 @@ fn pack(state: OutputState) -> u64 {
 }
 
 /// Whether a waiting reservation can go on.
-fn usable(state: OutputState) -> bool {
+pub(crate) fn usable(state: OutputState) -> bool {
     state.window > 0 || state.aborted
 }
 
@@ -160,7 +163,7 @@ struct Waiters {
 
 /// A waiting [`Reserve`]'s slot in [`Waiters`], valid in its round only.
 #[derive(Clone, Copy, Debug)]
-struct Key {
+pub(crate) struct Key {
     round: u64,
     slot: usize,
 }
@@ -226,8 +229,8 @@ impl OutputWindow {
         })
     }
 
-    /// Applies `rule` in one CAS; wakes the waiter if the result made an
-    /// unusable window usable. A refusal changes nothing.
+    /// Applies `rule` in one CAS; wakes the waiters if the result made an
+    /// unusable window usable, or aborted it. A refusal changes nothing.
     ///
     /// # Ordering
     /// AcqRel on the read and the CAS: every change is an RMW, which the
@@ -247,7 +250,7 @@ impl OutputWindow {
             }
             if self.word.compare_exchange(current, new, Ordering::AcqRel, Ordering::Relaxed).is_ok()
             {
-                if !usable(before) && usable(state) {
+                if (!usable(before) && usable(state)) || (!before.aborted && state.aborted) {
                     self.wake();
                 }
                 return result;
@@ -522,30 +525,35 @@ impl OutputWindow {
                 self.stop_waiting(key);
                 return Poll::Ready(result);
             }
-            // Nothing to take: leave the waker, say so, then look again
-            // with an RMW. A transition after that RMW sees `waiting`; one
-            // before it left a usable word for the RMW to see.
-            {
-                let mut waiters = lock(&self.waiters);
-                waiters.register(key, cx.waker());
-                // Relaxed, under the lock: the RMW below orders it before
-                // every later change of the word.
-                self.waiting.store(true, Ordering::Relaxed);
-                // AcqRel: the release that the next transition's CAS
-                // acquires (module docs).
-                let again = self.word.fetch_add(0, Ordering::AcqRel);
-                if !usable(unpack(again)) {
-                    return Poll::Pending;
-                }
+            // Nothing to take: wait, unless the word became usable
+            // meanwhile; then go round and take the credit.
+            if !usable(self.watch(cx, key)) {
+                return Poll::Pending;
             }
-            // Usable after all: go round and take the credit.
         }
+    }
+
+    /// The waiter's half of the wake protocol (module docs): leaves the
+    /// waker (in `key`'s slot), says so, then looks at the word again with
+    /// an RMW, whose state it returns. A transition after that RMW sees
+    /// `waiting` and wakes the waker; one before it shows in the state.
+    /// The waker stays until [`stop_waiting`](Self::stop_waiting) or a
+    /// wake.
+    pub(crate) fn watch(&self, cx: &mut Context<'_>, key: &mut Option<Key>) -> OutputState {
+        let mut waiters = lock(&self.waiters);
+        waiters.register(key, cx.waker());
+        // Relaxed, under the lock: the RMW below orders it before every
+        // later change of the word.
+        self.waiting.store(true, Ordering::Relaxed);
+        // AcqRel: the release that the next transition's CAS acquires
+        // (module docs).
+        unpack(self.word.fetch_add(0, Ordering::AcqRel))
     }
 
     /// A reservation that has waited waits no more (it got its answer, or
     /// its future was dropped): its waker leaves the list, and `waiting`
     /// is cleared when no other is left, so transitions stop looking.
-    fn stop_waiting(&self, key: &mut Option<Key>) {
+    pub(crate) fn stop_waiting(&self, key: &mut Option<Key>) {
         if let Some(key) = key.take() {
             let mut waiters = lock(&self.waiters);
             waiters.remove(key);

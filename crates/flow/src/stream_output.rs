@@ -70,11 +70,14 @@
 //! WINDOW_UPDATE for bytes still counted as held would be checked against a
 //! window that includes them twice.
 
+use core::future::Future;
+use core::pin::Pin;
+use core::task::{Context, Poll};
 use std::sync::Arc;
 
 use crate::error::FlowError;
-use crate::output::OutputWindow;
-use crate::output_state::Aborted;
+use crate::output::{Key, OutputWindow, usable};
+use crate::output_state::{Aborted, OutputState};
 use crate::traits::OutputFlow;
 
 /// A stream's send windows: its own plus a shared connection window.
@@ -111,39 +114,46 @@ use crate::traits::OutputFlow;
 ///
 /// # Waiting for credit
 ///
-/// The composition has no async method. A writer that must wait takes
-/// its stream's credit first, with the stream window's own
-/// [`reserve`](OutputWindow::reserve) (only this stream's writers take
-/// from it), then waits on the connection for exactly that much. Waiting
-/// on the connection first would take credit the stream may not match,
-/// and reserved credit counts as sent: nothing gives it back.
+/// [`grant(max)`](Self::grant) (for the CAS windows) waits until both
+/// windows have credit and takes it as [`try_grant`](Self::try_grant)
+/// does: a [`StreamGrant`], held on both, given back on drop if not sent.
+/// It takes nothing while it waits, so a timeout or a cancelled task
+/// around it leaves both windows as they were, and it fails with
+/// [`Aborted`] as soon as either window is aborted, also while it waits
+/// for the other's credit.
+///
+/// Waiting with each window's own [`reserve`](OutputWindow::reserve), one
+/// after the other, is not cancel-safe: reserved credit counts as sent, so
+/// a writer cancelled between the two steps (or between two connection
+/// reservations) leaves credit that nothing sent and nothing gives back,
+/// on the stream and on the connection every stream shares.
 ///
 /// ```
 /// use std::sync::Arc;
+/// use std::time::Duration;
 /// use falconet_flow::{OutputWindow, StreamOutput};
 ///
-/// # tokio::runtime::Builder::new_current_thread().build()?.block_on(async {
+/// # tokio::runtime::Builder::new_current_thread().enable_time().build()?.block_on(async {
 /// let connection = Arc::new(OutputWindow::new(0)?);
 /// let output = StreamOutput::new(connection.clone(), 10)?;
+/// // Nothing on the connection: a timeout ends the wait, taking nothing.
+/// let waited = tokio::time::timeout(Duration::from_millis(1), output.grant(100)).await;
+/// assert!(waited.is_err());
+/// assert_eq!((output.stream().available(), connection.available()), (10, 0));
 /// let writer = async {
-///     let n = output.stream().reserve(100).await?; // the stream's 10
-///     let mut got = 0;
-///     while got < n {
-///         got += output.connection().reserve(n - got).await?;
-///     }
-///     Ok::<u32, falconet_flow::Aborted>(n)
+///     let mut grant = output.grant(100).await?; // min(100, 10, 4)
+///     let n = grant.len();
+///     grant.sent(n)?; // a DATA frame of n bytes went out
+///     Ok::<u32, Box<dyn std::error::Error>>(n)
 /// };
 /// let peer = async {
-///     for update in [4, 100] {
-///         tokio::task::yield_now().await; // the writer waits
-///         connection.increase(update)?;
-///     }
-///     Ok::<(), falconet_flow::FlowError>(())
+///     tokio::task::yield_now().await; // the writer waits
+///     connection.increase(4)
 /// };
 /// let (sent, updated) = tokio::join!(writer, peer);
 /// updated?;
-/// assert_eq!(sent?, 10);
-/// assert_eq!(connection.available(), 104 - 10); // no credit lost
+/// assert_eq!(sent?, 4);
+/// assert_eq!((output.stream().available(), connection.available()), (6, 0));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// # })?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -391,6 +401,100 @@ impl<W: OutputFlow> StreamOutput<W> {
     #[must_use]
     pub fn connection(&self) -> &Arc<W> {
         &self.connection
+    }
+}
+
+impl StreamOutput<OutputWindow> {
+    /// Waits until both windows have credit, then takes up to `max` bytes
+    /// of it from both, as [`try_grant`](Self::try_grant) does; `max` 0
+    /// is an empty grant at once. Cancel-safe: nothing is taken while it
+    /// waits, and a dropped future leaves no waker behind (see "Waiting
+    /// for credit" above).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use falconet_flow::{Aborted, OutputWindow, StreamOutput};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().build()?.block_on(async {
+    /// let connection = Arc::new(OutputWindow::new(0)?);
+    /// let output = StreamOutput::new(connection.clone(), 10)?;
+    /// // The stream is reset while its writer waits for connection credit.
+    /// let (granted, ()) = tokio::join!(output.grant(5), async { output.abort() });
+    /// assert_eq!(granted.unwrap_err(), Aborted);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Aborted`] when either window is aborted, also while waiting.
+    pub fn grant(&self, max: u32) -> Granting<'_> {
+        Granting { output: self, max, stream_key: None, connection_key: None }
+    }
+}
+
+/// The future of [`StreamOutput::grant`]. Dropping it before it is ready
+/// cancels the wait: nothing was taken, and its wakers leave both windows
+/// at once.
+#[must_use = "futures do nothing unless polled"]
+#[derive(Debug)]
+pub struct Granting<'a> {
+    output: &'a StreamOutput<OutputWindow>,
+    max: u32,
+    /// This future's waker slot in each window, once it has waited.
+    stream_key: Option<Key>,
+    connection_key: Option<Key>,
+}
+
+impl Granting<'_> {
+    fn stop_waiting(&mut self) {
+        self.output.stream.stop_waiting(&mut self.stream_key);
+        self.output.connection.stop_waiting(&mut self.connection_key);
+    }
+}
+
+impl<'a> Future for Granting<'a> {
+    type Output = Result<StreamGrant<'a, OutputWindow>, Aborted>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        let output = this.output;
+        loop {
+            // Only a grant that may succeed is tried: a failed one gives
+            // the stream's credit back, a transition that would wake this
+            // very future again, and again, while the connection has none.
+            if this.max == 0 || may_grant(output.stream.state(), output.connection.state()) {
+                match output.try_grant(this.max) {
+                    // Taken by another stream since the look: wait.
+                    Ok(grant) if grant.is_empty() && this.max > 0 => {}
+                    result => {
+                        this.stop_waiting();
+                        return Poll::Ready(result);
+                    }
+                }
+            }
+            // Watch both windows, the one with credit too, for its abort
+            // (a transition: `output.rs` module docs); each watch looks at
+            // its word again after leaving the waker, so a change since
+            // the look above is seen.
+            let stream = output.stream.watch(cx, &mut this.stream_key);
+            let connection = output.connection.watch(cx, &mut this.connection_key);
+            if !may_grant(stream, connection) {
+                return Poll::Pending;
+            }
+        }
+    }
+}
+
+/// Whether a grant may be made (credit on both windows) or must fail (an
+/// abort).
+fn may_grant(stream: OutputState, connection: OutputState) -> bool {
+    stream.aborted || connection.aborted || (usable(stream) && usable(connection))
+}
+
+impl Drop for Granting<'_> {
+    fn drop(&mut self) {
+        self.stop_waiting();
     }
 }
 

@@ -239,6 +239,115 @@ fn reserve_waiting_vs_increase() {
     });
 }
 
+/// A stream's writer waits in `grant` for connection credit while the
+/// connection gets some and the stream is reset: it ends with the credit
+/// (4) or `Aborted`, never hangs (a reset of a window with credit is a
+/// transition that wakes), and the connection's credit is all there once
+/// the grant, not sent, is dropped.
+#[test]
+fn grant_waiting_vs_connection_credit_vs_stream_reset() {
+    model(|| {
+        let connection = StdArc::new(OutputWindow::new(0).unwrap());
+        let output = Arc::new(StreamOutput::new(connection.clone(), 10).unwrap());
+        let peer = {
+            let connection = connection.clone();
+            thread::spawn(move || connection.increase(4).unwrap())
+        };
+        let reset = {
+            let output = output.clone();
+            thread::spawn(move || output.abort())
+        };
+        match loom::future::block_on(output.grant(8)) {
+            Ok(grant) => assert_eq!(grant.len(), 4),
+            Err(Aborted) => assert!(output.stream().state().aborted),
+        }
+        peer.join().unwrap();
+        reset.join().unwrap();
+        assert_eq!((connection.available(), connection.held()), (4, 0));
+    });
+}
+
+/// The writer waits in `grant` for one window's credit, which never
+/// comes, while the other window, which has credit, is aborted (a reset
+/// stream, a closed connection): the abort alone must wake it, with
+/// `Aborted` (an abort of a window with credit is a transition too).
+#[test]
+fn grant_waiting_vs_an_abort_of_the_window_with_credit() {
+    for stream_reset in [true, false] {
+        model(move || {
+            let (connection, stream) = if stream_reset { (0, 10) } else { (10, 0) };
+            let connection = StdArc::new(OutputWindow::new(connection).unwrap());
+            let output = Arc::new(StreamOutput::new(connection.clone(), stream).unwrap());
+            let abort = {
+                let (output, connection) = (output.clone(), connection.clone());
+                thread::spawn(
+                    move || {
+                        if stream_reset { output.abort() } else { connection.abort() }
+                    },
+                )
+            };
+            assert_eq!(loom::future::block_on(output.grant(5)).map(|g| g.len()), Err(Aborted));
+            abort.join().unwrap();
+            assert_eq!((output.stream().held(), connection.held()), (0, 0));
+        });
+    }
+}
+
+/// The writer waits in `grant` for its stream's credit while the stream
+/// gets some and the connection closes: credit (3) or `Aborted`, never a
+/// hang (the connection's abort wakes a wait that watched it with credit).
+#[test]
+fn grant_waiting_vs_stream_credit_vs_connection_close() {
+    model(|| {
+        let connection = StdArc::new(OutputWindow::new(10).unwrap());
+        let output = Arc::new(StreamOutput::new(connection.clone(), 0).unwrap());
+        let peer = {
+            let output = output.clone();
+            thread::spawn(move || output.stream().increase(3).unwrap())
+        };
+        let close = {
+            let connection = connection.clone();
+            thread::spawn(move || connection.abort())
+        };
+        match loom::future::block_on(output.grant(5)) {
+            Ok(grant) => assert_eq!(grant.len(), 3),
+            Err(Aborted) => assert!(connection.state().aborted),
+        }
+        peer.join().unwrap();
+        close.join().unwrap();
+        assert_eq!((output.stream().held(), connection.held()), (0, 0));
+    });
+}
+
+/// Two streams' writers wait in `grant` on one connection while its
+/// credit arrives in two updates: both are woken and served, each byte
+/// granted once.
+#[test]
+fn two_stream_grants_wait_vs_connection_credit() {
+    model(|| {
+        let connection = StdArc::new(OutputWindow::new(0).unwrap());
+        let writer = |connection: StdArc<OutputWindow>| {
+            thread::spawn(move || {
+                let output = StreamOutput::new(connection, 10).unwrap();
+                let mut sent = 0;
+                while sent < 2 {
+                    let mut grant = loom::future::block_on(output.grant(2 - sent)).unwrap();
+                    let n = grant.len();
+                    grant.sent(n).unwrap();
+                    sent += n;
+                }
+                sent
+            })
+        };
+        let a = writer(connection.clone());
+        let b = writer(connection.clone());
+        connection.increase(2).unwrap();
+        connection.increase(2).unwrap();
+        assert_eq!(a.join().unwrap() + b.join().unwrap(), 4);
+        assert_eq!(connection.state(), OutputState { window: 0, held: 0, aborted: false });
+    });
+}
+
 /// A stream's frame races the stream's abort: whichever lands first, the
 /// connection gets every byte of the frame back exactly once.
 #[test]
