@@ -222,6 +222,15 @@ impl<T> Registry<T> {
     /// a `LocalSet`, a task that keeps a `Ref` across an `.await` makes
     /// every other task's `remove` of that entry on the thread a discard.
     ///
+    /// The wait blocks the thread, as a lock does: on an async runtime's
+    /// worker, a `remove` that waits for a `Ref` another task keeps across
+    /// an `.await` holds that worker until the task lets go, and for good
+    /// if the task can only go on once that worker is free (a one-worker
+    /// runtime whose timer or I/O it drives; `block_on` futures may hold a
+    /// `Ref` across an `.await`, spawned ones cannot, `Ref` is not `Send`).
+    /// In async code, drop `Ref`s before an `.await` (clone what you need
+    /// out of the value) or remove with `discard`.
+    ///
     /// Waiting means a lock order, as with two mutexes: if thread X holds
     /// a `Ref` to `a` and removes `b` while thread Y holds a `Ref` to `b`
     /// and removes `a`, each waits for the other for good. Drop your `Ref`s
