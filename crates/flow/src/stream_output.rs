@@ -435,7 +435,9 @@ impl StreamOutput<OutputWindow> {
 
 /// The future of [`StreamOutput::grant`]. Dropping it before it is ready
 /// cancels the wait: nothing was taken, and its wakers leave both windows
-/// at once.
+/// at once. Polled again after it was ready, it waits for and takes
+/// another grant, as a [`Reserve`](crate::Reserve) polled again takes more
+/// credit.
 #[must_use = "futures do nothing unless polled"]
 #[derive(Debug)]
 pub struct Granting<'a> {

@@ -3,7 +3,10 @@
 //! (`scripts/loom.sh` runs them).
 #![cfg(falconet_flow_loom)]
 
+use std::future::Future;
 use std::sync::Arc as StdArc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::task::{Context, Wake, Waker};
 
 use falconet_flow::{
     Aborted, Advance, FlowError, InputState, InputWindow, MAX_WINDOW, OutputState, OutputWindow,
@@ -345,6 +348,103 @@ fn two_stream_grants_wait_vs_connection_credit() {
         connection.increase(2).unwrap();
         assert_eq!(a.join().unwrap() + b.join().unwrap(), 4);
         assert_eq!(connection.state(), OutputState { window: 0, held: 0, aborted: false });
+    });
+}
+
+// From an outside review of `StreamOutput::grant`.
+
+/// The writer's grant races another stream's take of the connection's only
+/// byte (which it then gives back): a failed grant gives the stream's credit
+/// back (a transition on the stream, waking the writer itself). The writer
+/// must end with the byte, neither spinning nor hanging, and credit is
+/// conserved.
+#[test]
+fn grant_vs_another_streams_take_and_return() {
+    model(|| {
+        let connection = StdArc::new(OutputWindow::new(1).unwrap());
+        let output = Arc::new(StreamOutput::new(connection.clone(), 1).unwrap());
+        let other = {
+            let connection = connection.clone();
+            thread::spawn(move || {
+                let other = StreamOutput::new(connection, 1).unwrap();
+                let grant = other.try_grant(1).unwrap();
+                let n = grant.len();
+                drop(grant);
+                n
+            })
+        };
+        let grant = loom::future::block_on(output.grant(1)).unwrap();
+        assert_eq!(grant.len(), 1);
+        drop(grant);
+        other.join().unwrap();
+        assert_eq!(connection.state(), OutputState { window: 1, held: 0, aborted: false });
+        assert_eq!(output.stream().state(), OutputState { window: 1, held: 0, aborted: false });
+    });
+}
+
+/// A `Reserve` on the connection and a `Granting` wait on it, two updates
+/// of one byte each: both served, each byte once.
+#[test]
+fn reserve_and_grant_vs_two_updates() {
+    model(|| {
+        let connection = StdArc::new(OutputWindow::new(0).unwrap());
+        let reserver = {
+            let connection = connection.clone();
+            thread::spawn(move || loom::future::block_on(connection.reserve(1)).unwrap())
+        };
+        let granter = {
+            let connection = connection.clone();
+            thread::spawn(move || {
+                let output = StreamOutput::new(connection, 10).unwrap();
+                let mut grant = loom::future::block_on(output.grant(1)).unwrap();
+                let n = grant.len();
+                grant.sent(n).unwrap();
+                n
+            })
+        };
+        connection.increase(1).unwrap();
+        connection.increase(1).unwrap();
+        assert_eq!(reserver.join().unwrap() + granter.join().unwrap(), 2);
+        assert_eq!(connection.state(), OutputState { window: 0, held: 0, aborted: false });
+    });
+}
+
+/// A waker that counts its wakes (its `Arc`'s count shows clones left).
+struct Counter(AtomicUsize);
+
+impl Wake for Counter {
+    fn wake(self: StdArc<Self>) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// A pending wait dropped (a timeout) while the connection gets credit
+/// and the stream is reset: the waker leaves both windows whatever the
+/// order (no clone left behind), nothing is held.
+#[test]
+fn dropped_grant_vs_credit_vs_reset() {
+    model(|| {
+        let connection = StdArc::new(OutputWindow::new(0).unwrap());
+        let output = Arc::new(StreamOutput::new(connection.clone(), 10).unwrap());
+        let counter = StdArc::new(Counter(AtomicUsize::new(0)));
+        let base = StdArc::strong_count(&counter);
+        let waker = Waker::from(counter.clone());
+        let mut wait = Box::pin(output.grant(5));
+        assert!(wait.as_mut().poll(&mut Context::from_waker(&waker)).is_pending());
+        let peer = {
+            let connection = connection.clone();
+            thread::spawn(move || connection.increase(4).unwrap())
+        };
+        let reset = {
+            let output = output.clone();
+            thread::spawn(move || output.abort())
+        };
+        drop(wait);
+        peer.join().unwrap();
+        reset.join().unwrap();
+        drop(waker);
+        assert_eq!(StdArc::strong_count(&counter), base);
+        assert_eq!((connection.held(), output.stream().held()), (0, 0));
     });
 }
 

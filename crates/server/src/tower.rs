@@ -1126,10 +1126,11 @@ fn write_head(head: &mut impl Head, parts: &http::response::Parts) -> Option<u64
     let mut length = None;
     let connection = parts.headers.get_all(CONNECTION);
     for (name, value) in &parts.headers {
-        if name != UPGRADE && named_by(&connection, name.as_str()) {
+        if name != UPGRADE && name != CONNECTION && named_by(&connection, name.as_str()) {
             // A field the service's `connection` field names is for one
-            // hop only (RFC 9110 §7.6.1): that field is not sent, nor is
-            // what it names. `Upgrade` goes, with its option (`wire.rs`).
+            // hop only (RFC 9110 §7.6.1): not sent. `Upgrade` goes, with
+            // its option (`wire.rs`); `connection` itself is never sent
+            // and is read below for its `close`, whatever it names.
             continue;
         }
         if name == CONTENT_LENGTH {

@@ -8,6 +8,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
 pub mod h2raw;
+pub mod tbody;
 pub mod timed_app;
 
 use falconet_server::{Handle, Handler, Options, Request, Response, Running, Server, Status};
