@@ -161,7 +161,8 @@ struct Waiters {
     vacant: Vec<usize>,
 }
 
-/// A waiting [`Reserve`]'s slot in [`Waiters`], valid in its round only.
+/// A waiting future's slot in [`Waiters`] (a [`Reserve`]'s, or a
+/// `Granting`'s in each of its two windows), valid in its round only.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Key {
     round: u64,
