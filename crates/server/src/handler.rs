@@ -379,7 +379,7 @@ pub enum ResponseError {
     /// A header name that is not an HTTP token.
     InvalidHeaderName,
     /// A header value with a control octet other than HTAB (CR, LF, NUL,
-    /// DEL and the rest: RFC 9110 §5.5), which no client must be sent.
+    /// DEL and the rest: RFC 9110 §5.5), which is never sent.
     InvalidHeaderValue,
     /// `Content-Length`, `Transfer-Encoding`, `Connection` or `Date`: the
     /// server writes these itself.
@@ -447,9 +447,9 @@ impl std::error::Error for ResponseError {}
 /// ```
 ///
 /// A line that is not `token ":" SP value`, has a control octet other
-/// than HTAB in its value (CR, LF, NUL, DEL: RFC 9110 §5.5), or names a field the server writes itself (see
-/// [`ResponseError::ReservedHeader`]) fails to compile when used in a
-/// `const`:
+/// than HTAB in its value (CR, LF, NUL, DEL: RFC 9110 §5.5), or names a
+/// field the server writes itself (see [`ResponseError::ReservedHeader`])
+/// fails to compile when used in a `const`:
 ///
 /// ```compile_fail
 /// const BAD: falconet_server::Field = falconet_server::Field::new("Content-Length: 5");
