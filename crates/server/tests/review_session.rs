@@ -434,9 +434,7 @@ mod tower_review {
     }
 
     fn tower_server() -> (common::TestServer<TowerHandler<Svc>>, tokio::runtime::Runtime) {
-        let rt = common::runtime();
-        let server = serve(options(), TowerHandler::new(Svc, rt.handle().clone()));
-        (server, rt)
+        common::serve_tower(options(), Svc)
     }
 
     const QUERIES: [&str; 4] = ["", "stream", "late", "late,stream"];

@@ -1142,9 +1142,7 @@ mod tower_probes {
     }
 
     fn tower_server() -> (common::TestServer<TowerHandler<Svc>>, tokio::runtime::Runtime) {
-        let rt = common::runtime();
-        let server = serve(options(), TowerHandler::new(Svc, rt.handle().clone()));
-        (server, rt)
+        common::serve_tower(options(), Svc)
     }
 
     const PATHS: [&str; 4] = ["/full", "/stream", "/late/full", "/late/stream"];

@@ -211,6 +211,23 @@ pub fn serve<H: Handler>(options: Options, handler: H) -> TestServer<H> {
     TestServer { running: Some(server.start().expect("start")), handle, addr }
 }
 
+/// `service` served by a [`falconet_server::tower::TowerHandler`] on a
+/// one-worker runtime ([`runtime`]), returned beside it: the tuple drops
+/// the server first, then the runtime its services ran on.
+#[cfg(feature = "tower")]
+pub fn serve_tower<S>(
+    options: Options,
+    service: S,
+) -> (TestServer<falconet_server::tower::TowerHandler<S>>, tokio::runtime::Runtime)
+where
+    falconet_server::tower::TowerHandler<S>: Handler,
+{
+    let rt = runtime();
+    let server =
+        serve(options, falconet_server::tower::TowerHandler::new(service, rt.handle().clone()));
+    (server, rt)
+}
+
 /// Options for tests: two workers, short timeouts where a test wants them.
 pub fn options() -> Options {
     Options::new().workers(2)
