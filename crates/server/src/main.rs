@@ -83,9 +83,10 @@ struct Args {
     /// Largest request body in bytes (POST /echo streams it back).
     #[arg(long, default_value_t = ECHO_MAX_BODY)]
     max_body: u64,
-    /// Threads of the tokio runtime that answers /delay and /echo.
-    #[arg(long, default_value_t = 1)]
-    app_threads: usize,
+    /// Threads of the tokio runtime that answers /delay and /echo (1 to
+    /// 256).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=MAX_APP_THREADS))]
+    app_threads: u16,
     /// HTTP/2: streams a connection may have open at once (at least 1;
     /// past it, REFUSED_STREAM).
     #[arg(long, default_value_t = H2Config::default().max_concurrent_streams)]
@@ -223,6 +224,11 @@ fn check_timeout(flag: &str, timeout: Timeout) -> Result<Duration, String> {
 /// it streams them (memory stays at the pipes' thresholds).
 const ECHO_MAX_BODY: u64 = 1 << 40;
 
+/// The most threads `--app-threads` starts (as many as `--workers`): the
+/// runtime starts them all at once, and tokio panics when the system
+/// refuses one.
+const MAX_APP_THREADS: i64 = falconet_server::MAX_WORKERS as i64;
+
 /// Exit status for options the server cannot run with (clap's status for
 /// arguments it cannot parse).
 const USAGE_ERROR: u8 = 2;
@@ -316,7 +322,7 @@ fn main() -> ExitCode {
     }
     let workers = options.worker_count();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(args.app_threads.max(1))
+        .worker_threads(usize::from(args.app_threads))
         .thread_name("falconet-app")
         .enable_time()
         .build()

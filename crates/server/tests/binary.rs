@@ -80,6 +80,7 @@ fn refuses(args: &[&str], reason: &str) {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success(), "{args:?} exited with {:?}", output.status);
     assert!(stderr.contains(reason), "{args:?}: stderr {stderr:?}, wanted {reason:?}");
+    assert!(!stderr.contains("panicked"), "{args:?} panicked: {stderr:?}");
 }
 
 #[test]
@@ -95,6 +96,10 @@ fn invalid_options_exit_non_zero_with_the_reason() {
         &["--workers", "1", "--h2-connection-window-size", "1000"],
         "http2 connection_window_size must be 65535 to 2147483647, not 1000",
     );
+    // 0 used to run one thread; 100,000 made tokio panic (the system
+    // refused a thread).
+    refuses(&["--workers", "1", "--app-threads", "0"], "0 is not in 1..=256");
+    refuses(&["--workers", "1", "--app-threads", "100000"], "100000 is not in 1..=256");
 }
 
 #[test]
