@@ -22,6 +22,12 @@ cargo fmt --all -- --check
 step "clippy -D warnings (all targets, all features)"
 cargo clippy --workspace --all-targets --all-features -- -D warnings
 
+step "clippy -D warnings (all targets, default features and none: what \`cargo test -p CRATE\` builds)"
+# A test helper that needs a feature's dependency once broke the server's
+# tests without --all-features while the line above stayed green.
+cargo clippy --workspace --all-targets -- -D warnings
+cargo clippy --workspace --all-targets --no-default-features -- -D warnings
+
 step "rustdoc without warnings"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --all-features
 

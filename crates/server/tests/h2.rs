@@ -3,7 +3,6 @@
 
 mod common;
 
-use std::net::SocketAddr;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -417,6 +416,7 @@ fn echo_through_an_application_thread() {
 /// bytes held in their pipes (the worker does not read those while it has
 /// no room for them), and each WINDOW_UPDATE moves some on. Every echo
 /// completes, byte-exact.
+#[cfg(feature = "tokio")]
 #[test]
 fn echoes_held_back_by_the_connection_window() {
     let (_app, server) = demo(Options::new().workers(1));
@@ -852,13 +852,14 @@ fn zero_window_reader_is_timed_out() {
 /// waits for: the server closes at once, not after `io_timeout`. Both
 /// kinds of response: one staged whole by the handler (`/big`), one
 /// deferred through its pipe (`/echo`).
+#[cfg(feature = "tokio")]
 #[test]
 fn a_client_gone_while_its_response_waits_for_credit() {
     use falconet_server::h2::frame::{PREFACE, kind, setting};
     use std::io::{Read, Write};
 
     /// `body`: POST it (in DATA frames under the default window), else GET.
-    fn closes_soon(addr: SocketAddr, path: &str, body: usize) {
+    fn closes_soon(addr: std::net::SocketAddr, path: &str, body: usize) {
         use falconet_server::h2::frame::flag;
         use falconet_server::h2::hpack::{Encoder, Field};
         let mut tcp = std::net::TcpStream::connect(addr).unwrap();

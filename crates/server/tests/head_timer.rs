@@ -6,9 +6,13 @@
 //! application's. (An independent review's findings.)
 mod common;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+#[cfg(feature = "tokio")]
+use std::time::Instant;
 
-use common::h2raw::{Event, Raw, answered_within, frame_bytes, frames_until, req};
+#[cfg(feature = "tokio")]
+use common::h2raw::{Event, frames_until};
+use common::h2raw::{Raw, answered_within, frame_bytes, req};
 use common::{Client, serve};
 use falconet_server::Options;
 use falconet_server::h2::frame::{flag, kind};
@@ -121,6 +125,7 @@ fn a_block_left_open_beside_a_held_stream_is_cut() {
 }
 
 /// Writes `bytes` one every 100 ms on its own thread, until one fails.
+#[cfg(feature = "tokio")]
 fn trickle(stream: &std::net::TcpStream, bytes: Vec<u8>) {
     use std::io::Write;
     let mut stream = stream.try_clone().unwrap();
@@ -135,6 +140,7 @@ fn trickle(stream: &std::net::TcpStream, bytes: Vec<u8>) {
 }
 
 /// A head that never ends, to trickle.
+#[cfg(feature = "tokio")]
 fn endless_head() -> Vec<u8> {
     let mut head = b"GET /plaintext HTTP/1.1\r\nHost: a\r\nX-Pad: ".to_vec();
     head.extend([b'a'; 3000]);

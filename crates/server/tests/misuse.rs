@@ -200,8 +200,10 @@ fn over_http2_a_blocking_response_write_on_the_worker_fails_instead_of_hanging()
 /// it, the future dropped while it waits), then reads the body through a
 /// shared reference on a blocking thread: with `&RequestBody`'s
 /// `io::Read` (`/shared`) or a `try_read` loop (`/try`).
+#[cfg(feature = "tokio")]
 struct ReadsAgainAfterATimeout(tokio::runtime::Handle);
 
+#[cfg(feature = "tokio")]
 impl Handler for ReadsAgainAfterATimeout {
     type State = bool;
 
@@ -251,6 +253,7 @@ impl Handler for ReadsAgainAfterATimeout {
 /// pipe's read, and a later read through `&RequestBody` (`try_read`, or
 /// `io::Read for &RequestBody`, which cannot reach the wait through `&`)
 /// failed with `ConcurrentRead`: the wait is now ended first.
+#[cfg(feature = "tokio")]
 #[test]
 fn a_shared_read_after_a_cancelled_async_read_gets_the_body() {
     let runtime = common::runtime();

@@ -4,7 +4,6 @@
 
 mod common;
 
-use std::collections::HashMap;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::sync::Mutex;
@@ -1450,7 +1449,4 @@ mod tower_probes {
             assert!(a.field("date").is_some_and(|d| is_imf_fixdate(&d)), "{path}: {a:?}");
         }
     }
-
-    #[allow(dead_code)]
-    fn unused(_: HashMap<(), ()>) {}
 }

@@ -8,6 +8,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
 pub mod h2raw;
+#[cfg(feature = "tower")]
 pub mod tbody;
 pub mod timed_app;
 
