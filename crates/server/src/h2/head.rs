@@ -407,6 +407,12 @@ mod tests {
             assert_eq!(with(scheme, "/", None), Some(Malformed::MissingPseudoField), "{scheme:?}");
         }
         assert_eq!(with("http", "/a#b", None), Some(Malformed::MissingPseudoField));
+        // A URI holds no byte past ASCII (RFC 3986 §2), as over HTTP/1.1;
+        // what browsers send raw is taken.
+        for path in ["/caf\u{e9}", "/?q=\u{20ac}"] {
+            assert_eq!(with("http", path, None), Some(Malformed::MissingPseudoField), "{path}");
+        }
+        assert_eq!(with("http", "/a|b?q={c}^`\\", None), None);
         assert_eq!(with("http", "/a", Some("")), Some(Malformed::Authority));
         assert_eq!(with("http", "/a", Some("a")), None);
     }
