@@ -192,10 +192,11 @@ impl<'a> Request<'a> {
     }
 
     /// The authority the request is for (`host` or `host:port`): taken
-    /// from an absolute-form target, otherwise the Host field's value;
-    /// empty when there is neither (an HTTP/1.0 request without Host) or
-    /// Host was sent empty. Its syntax is checked (RFC 9110 §7.2): the
-    /// server answered `400` to anything else.
+    /// from an absolute-form target (or HTTP/2's `:authority`), otherwise
+    /// the Host field's value; empty only when there is neither (an
+    /// HTTP/1.0 request without Host). Its syntax is checked (RFC 9110
+    /// §7.2) and it names a host: the server answered `400` to anything
+    /// else, an empty Host or a port alone (`Host: :80`) included.
     pub fn authority(&self) -> &'a str {
         std::str::from_utf8(self.authority).unwrap_or_default()
     }

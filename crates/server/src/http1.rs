@@ -597,7 +597,14 @@ impl<S> Http1<S> {
             Err(status) => return refused(out, cx, status),
         };
         // An absolute-form target names the authority; the Host field's
-        // value is then ignored (RFC 9112 §3.2.2).
+        // value is then ignored (RFC 9112 §3.2.2). Otherwise a Host that
+        // names no host (`Host: `, `Host: :80`) makes the target URI an
+        // `http` URI without one: 400, as HTTP/2 refuses such an
+        // `:authority`. (HTTP/1.0 without Host leaves the authority
+        // unknown, not empty: served.)
+        if target.authority.is_none() && fields.host.is_some_and(target::names_no_host) {
+            return refused(out, cx, Status::BAD_REQUEST);
+        }
         let authority = target.authority.map(str::as_bytes).or(fields.host).unwrap_or_default();
         if let BodyLength::Known(length) = fields.body
             && length > limits.max_body

@@ -137,6 +137,16 @@ pub(crate) fn is_valid_host(value: &[u8]) -> bool {
         .is_none_or(|colon| value[colon + 1..].iter().all(u8::is_ascii_digit))
 }
 
+/// Whether a valid Host value (or `:authority`) names no host: it is
+/// empty, or a port alone (`:80`). A target URI built from it is an
+/// `http` URI with an empty host, which a recipient MUST reject (RFC 9110
+/// §4.2.1; RFC 9112 §3.3 lets a server reject it or apply a default).
+pub(crate) fn names_no_host(value: &[u8]) -> bool {
+    // A valid value's uri-host is an IP-literal (`[`), a reg-name (any
+    // other first byte) or empty (nothing, or the port's ':' first).
+    matches!(value.first(), None | Some(b':'))
+}
+
 /// The longest Host value [`KnownHost`] remembers.
 const KNOWN_HOST_MAX: usize = 64;
 

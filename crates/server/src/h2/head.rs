@@ -228,7 +228,7 @@ impl Head {
         self.join_cookies();
         if let Some(authority) = &self.authority {
             let authority = &self.bytes[authority.clone()];
-            if authority.is_empty() || !crate::target::is_valid_host(authority) {
+            if !crate::target::is_valid_host(authority) || crate::target::names_no_host(authority) {
                 return Err(Malformed::Authority);
             }
             if let Some(host) = &self.host
@@ -236,6 +236,11 @@ impl Head {
             {
                 return Err(Malformed::Authority);
             }
+        } else if let Some(host) = &self.host
+            && crate::target::names_no_host(&self.bytes[host.clone()])
+        {
+            // The Host field stands for `:authority` (8.3.1): the same rule.
+            return Err(Malformed::Authority);
         }
         if self.method() == Some("CONNECT") {
             // 8.5: only :method and :authority.
@@ -364,6 +369,12 @@ mod tests {
         assert_eq!(differ.err(), Some(Malformed::Authority));
         assert_eq!(with(&[(":authority", "a b/c@d")]).err(), Some(Malformed::Authority));
         assert_eq!(with(&[("host", "a b")]).err(), Some(Malformed::Authority));
+        // No host named (RFC 9110 4.2.1: an `http` URI with an empty host
+        // is invalid), by `:authority` or by a Host standing for it.
+        for (name, value) in [(":authority", ":80"), ("host", ""), ("host", ":80")] {
+            assert_eq!(with(&[(name, value)]).err(), Some(Malformed::Authority), "{name}: {value}");
+        }
+        assert!(with(&[("host", "a:")]).is_ok() && with(&[(":authority", "[::1]:0")]).is_ok());
         let cookies = with(&[("cookie", "a=1"), ("accept", "*/*"), ("cookie", "b=2")]).unwrap();
         let fields: Vec<_> = cookies.fields().collect();
         assert_eq!(fields, [(&b"accept"[..], &b"*/*"[..]), (b"cookie", b"a=1; b=2")]);
