@@ -39,7 +39,9 @@
 //! 6. the client owes request bytes (a body not all arrived and not held
 //!    back by the application, HTTP/2 credit a response waits for):
 //!    `io_timeout` without progress (then 408, or a close once a response
-//!    started; HTTP/2: GOAWAY);
+//!    started; HTTP/2: GOAWAY, unless streams the client does not hold up
+//!    are open too, such as ones the application holds: then only the
+//!    streams it owes bodies on end, 408 or reset, and the rest go on);
 //! 7. only the application (a deferred answer, a body it is behind on, a
 //!    streamed body between pieces): `response_timeout` (then 503, or a
 //!    cut once its response started; HTTP/2: those streams alone).
@@ -694,6 +696,11 @@ impl<H: Handler> Conn<H> {
                 return Verdict::Drive;
             }
         } else {
+            if owes && self.session.expire_client(cx) {
+                // HTTP/2 ended the streams whose bodies the client held
+                // up; the ones the application holds go on.
+                return Verdict::Drive;
+            }
             return self.refuse_late(now, cx);
         }
         if !self.try_write(now) {

@@ -1010,6 +1010,15 @@ impl<H: Handler> Session<H> {
         }
     }
 
+    /// The client is late on request bytes (`io_timeout`): over HTTP/2,
+    /// when streams it does not hold up are open too, only the streams it
+    /// owes a body on end (`408`, or reset) and the connection goes on:
+    /// returns `true`. Otherwise (HTTP/1, or nothing else open) `false`:
+    /// the caller refuses the connection.
+    pub(crate) fn expire_client(&mut self, cx: &Context) -> bool {
+        self.h2.as_mut().is_some_and(|h2| h2.expire_client(cx))
+    }
+
     /// HTTP/2: each stream's own clock, at a tick that found the
     /// connection on time (`h2/clock.rs`): a stream its client kept
     /// waiting `io` ms, or its application `response` ms, ends alone.

@@ -126,6 +126,67 @@ fn a_stalled_upload_beside_a_moving_one_is_answered_408_alone() {
     assert!(busy_served, "stream 1 was not served: {:?}", credit.done);
 }
 
+/// Frames from the server until `until` holds of what it sent, or 3 s;
+/// panics if the connection ends (GOAWAY or a close).
+fn frames_until(raw: &mut Raw, credit: &mut Credit, until: impl Fn(&Credit) -> bool) {
+    let began = Instant::now();
+    while !until(credit) && began.elapsed() < Duration::from_secs(3) {
+        match raw.next(Duration::from_millis(10)) {
+            Event::Frame(f) => credit.absorb(raw, f),
+            Event::Eof => panic!("the connection closed"),
+            Event::Timeout => {}
+        }
+    }
+}
+
+/// A stalled upload beside a stream the application holds: nothing on the
+/// connection moves, so the connection's own I/O timeout finds the client
+/// late before the stream's clock does. It ended the whole connection
+/// (GOAWAY), and the held stream's answer with it (an outside probe, with
+/// `/echo` stalled beside `/delay`); now the stalled stream alone is
+/// answered 408 and the application's answer still goes out.
+#[test]
+fn a_stalled_upload_beside_a_held_stream_is_answered_408_alone() {
+    let (server, held, _read) = server();
+    let mut raw = Raw::handshake(server.addr, &[]);
+    let mut credit = Credit::new();
+    let mut block = h2raw::req("POST", "/stalled");
+    h2raw::literal(&mut block, b"content-length", b"100");
+    raw.headers(1, &block, false);
+    raw.data(1, b"ten bytes.", false);
+    raw.headers(3, &h2raw::req("GET", "/never"), true);
+    let responder = held.recv_timeout(Duration::from_secs(1)).expect("stream 3 held");
+    let began = Instant::now();
+    frames_until(&mut raw, &mut credit, |c| !c.done.is_empty());
+    assert_eq!(credit.done, [(1, 408)], "stream 1 owed 90 bytes and stalled");
+    let at = began.elapsed();
+    assert!(at < RESPONSE_TIMEOUT, "408 only after {at:?}");
+    // Within its response timeout the application answers stream 3.
+    responder.body(b"held").expect("stream 3 is still open");
+    frames_until(&mut raw, &mut credit, |c| c.done.len() == 2);
+    assert_eq!(credit.done, [(1, 408), (3, 200)]);
+}
+
+/// The same with stream 1's body lent to an application thread: its read
+/// fails with `TimedOut`, stream 1 is answered 408, stream 3 still served.
+#[test]
+fn a_stalled_lent_body_beside_a_held_stream_fails_its_reader_alone() {
+    let (server, held, read) = server();
+    let mut raw = Raw::handshake(server.addr, &[]);
+    let mut credit = Credit::new();
+    raw.headers(1, &h2raw::req("POST", "/late?first=0"), false);
+    raw.data(1, b"a piece, then nothing", false);
+    raw.headers(3, &h2raw::req("GET", "/never"), true);
+    let responder = held.recv_timeout(Duration::from_secs(1)).expect("stream 3 held");
+    frames_until(&mut raw, &mut credit, |c| !c.done.is_empty());
+    assert_eq!(credit.done, [(1, 408)]);
+    let said = read.recv_timeout(Duration::from_secs(1));
+    assert_eq!(said.as_deref(), Ok("read failed: TimedOut"));
+    responder.body(b"held").expect("stream 3 is still open");
+    frames_until(&mut raw, &mut credit, |c| c.done.len() == 2);
+    assert_eq!(credit.done, [(1, 408), (3, 200)]);
+}
+
 #[test]
 fn a_stalled_lent_body_fails_its_reader_beside_a_moving_stream() {
     let (server, _held, read) = server();

@@ -936,6 +936,35 @@ impl<S: Send + 'static> Http2<S> {
         }
     }
 
+    /// The connection's I/O timeout found the client late on request
+    /// bodies while streams it does not hold up are open too (ones the
+    /// application holds, or that wait for room or credit): only the
+    /// streams it owes a body on end, as their own clocks would end them
+    /// (`408`, or a reset with CANCEL once their response started), and
+    /// the connection goes on with the rest. Returns whether it did so;
+    /// `false` (every open stream waits for the client's body) leaves the
+    /// connection's GOAWAY to the caller.
+    pub(crate) fn expire_client(&mut self, cx: &Context) -> bool {
+        let conn = &self.conn;
+        // The bodies [`client_owes`](Self::client_owes) counts, wanted or
+        // not.
+        let owes =
+            |id: u32, exchange: &Exchange<S>| exchange.body_owed() && conn.receive_credit(id) > 0;
+        let owing: Vec<u32> =
+            self.exchanges.iter().filter(|&(&id, e)| owes(id, e)).map(|(&id, _)| id).collect();
+        // A response of the rest waiting for the client's credit: it owes
+        // that too, and the connection's timeout is its answer.
+        let rest_waits =
+            self.exchanges.iter().any(|(&id, e)| !owes(id, e) && waits_for_credit(conn, id, e));
+        if owing.is_empty() || owing.len() == self.exchanges.len() || rest_waits {
+            return false;
+        }
+        for id in owing {
+            self.expire(id, Holder::Client, cx);
+        }
+        true
+    }
+
     /// One tick of each stream's own clock (`clock.rs`), at `now` (ms):
     /// a stream whose client has owed its body for `io` ms ends as the
     /// connection would over HTTP/1 (`408` if none of its response was
