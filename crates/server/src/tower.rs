@@ -224,8 +224,21 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 const INLINE_LIMIT: u64 = 1 << 20;
 
 /// The most a task collects of a body's ready frames before it starts
-/// streaming them.
+/// streaming them, unless the body's size is exact and at most
+/// [`INLINE_LIMIT`] (see [`hold_limit`]).
 const HOLD_LIMIT: usize = 64 * 1024;
+
+/// How much of `body`'s ready frames to collect before streaming them: all
+/// of a body whose size is exact and at most [`INLINE_LIMIT`], so that it
+/// goes out with `Content-Length` as it would had the service answered
+/// without awaiting (a `Json` after a database call); else
+/// [`HOLD_LIMIT`].
+fn hold_limit(body: &SizeHint) -> usize {
+    match body.exact() {
+        Some(length) if length <= INLINE_LIMIT => INLINE_LIMIT as usize,
+        _ => HOLD_LIMIT,
+    }
+}
 
 /// The longest `HEAD` response whose `content-length` is sent.
 const HEAD_LENGTH_LIMIT: usize = 1 << 20;
@@ -655,7 +668,7 @@ where
 /// never wait for a context switch.
 ///
 /// Written like [`respond_later`]: the head and, when every frame came at
-/// once (up to [`HOLD_LIMIT`]), a sized body; otherwise a stream, the held
+/// once (up to [`hold_limit`]), a sized body; otherwise a stream, the held
 /// data first. Each poll runs inside the runtime's context.
 struct OnWorker<B: http_body::Body> {
     /// The head, until it is written.
@@ -665,6 +678,8 @@ struct OnWorker<B: http_body::Body> {
     body: Pin<Box<Option<B>>>,
     /// Data received but not yet written.
     held: Held<B::Data>,
+    /// How much may be held before it streams ([`hold_limit`]).
+    hold: usize,
     /// The body ended; what is held goes out, then the response is done.
     ended: bool,
     /// The held data is being streamed (chunked), not sized.
@@ -684,11 +699,13 @@ impl<B: http_body::Body> OnWorker<B> {
         head_request: bool,
         runtime: &tokio::runtime::Handle,
     ) -> Self {
+        let hold = body.as_ref().as_pin_ref().map_or(HOLD_LIMIT, |b| hold_limit(&b.size_hint()));
         Self {
             parts: Some(parts),
             length: None,
             body,
             held,
+            hold,
             ended: false,
             streaming: false,
             broken: false,
@@ -765,7 +782,7 @@ where
         }
         match self.poll_body(cx) {
             BodyPoll::More => {
-                if self.held.len() > HOLD_LIMIT {
+                if self.held.len() > self.hold {
                     self.start_stream(response);
                 }
                 Poll::Ready(Step::Wrote)
@@ -986,7 +1003,7 @@ fn fail_later(responder: &mut Responder, error: BoxError) {
 }
 
 /// Writes the head, then the body: sized when every frame came at once
-/// (up to [`HOLD_LIMIT`]), otherwise streamed a data frame at a time, the
+/// (up to [`hold_limit`]), otherwise streamed a data frame at a time, the
 /// held data first. A body error drops the responder (`500`, or a close
 /// once something was sent).
 async fn respond_later<B>(
@@ -1000,6 +1017,7 @@ async fn respond_later<B>(
     B::Error: Into<BoxError>,
 {
     let length = write_head(&mut responder, &parts);
+    let hold = hold_limit(&body.size_hint());
     let mut streaming = false;
     loop {
         // What is ready now; when nothing is, what is held goes out and
@@ -1008,7 +1026,7 @@ async fn respond_later<B>(
             Poll::Ready(frame) => Some(Next::from(frame)),
             Poll::Pending => None,
         };
-        if ready.is_none() || held.len() > HOLD_LIMIT {
+        if ready.is_none() || held.len() > hold {
             if !streaming {
                 streaming = true;
                 if responder.write(b"").await.is_err() {

@@ -53,6 +53,14 @@ fn app() -> Router {
                 "slept"
             }),
         )
+        .route("/big-now", get(|| async { vec![b'b'; BIG] }))
+        .route(
+            "/big-later",
+            get(|| async {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                vec![b'b'; BIG]
+            }),
+        )
         .route("/query", get(|uri: Uri| async move { uri.query().unwrap_or_default().to_string() }))
         .route("/uri", get(|uri: Uri| async move { uri.to_string() }))
         .route(
@@ -164,6 +172,10 @@ impl http_body::Body for Staggered {
         }
     }
 }
+
+/// `/big-now` and `/big-later`'s length: past the 64 KiB a task collects
+/// of a body of unknown size, within the 1 MiB written at once.
+const BIG: usize = 300_000;
 
 fn server() -> (tokio::runtime::Runtime, common::TestServer<TowerHandler<Router>>) {
     let runtime = runtime();
@@ -344,6 +356,33 @@ fn a_handler_that_waits_is_answered_later() {
     assert_eq!((reply.status, reply.text().as_str()), (200, "slept"));
     assert_eq!(reply.header("content-length"), Some("5"), "a body ready at once is sized");
     assert_eq!(client.get("/plaintext").text(), "Hello, World!");
+}
+
+/// A body of exact size up to 1 MiB, all ready, has its `Content-Length`
+/// whether the handler answered at once or after an `.await` (a `Json`
+/// after a database call); the second was streamed chunked past 64 KiB
+/// (an outside review's new axum user).
+#[test]
+fn a_sized_body_after_an_await_keeps_its_length() {
+    let (runtime, server) = server();
+    let mut client = Client::connect(server.addr);
+    for path in ["/big-now", "/big-later"] {
+        let reply = client.get(path);
+        assert_eq!((reply.status, reply.body.len()), (200, BIG), "{path}");
+        assert_eq!(reply.header("content-length"), Some(BIG.to_string().as_str()), "{path}");
+        assert_eq!(reply.header("transfer-encoding"), None, "{path}");
+    }
+    runtime.block_on(async {
+        let send = common::h2_client(server.addr).await;
+        for path in ["/big-now", "/big-later"] {
+            let request = http::Request::get(format!("http://t{path}")).body(()).unwrap();
+            let (answer, _) =
+                send.clone().ready().await.unwrap().send_request(request, true).unwrap();
+            let answer = answer.await.unwrap();
+            let length = answer.headers().get("content-length").map(|v| v.to_str().unwrap());
+            assert_eq!(length, Some(BIG.to_string().as_str()), "h2 {path}");
+        }
+    });
 }
 
 #[test]
