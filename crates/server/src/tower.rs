@@ -142,9 +142,13 @@
 //! # What falconet writes itself
 //!
 //! The response's `content-length`, `transfer-encoding`, `connection` and
-//! `date` fields are not copied: falconet frames the body (with
-//! `Content-Length` when the whole body was ready, chunked for HTTP/1.1
-//! otherwise) and writes `Date` itself. A `connection: close` field closes
+//! `date` fields are not copied: falconet frames the body and writes
+//! `Date` itself. The body goes out with `Content-Length` when all of it
+//! was ready at once and it is at most 1 MiB (or its frames came ready up
+//! to 64 KiB, when its size is not exact); otherwise it is streamed:
+//! chunked over HTTP/1.1, with no `content-length` over HTTP/2 (hyper
+//! sends the length of any body whose size is exact: a 2 MiB `Vec` or a
+//! `tower-http` `ServeDir` file goes out from falconet without it). A `connection: close` field closes
 //! the connection after the response; the fields a `connection` field
 //! names are for one hop and not sent (RFC 9110 §7.6.1), except `upgrade`,
 //! which goes with its option in falconet's `Connection` field (HTTP/1).
