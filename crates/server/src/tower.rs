@@ -130,6 +130,13 @@
 //!   answers (then the write fails and the connection closes), and keeps
 //!   its connection's slot meanwhile. Bound long polls in the service
 //!   (`tokio::time::timeout`) if that matters.
+//! - The request's URI is absolute (`http://example.com:8080/uri?a=1`)
+//!   over HTTP/1.1 too, where hyper hands an origin-form target over as
+//!   it came (`/uri?a=1`; both are absolute over HTTP/2): `uri.path()`,
+//!   `uri.query()`, axum's routing and `OriginalUri` are the same, but
+//!   `uri.to_string()` (a log line, `TraceLayer`'s span, a link built from
+//!   it) carries the scheme and authority (see below for when it does
+//!   not).
 //! - axum's `ConnectInfo<SocketAddr>` is filled only by `axum::serve`: build
 //!   the handler [`with_peer_addr`](TowerHandler::with_peer_addr) and read
 //!   [`PeerAddr`], or map it to `ConnectInfo` with one layer (its docs show
