@@ -294,6 +294,14 @@ impl<'a> Response<'a> {
         self.encoder.write(self.out, self.fields, bytes)
     }
 
+    /// Declares the length of the body [`write`](Self::write) will stream
+    /// (see `Encoder::declare_length`): the tower path, for a body of
+    /// exact size. The caller writes exactly that many bytes or fails.
+    #[cfg(feature = "tower")]
+    pub(crate) fn declare_length(&mut self, length: u64) -> Result<(), ResponseError> {
+        self.encoder.declare_length(length)
+    }
+
     /// Completes a `HEAD` response whose `GET` length is not known (see
     /// `Encoder::unsized_head`): the tower path, for an emptied body.
     #[cfg(feature = "tower")]
@@ -629,6 +637,12 @@ impl Responder {
         self.encoder.finish(&mut self.buf, &fields);
         self.put_buf()?;
         self.complete()
+    }
+
+    /// [`Response::declare_length`], for a deferred response.
+    #[cfg(feature = "tower")]
+    pub(crate) fn declare_length(&mut self, length: u64) -> Result<(), ResponseError> {
+        self.encoder.declare_length(length)
     }
 
     /// [`Response::unsized_head`], for a deferred `HEAD` response.

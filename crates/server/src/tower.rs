@@ -150,20 +150,25 @@
 //!
 //! The response's `content-length`, `transfer-encoding`, `connection` and
 //! `date` fields are not copied: falconet frames the body and writes
-//! `Date` itself. The body goes out with `Content-Length` when all of it
-//! was ready at once and it is at most 1 MiB (or its frames came ready up
-//! to 64 KiB, when its size is not exact); otherwise it is streamed:
-//! chunked over HTTP/1.1, with no `content-length` over HTTP/2 (hyper
-//! sends the length of any body whose size is exact: a 2 MiB `Vec` or a
-//! `tower-http` `ServeDir` file goes out from falconet without it). A `connection: close` field closes
+//! `Date` itself. A body whose size is exact (`size_hint`: a `Vec`, a
+//! `String`, `Json`, `Full`) goes out with `Content-Length`, as hyper
+//! sends it: in one piece when it is all ready and at most 1 MiB,
+//! otherwise streamed as its frames come, and cut (a close, an HTTP/2
+//! reset) if it yields more or less than it said. A body of unknown size
+//! goes out with `Content-Length` when its frames came ready at once (up
+//! to 64 KiB), otherwise streamed: chunked over HTTP/1.1, with no
+//! `content-length` over HTTP/2. The service's own `content-length` does
+//! not decide it (a body that disagrees with it is framed as it is sent),
+//! where hyper trusts it: `tower-http`'s `ServeDir`, whose file body has
+//! no exact size but whose `content-length` field has, streams chunked
+//! from falconet. A `connection: close` field closes
 //! the connection after the response; the fields a `connection` field
 //! names are for one hop and not sent (RFC 9110 §7.6.1), except `upgrade`,
 //! which goes with its option in falconet's `Connection` field (HTTP/1).
 //! A `server` field replaces falconet's own (`Server: falconet`, sent
 //! when the service names none). For `HEAD`,
 //! whose body axum has already emptied, the service's `content-length` is
-//! sent when it is at most 1 MiB (beyond it the response is framed as a
-//! stream, as `GET`'s is). That length is the service's word: with no body
+//! sent. That length is the service's word: with no body
 //! to count, falconet cannot check it (hyper cannot either), where a
 //! `GET`'s is always the length of what is sent. Without one, neither
 //! `Content-Length` nor `Transfer-Encoding` is sent (as hyper does): an
@@ -251,7 +256,8 @@ fn hold_limit(body: &SizeHint) -> usize {
     }
 }
 
-/// The longest `HEAD` response whose `content-length` is sent.
+/// The longest `HEAD` response sent as a sized body that is never sent
+/// ([`HEAD_BODY`]); a longer one declares its length.
 const HEAD_LENGTH_LIMIT: usize = 1 << 20;
 
 /// The body of a `HEAD` response, whose length only is sent (zeroed
@@ -650,10 +656,11 @@ fn answer_now<B>(
     }
     drop(place);
     let length = write_head(response, &parts);
-    let _ = match held.sized_body(head_request, length) {
-        Some(body) => response.body(body),
-        None if length.is_none() => response.unsized_head(),
-        None => response.write(b""),
+    let _ = match (held.sized_body(head_request, length), length) {
+        (Some(body), _) => response.body(body),
+        (None, None) => response.unsized_head(),
+        // A `HEAD` answer past HEAD_LENGTH_LIMIT: its length, no body.
+        (None, Some(length)) => response.declare_length(length).and_then(|()| response.write(b"")),
     };
     HeadCache::recycle(parts.headers);
 }
@@ -691,6 +698,13 @@ struct OnWorker<B: http_body::Body> {
     held: Held<B::Data>,
     /// How much may be held before it streams ([`hold_limit`]).
     hold: usize,
+    /// The body's whole length when its size is exact: a stream of it
+    /// declares it (`Content-Length`) and must send exactly that.
+    exact: Option<u64>,
+    /// The length a streamed body declared, once it did.
+    declared: Option<u64>,
+    /// Bytes of a streamed body handed out so far.
+    streamed: u64,
     /// The body ended; what is held goes out, then the response is done.
     ended: bool,
     /// The held data is being streamed (chunked), not sized.
@@ -710,13 +724,18 @@ impl<B: http_body::Body> OnWorker<B> {
         head_request: bool,
         runtime: &tokio::runtime::Handle,
     ) -> Self {
-        let hold = body.as_ref().as_pin_ref().map_or(HOLD_LIMIT, |b| hold_limit(&b.size_hint()));
+        let hint = body.as_ref().as_pin_ref().map(|body| body.size_hint());
+        let hold = hint.as_ref().map_or(HOLD_LIMIT, hold_limit);
+        let exact = hint.and_then(|hint| hint.exact()).map(|rest| rest + held.len() as u64);
         Self {
             parts: Some(parts),
             length: None,
             body,
             held,
             hold,
+            exact,
+            declared: None,
+            streamed: 0,
             ended: false,
             streaming: false,
             broken: false,
@@ -772,8 +791,13 @@ where
         if self.streaming && self.held.len() > 0 {
             // Held data goes out first, as it is.
             let held = std::mem::replace(&mut self.held, Held::Nothing).into_bytes();
+            self.streamed += held.len() as u64;
+            if self.declared.is_some_and(|length| self.streamed > length) {
+                // More than its exact size said: cut (a close, a reset).
+                return Poll::Ready(Step::Failed);
+            }
             if self.ended {
-                return Poll::Ready(Step::Last(held));
+                return Poll::Ready(self.last(held));
             }
             if !response.encoder().is_http2() {
                 return Poll::Ready(self.look_ahead(cx, held));
@@ -782,12 +806,16 @@ where
         }
         if self.ended {
             if self.streaming {
-                return Poll::Ready(Step::Done);
+                return Poll::Ready(if self.short() { Step::Failed } else { Step::Done });
             }
-            let sent = match self.held.sized_body(self.head_request, self.length) {
-                Some(body) => response.body(body),
-                None if self.length.is_none() => response.unsized_head(),
-                None => response.write(b""),
+            let sent = match (self.held.sized_body(self.head_request, self.length), self.length) {
+                (Some(body), _) => response.body(body),
+                (None, None) => response.unsized_head(),
+                // A `HEAD` answer past HEAD_LENGTH_LIMIT: its length, no
+                // body.
+                (None, Some(length)) => {
+                    response.declare_length(length).and_then(|()| response.write(b""))
+                }
             };
             return Poll::Ready(if sent.is_ok() { Step::Done } else { Step::Failed });
         }
@@ -826,13 +854,24 @@ where
     /// poll, after `piece`.
     fn look_ahead(&mut self, cx: &mut Context<'_>, piece: Bytes) -> Step {
         match self.poll_body(cx) {
-            BodyPoll::Ended => Step::Last(piece),
+            BodyPoll::Ended => self.last(piece),
             BodyPoll::Broken => {
                 self.broken = true;
                 Step::Frame(piece)
             }
             BodyPoll::More | BodyPoll::Pending => Step::Frame(piece),
         }
+    }
+
+    /// `piece` as the body's last: a failure if the body then fell short of
+    /// the length it declared (the response is cut, never completed).
+    fn last(&self, piece: Bytes) -> Step {
+        if self.short() { Step::Failed } else { Step::Last(piece) }
+    }
+
+    /// Whether a streamed body that declared its length has sent less.
+    fn short(&self) -> bool {
+        self.declared.is_some_and(|length| self.streamed < length)
     }
 
     /// Polls the body once, inside the runtime's context and with a panic
@@ -889,6 +928,13 @@ impl<B: http_body::Body> OnWorker<B> {
             self.streaming = true;
             if let Some(parts) = self.parts.take() {
                 self.length = write_head(response, &parts);
+            }
+            // A body of exact size streams with its length (as hyper
+            // sends it); `HEAD`'s emptied body has no size of its own.
+            if let Some(length) = self.exact.filter(|_| !self.head_request)
+                && response.declare_length(length).is_ok()
+            {
+                self.declared = Some(length);
             }
             let _ = response.write(b"");
         }
@@ -1028,7 +1074,13 @@ async fn respond_later<B>(
     B::Error: Into<BoxError>,
 {
     let length = write_head(&mut responder, &parts);
-    let hold = hold_limit(&body.size_hint());
+    let hint = body.size_hint();
+    let hold = hold_limit(&hint);
+    // A body of exact size streams with its length (as hyper sends it),
+    // and must then send exactly that; `HEAD`'s emptied body has none.
+    let exact = hint.exact().map(|rest| rest + held.len() as u64).filter(|_| !head_request);
+    let mut declared = None;
+    let mut streamed = 0u64;
     let mut streaming = false;
     loop {
         // What is ready now; when nothing is, what is held goes out and
@@ -1040,9 +1092,19 @@ async fn respond_later<B>(
         if ready.is_none() || held.len() > hold {
             if !streaming {
                 streaming = true;
+                if let Some(length) = exact
+                    && responder.declare_length(length).is_ok()
+                {
+                    declared = Some(length);
+                }
                 if responder.write(b"").await.is_err() {
                     return;
                 }
+            }
+            streamed += held.len() as u64;
+            if declared.is_some_and(|length| streamed > length) {
+                // More than its exact size said: dropped, so cut.
+                return;
             }
             if held.write_to(&mut responder).await.is_err() {
                 return;
@@ -1062,6 +1124,10 @@ async fn respond_later<B>(
             Next::End => break,
             Next::Trailers => {}
             Next::Data(data) if streaming => {
+                streamed += data.remaining() as u64;
+                if declared.is_some_and(|length| streamed > length) {
+                    return;
+                }
                 if Held::Nothing.with(data).write_to(&mut responder).await.is_err() {
                     return;
                 }
@@ -1075,7 +1141,10 @@ async fn respond_later<B>(
         }
     }
     if streaming {
-        let _ = responder.finish();
+        if declared.is_none_or(|length| streamed == length) {
+            let _ = responder.finish();
+        }
+        // Else short of its declared length: dropped, so cut.
         return;
     }
     match held.sized_body(head_request, length) {
@@ -1087,7 +1156,11 @@ async fn respond_later<B>(
         None if length.is_none() => {
             let _ = responder.finish_unsized_head();
         }
+        // A `HEAD` answer past HEAD_LENGTH_LIMIT: its length, no body.
         None => {
+            if let Some(length) = length {
+                let _ = responder.declare_length(length);
+            }
             if responder.write(b"").await.is_ok() {
                 let _ = responder.finish();
             }
@@ -1246,7 +1319,7 @@ impl<D: Buf> Held<D> {
     /// with an empty body (axum empties it) and the service's length, a
     /// body of that length that is never sent.
     /// `None` for a `HEAD` response longer than [`HEAD_LENGTH_LIMIT`]
-    /// (framed as a stream, as `GET`'s is) or without a length (sent with
+    /// (its length is declared instead) or without a length (sent with
     /// no framing field at all: axum sets `content-length` from the body's
     /// exact size before emptying it, so none means either a `GET` body
     /// that streams, where `Content-Length: 0` would say the resource is

@@ -50,6 +50,10 @@ pub(crate) struct Encoder {
     /// The application sent an `Upgrade` field: HTTP/1's `Connection`
     /// field then carries the `upgrade` option (RFC 9110 §7.8).
     upgrade: bool,
+    /// The length of a streamed body, declared before its head
+    /// ([`declare_length`](Self::declare_length)): sent as
+    /// `Content-Length`, and the pieces go out unchunked.
+    declared: Option<u64>,
 }
 
 impl Encoder {
@@ -62,6 +66,7 @@ impl Encoder {
             keep_alive,
             server_at: 0,
             upgrade: false,
+            declared: None,
         }
     }
 
@@ -213,6 +218,28 @@ impl Encoder {
         Ok(())
     }
 
+    /// Declares the length of the body that will be streamed: the head
+    /// then carries `Content-Length: length` in place of chunked framing
+    /// (HTTP/1.1) or a close-delimited body (HTTP/1.0, whose connection
+    /// then stays open), and HTTP/2's `content-length`. The caller sends
+    /// exactly `length` bytes, or fails the response (a close, a reset)
+    /// if it cannot: the encoder does not count them.
+    ///
+    /// # Errors
+    /// [`ResponseError::HeadSent`] or [`ResponseError::Finished`] once
+    /// the head is out.
+    #[cfg_attr(not(feature = "tower"), allow(dead_code))]
+    pub(crate) fn declare_length(&mut self, length: u64) -> Result<(), ResponseError> {
+        match self.phase {
+            Phase::Streaming => Err(ResponseError::HeadSent),
+            Phase::Done => Err(ResponseError::Finished),
+            Phase::Status | Phase::Headers => {
+                self.declared = Some(length);
+                Ok(())
+            }
+        }
+    }
+
     /// Starts a streamed body (appending the head), once; later calls do
     /// nothing.
     pub(crate) fn start_stream(
@@ -235,6 +262,11 @@ impl Encoder {
                     if self.version != Version::Http2 {
                         out.extend_from_slice(b"Content-Length: 0\r\n");
                     }
+                } else if let Some(length) = self.declared {
+                    // HTTP/2 turns it into `content-length` too.
+                    out.extend_from_slice(b"Content-Length: ");
+                    write_decimal(out, length);
+                    out.extend_from_slice(b"\r\n");
                 } else if self.version == Version::Http11 {
                     out.extend_from_slice(b"Transfer-Encoding: chunked\r\n");
                 } else if self.version == Version::Http2 {
@@ -258,9 +290,10 @@ impl Encoder {
         !self.head_only && !self.status.contentless()
     }
 
-    /// Whether a streamed body is chunked (HTTP/1.1).
+    /// Whether a streamed body is chunked (HTTP/1.1 without a declared
+    /// length).
     pub(crate) fn chunked(&self) -> bool {
-        self.version == Version::Http11
+        self.version == Version::Http11 && self.declared.is_none()
     }
 
     /// Appends the framing before `len` bytes of streamed data (the size

@@ -118,7 +118,13 @@ fn app() -> Router {
                 AxumBody::new(body)
             }),
         )
+        .route("/huge-vec", get(|| async { vec![b'h'; HUGE] }))
+        .route("/claims-more", get(|| async { AxumBody::new(Staggered::claiming(100)) }))
+        .route("/claims-less", get(|| async { AxumBody::new(Staggered::claiming(5)) }))
 }
+
+/// `/huge-vec`'s length: past the 1 MiB written at once.
+const HUGE: usize = 2 << 20;
 
 async fn panics() -> &'static str {
     panic!("the handler panicked on purpose")
@@ -136,13 +142,22 @@ struct Staggered {
     pause: bool,
     paused: bool,
     exact: bool,
+    /// An exact size to claim whatever the frames are (a lying body),
+    /// less what it has yielded.
+    claim: Option<u64>,
+    yielded: u64,
 }
 
 impl Staggered {
     fn new(frames: &[&'static [u8]], pause: bool) -> Self {
         let mut frames = frames.to_vec();
         frames.reverse();
-        Self { frames, pause, paused: false, exact: false }
+        Self { frames, pause, paused: false, exact: false, claim: None, yielded: 0 }
+    }
+
+    /// "one two three", staggered, claiming an exact size of `claim`.
+    fn claiming(claim: u64) -> Self {
+        Self { claim: Some(claim), ..Self::new(&[b"one ", b"two ", b"three"], true) }
     }
 }
 
@@ -161,11 +176,15 @@ impl http_body::Body for Staggered {
             return Poll::Pending;
         }
         self.paused = false;
-        Poll::Ready(self.frames.pop().map(|frame| Ok(Frame::data(Bytes::from_static(frame)))))
+        let frame = self.frames.pop();
+        self.yielded += frame.map_or(0, |frame| frame.len() as u64);
+        Poll::Ready(frame.map(|frame| Ok(Frame::data(Bytes::from_static(frame)))))
     }
 
     fn size_hint(&self) -> SizeHint {
-        if self.exact {
+        if let Some(claim) = self.claim {
+            SizeHint::with_exact(claim.saturating_sub(self.yielded))
+        } else if self.exact {
             SizeHint::with_exact(self.frames.iter().map(|f| f.len() as u64).sum())
         } else {
             SizeHint::default()
@@ -385,16 +404,111 @@ fn a_sized_body_after_an_await_keeps_its_length() {
     });
 }
 
+/// A body of exact size past 1 MiB (a `Vec`, a file a service knows the
+/// size of) streams with `Content-Length`, over HTTP/1.1, 1.0 and 2, as
+/// hyper sends it: it was chunked (an outside review's new axum user). A
+/// `HEAD` to it has the length and no body.
+#[test]
+fn a_body_of_exact_size_streams_with_its_length() {
+    let (runtime, server) = server();
+    let mut client = Client::connect(server.addr);
+    let huge = HUGE.to_string();
+    for _ in 0..2 {
+        let reply = client.get("/huge-vec");
+        assert_eq!((reply.status, reply.body.len()), (200, HUGE));
+        assert!(reply.body.iter().all(|&b| b == b'h'));
+        assert_eq!(reply.header("content-length"), Some(huge.as_str()));
+        assert_eq!(reply.header("transfer-encoding"), None);
+    }
+    client.send(b"HEAD /huge-vec HTTP/1.1\r\nHost: t\r\n\r\n");
+    let reply = client.reply_to(true).unwrap();
+    assert_eq!((reply.status, reply.body.len()), (200, 0));
+    assert_eq!(reply.header("content-length"), Some(huge.as_str()));
+    assert_eq!(reply.header("transfer-encoding"), None);
+    assert_eq!(client.get("/plaintext").text(), "Hello, World!", "framed right");
+    // HTTP/1.0 has no chunked coding: a length keeps the connection open.
+    client.send(b"GET /huge-vec HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
+    let reply = client.reply().unwrap();
+    assert_eq!((reply.body.len(), reply.header("content-length")), (HUGE, Some(huge.as_str())));
+    assert_eq!(client.get("/plaintext").text(), "Hello, World!", "still open");
+    runtime.block_on(async {
+        let send = common::h2_client(server.addr).await;
+        let request = http::Request::get("http://t/huge-vec").body(()).unwrap();
+        let (answer, _) = send.ready().await.unwrap().send_request(request, true).unwrap();
+        let answer = answer.await.unwrap();
+        let length = answer.headers().get("content-length").map(|v| v.to_str().unwrap());
+        assert_eq!(length, Some(huge.as_str()));
+        let mut body = answer.into_body();
+        let mut got = 0;
+        while let Some(piece) = body.data().await {
+            let piece = piece.expect("the h2 client checks the length against the DATA");
+            let _ = body.flow_control().release_capacity(piece.len());
+            got += piece.len();
+        }
+        assert_eq!(got, HUGE);
+    });
+}
+
+/// A body whose exact size is a lie (100 or 5 claimed, 13 sent) is cut
+/// where the lie shows: the client gets the declared length and fewer
+/// bytes, then the close, so it knows the answer is incomplete (RFC 9112
+/// §6.3); never more bytes than declared, never a completed response.
+/// Over HTTP/2 the stream is reset (or, when the lie shows before the
+/// head went out, answered `500`).
+#[test]
+fn a_body_that_lies_about_its_exact_size_is_cut() {
+    let (runtime, server) = server();
+    for (path, claim, most) in [("/claims-more", "100", 13), ("/claims-less", "5", 5)] {
+        let mut client = Client::connect(server.addr);
+        client.send(format!("GET {path} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes());
+        let bytes = client.read_to_end().unwrap();
+        let text = String::from_utf8_lossy(&bytes);
+        let (head, body) = text.split_once("\r\n\r\n").expect("a head");
+        let fields: Vec<&str> = head.split("\r\n").collect();
+        assert!(fields.contains(&format!("Content-Length: {claim}").as_str()), "{path}: {head}");
+        assert!(!head.contains("Transfer-Encoding"), "{path}: {head}");
+        assert!(body.len() < claim.parse().unwrap() && body.len() <= most, "{path}: {body:?}");
+    }
+    runtime.block_on(async {
+        let send = common::h2_client(server.addr).await;
+        for path in ["/claims-more", "/claims-less"] {
+            let request = http::Request::get(format!("http://t{path}")).body(()).unwrap();
+            let (answer, _) =
+                send.clone().ready().await.unwrap().send_request(request, true).unwrap();
+            let failed = match answer.await {
+                // Caught before the head went out: a whole `500` instead.
+                Ok(answer) if answer.status() == 500 => true,
+                Ok(answer) => {
+                    let mut body = answer.into_body();
+                    let mut failed = false;
+                    while let Some(piece) = body.data().await {
+                        if piece.is_err() {
+                            failed = true;
+                            break;
+                        }
+                    }
+                    failed
+                }
+                Err(_) => true,
+            };
+            assert!(failed, "{path}: completed over HTTP/2");
+        }
+    });
+}
+
 #[test]
 fn bodies_that_wait_are_streamed() {
     let (_runtime, server) = server();
     let mut client = Client::connect(server.addr);
-    for path in ["/slow-body", "/sized-slow-body"] {
-        let reply = client.get(path);
-        assert_eq!(reply.status, 200, "{path}");
-        assert_eq!(reply.header("transfer-encoding"), Some("chunked"), "{path}");
-        assert_eq!(reply.header("content-length"), None, "{path}");
-    }
+    let reply = client.get("/slow-body");
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.header("transfer-encoding"), Some("chunked"));
+    assert_eq!(reply.header("content-length"), None);
+    // A body of exact size streams with its length, as hyper sends it.
+    let reply = client.get("/sized-slow-body");
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.header("transfer-encoding"), None);
+    assert_eq!(reply.header("content-length"), Some("14"));
     // Frames all ready but no exact size: collected into one sized body.
     let reply = client.get("/ready-pieces");
     assert_eq!(reply.text(), "one two three");
