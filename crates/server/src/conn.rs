@@ -27,7 +27,9 @@
 //!    rate (then close);
 //! 2. request bodies the client owes and the server would read: the
 //!    minimum request-body rate (then 408, or a close once a response
-//!    started; HTTP/2: GOAWAY);
+//!    started; HTTP/2: GOAWAY, unless streams the client does not hold up
+//!    are open too, such as ones the application holds: then only the
+//!    streams it owes bodies on end, 408 or reset, and the rest go on);
 //! 3. a head under way (`Session::head_under_way`; HTTP/2: a field block,
 //!    whatever else the connection carries), each timed from the first
 //!    look that found it: `header_timeout` (then 408; HTTP/2: GOAWAY);
@@ -40,8 +42,9 @@
 //!    back by the application, HTTP/2 credit a response waits for):
 //!    `io_timeout` without progress (then 408, or a close once a response
 //!    started; HTTP/2: GOAWAY, unless streams the client does not hold up
-//!    are open too, such as ones the application holds: then only the
-//!    streams it owes bodies on end, 408 or reset, and the rest go on);
+//!    are open too, such as ones the application holds: then each stream
+//!    it owes a body on ends at its own clock's time, 408 or reset, and
+//!    the rest go on);
 //! 7. only the application (a deferred answer, a body it is behind on, a
 //!    streamed body between pieces): `response_timeout` (then 503, or a
 //!    cut once its response started; HTTP/2: those streams alone).
@@ -572,6 +575,12 @@ impl<H: Handler> Conn<H> {
         if on_time {
             return None;
         }
+        if self.session.expire_slow_bodies(cx) {
+            // HTTP/2: the slow streams ended alone, the application's go
+            // on; the meter starts again with what is owed now.
+            self.sending = None;
+            return Some(Verdict::Drive);
+        }
         self.session.too_slow_sending(cx);
         if !self.try_write(now) {
             return Some(Verdict::Close);
@@ -696,10 +705,11 @@ impl<H: Handler> Conn<H> {
                 return Verdict::Drive;
             }
         } else {
-            if owes && self.session.expire_client(cx) {
-                // HTTP/2 ended the streams whose bodies the client held
-                // up; the ones the application holds go on.
-                return Verdict::Drive;
+            if owes && self.session.defers_to_streams() {
+                // HTTP/2 with streams the application holds: each stream
+                // the client holds up ends at its own clock's time (read
+                // after this, at the same tick), the rest go on.
+                return Verdict::Open;
             }
             return self.refuse_late(now, cx);
         }

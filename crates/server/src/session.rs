@@ -1010,13 +1010,22 @@ impl<H: Handler> Session<H> {
         }
     }
 
-    /// The client is late on request bytes (`io_timeout`): over HTTP/2,
-    /// when streams it does not hold up are open too, only the streams it
-    /// owes a body on end (`408`, or reset) and the connection goes on:
-    /// returns `true`. Otherwise (HTTP/1, or nothing else open) `false`:
-    /// the caller refuses the connection.
-    pub(crate) fn expire_client(&mut self, cx: &Context) -> bool {
-        self.h2.as_mut().is_some_and(|h2| h2.expire_client(cx))
+    /// The client is late on request bytes (`io_timeout`): whether, over
+    /// HTTP/2 with streams it does not hold up open too, the streams it
+    /// owes bodies on are left to their own clocks (`h2/clock.rs`), which
+    /// end each at its time, and the connection goes on. `false` (HTTP/1,
+    /// or nothing else open): the caller refuses the connection.
+    pub(crate) fn defers_to_streams(&self) -> bool {
+        self.h2().is_some_and(|h2| h2.defers_to_streams())
+    }
+
+    /// The minimum request-body rate failed: over HTTP/2 with streams the
+    /// client does not hold up open too, only the streams it owes bodies
+    /// on end (`408`, or a reset) and the connection goes on: `true`.
+    /// `false` (HTTP/1, or nothing else open): the caller refuses the
+    /// connection ([`too_slow_sending`](Self::too_slow_sending)).
+    pub(crate) fn expire_slow_bodies(&mut self, cx: &Context) -> bool {
+        self.h2.as_mut().is_some_and(|h2| h2.expire_slow_bodies(cx))
     }
 
     /// HTTP/2: each stream's own clock, at a tick that found the

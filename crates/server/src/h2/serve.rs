@@ -936,18 +936,17 @@ impl<S: Send + 'static> Http2<S> {
         }
     }
 
-    /// The connection's I/O timeout found the client late on request
-    /// bodies while streams it does not hold up are open too (ones the
-    /// application holds, or that wait for room or credit): only the
-    /// streams it owes a body on end, as their own clocks would end them
-    /// (`408`, or a reset with CANCEL once their response started), and
-    /// the connection goes on with the rest. Returns whether it did so;
-    /// `false` (every open stream waits for the client's body) leaves the
-    /// connection's GOAWAY to the caller.
-    pub(crate) fn expire_client(&mut self, cx: &Context) -> bool {
+    /// The streams whose request bodies the client owes (the ones
+    /// [`client_owes`](Self::client_owes) counts), if the connection also
+    /// has streams the client does not hold up (ones the application
+    /// holds, or that wait for room), none waiting for the client's
+    /// credit, and each owing stream's clock runs for the client: then a
+    /// timer that finds the client late on request bodies judges those
+    /// streams, not the whole connection.
+    /// `None` otherwise (everything open waits for the client: the
+    /// connection's GOAWAY is the answer).
+    fn owing_beside_others(&self) -> Option<Vec<u32>> {
         let conn = &self.conn;
-        // The bodies [`client_owes`](Self::client_owes) counts, wanted or
-        // not.
         let owes =
             |id: u32, exchange: &Exchange<S>| exchange.body_owed() && conn.receive_credit(id) > 0;
         let owing: Vec<u32> =
@@ -956,9 +955,34 @@ impl<S: Send + 'static> Http2<S> {
         // that too, and the connection's timeout is its answer.
         let rest_waits =
             self.exchanges.iter().any(|(&id, e)| !owes(id, e) && waits_for_credit(conn, id, e));
-        if owing.is_empty() || owing.len() == self.exchanges.len() || rest_waits {
-            return false;
-        }
+        // And each owing stream's clock runs for the client (a body no one
+        // wants is not timed by it): it will end the stream.
+        let clocked = self
+            .exchanges
+            .iter()
+            .all(|(&id, e)| !owes(id, e) || holder(conn, id, e) == Holder::Client);
+        let alone = owing.is_empty() || owing.len() == self.exchanges.len() || rest_waits;
+        (!alone && clocked).then_some(owing)
+    }
+
+    /// Whether the connection's I/O timeout, finding the client late on
+    /// request bodies, leaves them to their streams' own clocks (see
+    /// [`owing_beside_others`](Self::owing_beside_others)): each owing
+    /// stream then ends at its own time (`408`, or a reset), the rest go
+    /// on. A stream that only just came to owe (the application read its
+    /// lent body late) keeps its full time.
+    pub(crate) fn defers_to_streams(&self) -> bool {
+        self.owing_beside_others().is_some()
+    }
+
+    /// The minimum request-body rate failed: with streams the client does
+    /// not hold up open too (see [`owing_beside_others`](Self::owing_beside_others)),
+    /// the streams whose bodies it owes end (`408`, or a reset with
+    /// CANCEL once their response started) and the connection goes on;
+    /// the rate is the connection's, so each of them is charged. Returns
+    /// whether it did so; `false` leaves the connection's GOAWAY.
+    pub(crate) fn expire_slow_bodies(&mut self, cx: &Context) -> bool {
+        let Some(owing) = self.owing_beside_others() else { return false };
         for id in owing {
             self.expire(id, Holder::Client, cx);
         }
