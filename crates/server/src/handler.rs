@@ -195,9 +195,10 @@ impl<'a> Request<'a> {
     /// from an absolute-form target (or HTTP/2's `:authority`), otherwise
     /// the Host field's value; empty only when there is neither (an
     /// HTTP/1.0 request without Host, an HTTP/2 request with neither
-    /// `:authority` nor `host`, as RFC 9113 §8.3.1 allows). Its syntax is checked (RFC 9110
-    /// §7.2) and it names a host: the server answered `400` to anything
-    /// else, an empty Host or a port alone (`Host: :80`) included.
+    /// `:authority` nor `host`, as RFC 9113 §8.3.1 allows). Its syntax is
+    /// checked (RFC 9110 §7.2) and it names a host: the server answered
+    /// `400` to anything else, an empty Host or a port alone (`Host: :80`)
+    /// included.
     pub fn authority(&self) -> &'a str {
         std::str::from_utf8(self.authority).unwrap_or_default()
     }

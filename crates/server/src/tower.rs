@@ -726,7 +726,8 @@ impl<B: http_body::Body> OnWorker<B> {
     ) -> Self {
         let hint = body.as_ref().as_pin_ref().map(|body| body.size_hint());
         let hold = hint.as_ref().map_or(HOLD_LIMIT, hold_limit);
-        let exact = hint.and_then(|hint| hint.exact()).map(|rest| rest + held.len() as u64);
+        // (A hint past u64 with what is held is no size at all.)
+        let exact = hint.and_then(|hint| hint.exact()?.checked_add(held.len() as u64));
         Self {
             parts: Some(parts),
             length: None,
@@ -1078,7 +1079,8 @@ async fn respond_later<B>(
     let hold = hold_limit(&hint);
     // A body of exact size streams with its length (as hyper sends it),
     // and must then send exactly that; `HEAD`'s emptied body has none.
-    let exact = hint.exact().map(|rest| rest + held.len() as u64).filter(|_| !head_request);
+    let exact =
+        hint.exact().and_then(|rest| rest.checked_add(held.len() as u64)).filter(|_| !head_request);
     let mut declared = None;
     let mut streamed = 0u64;
     let mut streaming = false;
