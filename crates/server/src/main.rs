@@ -99,9 +99,8 @@ struct Args {
     #[arg(long, default_value_t = H2Config::default().connection_window_size)]
     h2_connection_window_size: u32,
     /// HTTP/2: resets a client may cause (rapid reset, MadeYouReset)
-    /// before its connection is closed: its resets of streams whose answer
-    /// is still being produced, and our stream errors; each stream
-    /// answered in full earns one back.
+    /// before its connection is closed; each stream answered in full earns
+    /// one back.
     #[arg(long, default_value_t = H2Config::default().reset_budget)]
     h2_reset_budget: u32,
     /// HTTP/2: frames that do no work (empty DATA or CONTINUATION,

@@ -60,11 +60,8 @@
 //!
 //! - **Rapid reset (CVE-2023-44487) and MadeYouReset (CVE-2025-8671):** a
 //!   budget of [`Config::reset_budget`] resets, spent by each stream the
-//!   client resets while the application still produces its answer (not
-//!   once every byte of it is produced and only its delivery is left: a
-//!   download the client gave up on, [`Streams::answered`]) and by each
-//!   stream error we send, and refilled by one for each stream that
-//!   completes normally.
+//!   client resets before its response ended and by each stream error we
+//!   send, and refilled by one for each stream that completes normally.
 //!   (A first flight past MAX_CONCURRENT_STREAMS, sent before the client
 //!   acknowledged our SETTINGS, has one limit's worth of free refusals.)
 //! - **CONTINUATION flood (CVE-2024-27316 class):** a field block may take
@@ -226,15 +223,6 @@ pub trait Streams {
     /// `stream` ended early (the client reset it or broke a rule): drop
     /// whatever is under way for it.
     fn reset(&mut self, stream: u32);
-    /// Whether every byte of `stream`'s answer is produced, so that only
-    /// its delivery is left (asked before a client's reset of it). Such a
-    /// reset wastes no work the application is still doing, and spends
-    /// none of [`Config::reset_budget`]. The default, `false`, counts
-    /// every reset before the response's end.
-    fn answered(&self, stream: u32) -> bool {
-        let _ = stream;
-        false
-    }
     /// Send credit arrived for `stream` (0: for the connection): data that
     /// waited for it may go now.
     fn writable(&mut self, stream: u32);
@@ -1111,12 +1099,9 @@ impl Connection {
         self.remember_closed(id);
         let update = stream.input.abort().ok().flatten();
         self.connection_update(update);
-        // Reset before its response ended, while the application still
-        // produced it: the rapid-reset pattern. (An answer all produced,
-        // waiting for credit, is a download the client gave up on.)
-        let answered = streams.answered(id);
         streams.reset(id);
-        if !stream.local_closed && !answered {
+        if !stream.local_closed {
+            // Reset before its response ended: the rapid-reset pattern.
             self.spend_budget();
         }
     }

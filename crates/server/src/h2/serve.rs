@@ -1383,10 +1383,6 @@ impl<H: Handler> Streams for Dispatch<'_, H> {
         self.reset_stream(stream);
     }
 
-    fn answered(&self, stream: u32) -> bool {
-        self.exchanges.get(&stream).is_some_and(|exchange| exchange.finished)
-    }
-
     fn writable(&mut self, _stream: u32) {
         // `flush` runs after every receive and looks at every stream.
     }
