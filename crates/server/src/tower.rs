@@ -616,18 +616,16 @@ fn answer_now<B>(
         return failed(response, error);
     }
     let (parts, body) = answer.into_parts();
+    // The body's size as it says before any frame is taken (as hyper
+    // reads it).
+    let hint = body.size_hint();
     let mut place = Place::<B>::take();
     place.pinned().set(Some(body));
-    if place
-        .pinned()
-        .as_ref()
-        .as_pin_ref()
-        .is_none_or(|body| body.size_hint().exact().is_none_or(|length| length > INLINE_LIMIT))
-    {
+    if hint.exact().is_none_or(|length| length > INLINE_LIMIT) {
         let body = place.steal();
         return poll_later(
             response,
-            OnWorker::new(parts, body, Held::Nothing, head_request, runtime),
+            OnWorker::new(parts, body, Held::Nothing, &hint, head_request, runtime),
         );
     }
     let mut held = Held::Nothing;
@@ -647,7 +645,7 @@ fn answer_now<B>(
                 let body = place.steal();
                 return poll_later(
                     response,
-                    OnWorker::new(parts, body, held, head_request, runtime),
+                    OnWorker::new(parts, body, held, &hint, head_request, runtime),
                 );
             }
             Ok(Some(Poll::Ready(Some(Err(error))))) => return failed(response, error.into()),
@@ -717,17 +715,18 @@ struct OnWorker<B: http_body::Body> {
 }
 
 impl<B: http_body::Body> OnWorker<B> {
+    /// `hint` is the body's size hint before any of its frames was taken
+    /// (`held` holds those taken).
     fn new(
         parts: http::response::Parts,
         body: Pin<Box<Option<B>>>,
         held: Held<B::Data>,
+        hint: &SizeHint,
         head_request: bool,
         runtime: &tokio::runtime::Handle,
     ) -> Self {
-        let hint = body.as_ref().as_pin_ref().map(|body| body.size_hint());
-        let hold = hint.as_ref().map_or(HOLD_LIMIT, hold_limit);
-        // (A hint past u64 with what is held is no size at all.)
-        let exact = hint.and_then(|hint| hint.exact()?.checked_add(held.len() as u64));
+        let hold = hold_limit(hint);
+        let exact = hint.exact();
         Self {
             parts: Some(parts),
             length: None,
@@ -1075,12 +1074,13 @@ async fn respond_later<B>(
     B::Error: Into<BoxError>,
 {
     let length = write_head(&mut responder, &parts);
+    // The body's size as it says before any frame is taken (as hyper
+    // reads it; nothing is held yet).
     let hint = body.size_hint();
     let hold = hold_limit(&hint);
     // A body of exact size streams with its length (as hyper sends it),
     // and must then send exactly that; `HEAD`'s emptied body has none.
-    let exact =
-        hint.exact().and_then(|rest| rest.checked_add(held.len() as u64)).filter(|_| !head_request);
+    let exact = hint.exact().filter(|_| !head_request);
     let mut declared = None;
     let mut streamed = 0u64;
     let mut streaming = false;
