@@ -1,6 +1,10 @@
 //! Review of bde52d4 + f558888 (tower: a body of exact size streams with
 //! Content-Length): scripted bodies against the wire.
 #![cfg(feature = "tower")]
+// Its HTTP/2 client runs on tokio sockets, whose readiness tokio's I/O
+// driver hands over through epoll, which TSan cannot see (a report inside
+// tokio, tokio-rs/tokio#7299): left out under scripts/tsan.sh's cfg.
+#![cfg(not(falconet_tsan))]
 
 mod common;
 
