@@ -256,14 +256,6 @@ fn hold_limit(body: &SizeHint) -> usize {
     }
 }
 
-/// The longest `HEAD` response sent as a sized body that is never sent
-/// ([`HEAD_BODY`]); a longer one declares its length.
-const HEAD_LENGTH_LIMIT: usize = 1 << 20;
-
-/// The body of a `HEAD` response, whose length only is sent (zeroed
-/// memory that is never read, so never paged in).
-static HEAD_BODY: [u8; HEAD_LENGTH_LIMIT] = [0; HEAD_LENGTH_LIMIT];
-
 /// The most one request-body frame holds.
 const READ_PIECE: usize = 256 * 1024;
 
@@ -654,11 +646,12 @@ fn answer_now<B>(
     }
     drop(place);
     let length = write_head(response, &parts);
-    let _ = match (held.sized_body(head_request, length), length) {
-        (Some(body), _) => response.body(body),
-        (None, None) => response.unsized_head(),
-        // A `HEAD` answer past HEAD_LENGTH_LIMIT: its length, no body.
-        (None, Some(length)) => response.declare_length(length).and_then(|()| response.write(b"")),
+    let _ = match held.framing(head_request, length) {
+        Framing::Sized(body) => response.body(body),
+        Framing::NoField => response.unsized_head(),
+        Framing::Length(length) => {
+            response.declare_length(length).and_then(|()| response.write(b""))
+        }
     };
     HeadCache::recycle(parts.headers);
 }
@@ -808,12 +801,10 @@ where
             if self.streaming {
                 return Poll::Ready(if self.short() { Step::Failed } else { Step::Done });
             }
-            let sent = match (self.held.sized_body(self.head_request, self.length), self.length) {
-                (Some(body), _) => response.body(body),
-                (None, None) => response.unsized_head(),
-                // A `HEAD` answer past HEAD_LENGTH_LIMIT: its length, no
-                // body.
-                (None, Some(length)) => {
+            let sent = match self.held.framing(self.head_request, self.length) {
+                Framing::Sized(body) => response.body(body),
+                Framing::NoField => response.unsized_head(),
+                Framing::Length(length) => {
                     response.declare_length(length).and_then(|()| response.write(b""))
                 }
             };
@@ -1149,21 +1140,16 @@ async fn respond_later<B>(
         // Else short of its declared length: dropped, so cut.
         return;
     }
-    match held.sized_body(head_request, length) {
-        Some(body) => {
+    match held.framing(head_request, length) {
+        Framing::Sized(body) => {
             let _ = responder.body(body);
         }
-        // As on the worker: a HEAD answer without a length has no framing
-        // field; one over the limit is framed as a stream, as GET's is.
-        None if length.is_none() => {
+        // As on the worker.
+        Framing::NoField => {
             let _ = responder.finish_unsized_head();
         }
-        // A `HEAD` answer past HEAD_LENGTH_LIMIT: its length, no body.
-        None => {
-            if let Some(length) = length {
-                let _ = responder.declare_length(length);
-            }
-            if responder.write(b"").await.is_ok() {
+        Framing::Length(length) => {
+            if responder.declare_length(length).is_ok() && responder.write(b"").await.is_ok() {
                 let _ = responder.finish();
             }
         }
@@ -1268,6 +1254,16 @@ fn named_by(connection: &http::header::GetAll<'_, http::HeaderValue>, name: &str
     })
 }
 
+/// How a whole (held) answer is framed ([`Held::framing`]).
+enum Framing<'a> {
+    /// This body, with its length.
+    Sized(&'a [u8]),
+    /// A `HEAD` answer's length, with no body.
+    Length(u64),
+    /// A `HEAD` answer with no framing field.
+    NoField,
+}
+
 /// Body data received but not yet written.
 enum Held<D> {
     Nothing,
@@ -1317,24 +1313,19 @@ impl<D: Buf> Held<D> {
         self.as_slice().len()
     }
 
-    /// The body to send with `Content-Length`: what is held, or for `HEAD`
-    /// with an empty body (axum empties it) and the service's length, a
-    /// body of that length that is never sent.
-    /// `None` for a `HEAD` response longer than [`HEAD_LENGTH_LIMIT`]
-    /// (its length is declared instead) or without a length (sent with
-    /// no framing field at all: axum sets `content-length` from the body's
-    /// exact size before emptying it, so none means either a `GET` body
-    /// that streams, where `Content-Length: 0` would say the resource is
-    /// empty, or an empty body axum did not empty, such as its `404`
-    /// fallback's, where `Transfer-Encoding: chunked` would say `GET`
-    /// streams).
-    fn sized_body(&self, head_request: bool, length: Option<u64>) -> Option<&[u8]> {
+    /// How a whole answer is framed: what is held, with its length; or
+    /// for `HEAD`, whose body axum empties, the service's length alone
+    /// (`content-length`, set by axum from the body's exact size before
+    /// emptying it) or no framing field at all when there is none: either
+    /// a `GET` body that streams, where `Content-Length: 0` would say the
+    /// resource is empty, or an empty body axum did not empty, such as its
+    /// `404` fallback's, where `Transfer-Encoding: chunked` would say `GET`
+    /// streams.
+    fn framing(&self, head_request: bool, length: Option<u64>) -> Framing<'_> {
         match (head_request, self.len(), length) {
-            (true, 0, Some(length)) => {
-                usize::try_from(length).ok().and_then(|length| HEAD_BODY.get(..length))
-            }
-            (true, 0, None) => None,
-            _ => Some(self.as_slice()),
+            (true, 0, Some(length)) => Framing::Length(length),
+            (true, 0, None) => Framing::NoField,
+            _ => Framing::Sized(self.as_slice()),
         }
     }
 

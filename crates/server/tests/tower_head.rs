@@ -77,6 +77,15 @@ fn app() -> Router {
             }),
         )
         .route("/big", get(|| async { vec![b'x'; 2 << 20] }))
+        .route("/small", get(|| async { "hello" }))
+        .route(
+            "/small-later",
+            get(|| async {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                "hello"
+            }),
+        )
+        .route("/empty", get(|| async { "" }))
         .route("/no-content", get(|| async { axum::http::StatusCode::NO_CONTENT }))
         .route(
             "/not-modified",
@@ -220,6 +229,35 @@ fn http10_head_keep_alive_of_a_body_of_unknown_length() {
     assert!(!text.contains("Connection: close"), "HTTP/1.0 HEAD closed the connection: {text}");
 }
 
+/// `method path` over HTTP/2: the response's fields and its whole body.
+async fn fetch(
+    send: &h2::client::SendRequest<Bytes>,
+    method: &str,
+    path: &str,
+) -> (http::HeaderMap, Vec<u8>) {
+    let mut send = send.clone().ready().await.unwrap();
+    let req =
+        http::Request::builder().method(method).uri(format!("http://t{path}")).body(()).unwrap();
+    let (response, _) = send.send_request(req, true).unwrap();
+    let response = tokio::time::timeout(Duration::from_secs(5), response)
+        .await
+        .unwrap_or_else(|_| panic!("{method} {path}: no response"))
+        .unwrap_or_else(|e| panic!("{method} {path}: {e}"));
+    let headers = response.headers().clone();
+    let mut body = response.into_body();
+    let mut bytes = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(5), async {
+        while let Some(piece) = body.data().await {
+            let piece = piece.unwrap();
+            body.flow_control().release_capacity(piece.len()).unwrap();
+            bytes.extend_from_slice(&piece);
+        }
+    })
+    .await;
+    assert!(read.is_ok(), "{method} {path}: the stream never ended");
+    (headers, bytes)
+}
+
 /// HEAD over HTTP/2 (prior knowledge) of a body of unknown length: the
 /// stream ends with no DATA bytes and no content-length; the connection
 /// serves the next request.
@@ -240,29 +278,7 @@ fn head_over_h2_of_a_body_of_unknown_length() {
             ("HEAD", "/no-content"),
             ("GET", "/slow-pieces"),
         ] {
-            let mut send = send.clone().ready().await.unwrap();
-            let req = http::Request::builder()
-                .method(method)
-                .uri(format!("http://t{path}"))
-                .body(())
-                .unwrap();
-            let (response, _) = send.send_request(req, true).unwrap();
-            let response = tokio::time::timeout(Duration::from_secs(5), response)
-                .await
-                .unwrap_or_else(|_| panic!("{method} {path}: no response"))
-                .unwrap_or_else(|e| panic!("{method} {path}: {e}"));
-            let headers = response.headers().clone();
-            let mut body = response.into_body();
-            let mut bytes = Vec::new();
-            let read = tokio::time::timeout(Duration::from_secs(5), async {
-                while let Some(piece) = body.data().await {
-                    let piece = piece.unwrap();
-                    body.flow_control().release_capacity(piece.len()).unwrap();
-                    bytes.extend_from_slice(&piece);
-                }
-            })
-            .await;
-            assert!(read.is_ok(), "{method} {path}: the stream never ended");
+            let (headers, bytes) = fetch(&send, method, path).await;
             if method == "HEAD" {
                 assert!(bytes.is_empty(), "{method} {path}: {} body bytes", bytes.len());
                 if path != "/no-content" {
@@ -275,6 +291,39 @@ fn head_over_h2_of_a_body_of_unknown_length() {
             } else {
                 assert_eq!(bytes, b"one two");
             }
+        }
+    });
+}
+
+/// HEAD of a body of known size, answered at once or after an `.await`,
+/// small, empty or past 1 MiB: GET's `Content-Length` and no body, over
+/// HTTP/1.1 and HTTP/2 (RFC 9110 §9.3.2, §8.6; RFC 9113 §8.1.1).
+#[test]
+fn head_of_a_sized_body_has_gets_length() {
+    let runtime = runtime();
+    let server =
+        serve(Options::new().workers(1), TowerHandler::new(app(), runtime.handle().clone()));
+    let cases = [("/small", "5"), ("/small-later", "5"), ("/empty", "0"), ("/big", "2097152")];
+    let mut client = Client::connect(server.addr);
+    for (path, length) in cases {
+        let (head, get) = head_then_get(&mut client, path);
+        assert_eq!(head.header("content-length"), Some(length), "HEAD {path}: {head:?}");
+        assert_eq!(head.header("transfer-encoding"), None, "HEAD {path}: {head:?}");
+        assert!(head.body.is_empty(), "HEAD {path}: {head:?}");
+        assert_eq!(get.header("content-length"), Some(length), "GET {path}: {get:?}");
+    }
+    let addr = server.addr;
+    let client_rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    client_rt.block_on(async move {
+        let send = common::h2_client(addr).await;
+        for (path, length) in cases {
+            let (headers, bytes) = fetch(&send, "HEAD", path).await;
+            assert!(bytes.is_empty(), "HEAD {path}: {} body bytes", bytes.len());
+            assert_eq!(
+                headers.get("content-length").map(|v| v.as_bytes()),
+                Some(length.as_bytes()),
+                "HEAD {path}: {headers:?}"
+            );
         }
     });
 }
