@@ -593,6 +593,7 @@ impl<H: Handler> Conn<H> {
     /// a body still being read then fails with `TimedOut`.
     pub(crate) fn check(&mut self, now: u64, timeouts: &Timeouts, cx: &mut Context) -> Verdict {
         let lingering = self.phase == Phase::Lingering;
+        self.session.advance_clock(now);
         let mut verdict = self.judge(now, timeouts, cx);
         if verdict == Verdict::Open
             && self.phase == Phase::Open

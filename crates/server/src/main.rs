@@ -98,11 +98,15 @@ struct Args {
     /// 2147483647).
     #[arg(long, default_value_t = H2Config::default().connection_window_size)]
     h2_connection_window_size: u32,
-    /// HTTP/2: resets a client may cause (rapid reset, MadeYouReset)
-    /// before its connection is closed; each stream answered in full earns
-    /// one back.
+    /// HTTP/2: resets a client may cause at once (rapid reset,
+    /// MadeYouReset) before its connection is closed; each stream answered
+    /// in full earns one back, and time earns them back (below).
     #[arg(long, default_value_t = H2Config::default().reset_budget)]
     h2_reset_budget: u32,
+    /// HTTP/2: resets the budget earns back each second (0: only answered
+    /// streams earn them back).
+    #[arg(long, default_value_t = H2Config::default().reset_refill_per_second)]
+    h2_reset_refill_per_second: u32,
     /// HTTP/2: frames that do no work (empty DATA or CONTINUATION,
     /// PRIORITY, unknown types) beyond those that do, before the
     /// connection is closed.
@@ -313,6 +317,7 @@ fn main() -> ExitCode {
             initial_window_size: args.h2_initial_window_size,
             connection_window_size: args.h2_connection_window_size,
             reset_budget: args.h2_reset_budget,
+            reset_refill_per_second: args.h2_reset_refill_per_second,
             max_empty_frames: args.h2_max_empty_frames,
             max_queued_control: args.h2_max_queued_control,
             ..H2Config::default()

@@ -434,7 +434,8 @@ impl Options {
     }
 
     /// HTTP/2's limits, among them those against the known attacks (rapid
-    /// reset and MadeYouReset: `reset_budget`; PING and SETTINGS floods:
+    /// reset and MadeYouReset: `reset_budget` and
+    /// `reset_refill_per_second`; PING and SETTINGS floods:
     /// `max_queued_control`; empty-frame floods: `max_empty_frames`), each
     /// with its default on [`Config`](crate::h2::connection::Config).
     /// Ranges: `max_concurrent_streams` at least 1; `initial_window_size` 1

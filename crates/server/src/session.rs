@@ -1028,6 +1028,14 @@ impl<H: Handler> Session<H> {
         self.h2.as_mut().is_some_and(|h2| h2.expire_slow_bodies(cx))
     }
 
+    /// HTTP/2: the timer's clock at each tick, `now` in ms, for the limits
+    /// that earn back over time (the reset budget). HTTP/1 reads none.
+    pub(crate) fn advance_clock(&mut self, now: u64) {
+        if let Some(h2) = &mut self.h2 {
+            h2.advance_clock(now);
+        }
+    }
+
     /// HTTP/2: each stream's own clock, at a tick that found the
     /// connection on time (`h2/clock.rs`): a stream its client kept
     /// waiting `io` ms, or its application `response` ms, ends alone.

@@ -251,6 +251,7 @@ fn version_and_help_say_what_a_user_needs() {
         "host:port",
         "--h2-max-concurrent-streams",
         "--h2-reset-budget",
+        "--h2-reset-refill-per-second",
         "--h2-max-empty-frames",
         "--h2-max-queued-control",
         "--h2-initial-window-size",

@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 
 use common::h2raw::{Event, Raw, frame_bytes, integer, literal, req, string};
 use common::serve;
+use falconet_server::h2::connection::Config;
 use falconet_server::h2::frame::{self, ErrorCode, flag, kind, setting};
 use falconet_server::{Handler, MinDataRate, Options, Request, Responder, Response, Status};
 
@@ -698,21 +699,29 @@ fn priority_self_dependency(ctx: &Ctx) -> Result<String, String> {
     }
 }
 
-/// CVE-2019-9514: invalid requests that each draw a RST_STREAM. Budget 200
-/// (reset_budget) then GOAWAY(EYC).
+/// The documented reset budget (`Config::reset_budget`, 1,000): the
+/// attacks below send several times as many and must be cut off near it.
+fn budget() -> u64 {
+    u64::from(Config::default().reset_budget)
+}
+
+/// CVE-2019-9514: invalid requests that each draw a RST_STREAM. The reset
+/// budget then GOAWAY(EYC).
 fn reset_flood(ctx: &Ctx) -> Result<String, String> {
     let mut raw = ctx.connect();
     let mut out = Vec::new();
-    for i in 0..2000u32 {
+    for i in 0..5000u32 {
         let b = req_with("GET", "/plaintext", &[("Bad-Upper", "x")]);
         out.extend(headers_frame(2 * i + 1, &b, true));
     }
     let f = expect_goaway(&mut raw, out, &[EYC], true, ctx)?;
     let dispatched = ctx.heads.load(Ordering::Relaxed);
-    if f.rst + f.heads > 400 {
+    if (f.rst + f.heads) as u64 > 2 * budget() {
         return Err(format!(
-            "{} resets / {} answers before the GOAWAY (budget 200)",
-            f.rst, f.heads
+            "{} resets / {} answers before the GOAWAY (budget {})",
+            f.rst,
+            f.heads,
+            budget()
         ));
     }
     Ok(format!(
@@ -822,7 +831,7 @@ fn unknown_frame_flood(ctx: &Ctx) -> Result<String, String> {
 }
 
 /// CVE-2023-44487: HEADERS + RST_STREAM(CANCEL) pairs for requests the
-/// application holds. Documented: reset_budget 200 then GOAWAY(EYC); the
+/// application holds. Documented: the reset budget then GOAWAY(EYC); the
 /// work the handler sees is bounded.
 fn rapid_reset(ctx: &Ctx) -> Result<String, String> {
     let mut raw = ctx.connect();
@@ -833,7 +842,7 @@ fn rapid_reset(ctx: &Ctx) -> Result<String, String> {
     }
     let f = expect_goaway(&mut raw, out, &[EYC], true, ctx)?;
     let heads = ctx.heads.load(Ordering::Relaxed) - ctx.probes.get();
-    if heads > 500 {
+    if heads as u64 > budget() * 5 / 2 {
         return Err(format!("handler started {heads} requests before the cut-off"));
     }
     Ok(format!("{}; handler started {heads} of 5000", f.end.show()))
@@ -886,7 +895,7 @@ fn made_you_reset(
     }
     let f = expect_goaway(&mut raw, out, &[EYC], true, ctx)?;
     let heads = ctx.heads.load(Ordering::Relaxed) - ctx.probes.get();
-    if f.rst > 400 || heads > 600 {
+    if f.rst as u64 > 2 * budget() || heads as u64 > 3 * budget() {
         return Err(format!(
             "{} resets sent and {heads} requests started before the cut-off",
             f.rst

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use common::h2raw::{Credit, Event, Frame, Raw, block, literal, req};
 use common::serve;
+use falconet_server::h2::connection::Config;
 use falconet_server::h2::frame::{self, ErrorCode, FrameHeader, PREFACE, kind};
 use falconet_server::{Handler, Options, Request, Response, Status};
 
@@ -469,7 +470,7 @@ fn rapid_reset_is_cut_off() {
     let server = serve(Options::new().workers(1), Probe);
     let mut raw = Raw::handshake(server.addr, &[]);
     let mut out = Vec::new();
-    for i in 0..1000u32 {
+    for i in 0..3000u32 {
         let id = 2 * i + 1;
         let b = req("GET", "/slow");
         FrameHeader { length: b.len() as u32, kind: kind::HEADERS, flags: 5, stream: id }
@@ -480,6 +481,42 @@ fn rapid_reset_is_cut_off() {
     let _ = raw.try_send(&out);
     let fate = raw.fate(Duration::from_secs(3));
     assert_eq!(fate, format!("GOAWAY({})", ErrorCode::ENHANCE_YOUR_CALM.value()));
+}
+
+/// The server's timer refills the reset budget
+/// (`Config::reset_refill_per_second`): five resets, a pause of a few
+/// ticks, five more keep the connection at 1,000 a second; with no refill
+/// the sixth ends it.
+#[test]
+fn the_timer_refills_the_reset_budget() {
+    let fates = [1_000, 0].map(|refill| {
+        let config =
+            Config { reset_budget: 5, reset_refill_per_second: refill, ..Config::default() };
+        let server = serve(Options::new().workers(1).http2(config), Probe);
+        let mut raw = Raw::handshake(server.addr, &[]);
+        let mut id = 1;
+        for burst in 0..2 {
+            if burst == 1 {
+                // The timer ticks at most 500 ms apart.
+                std::thread::sleep(Duration::from_millis(1_200));
+            }
+            let mut out = Vec::new();
+            for _ in 0..5 {
+                let b = req("GET", "/slow");
+                FrameHeader { length: b.len() as u32, kind: kind::HEADERS, flags: 5, stream: id }
+                    .encode(&mut out);
+                out.extend_from_slice(&b);
+                frame::encode_rst_stream(&mut out, id, ErrorCode::CANCEL);
+                id += 2;
+            }
+            raw.send(&out);
+        }
+        raw.fate(Duration::from_millis(500))
+    });
+    assert_eq!(
+        fates,
+        ["open".to_string(), format!("GOAWAY({})", ErrorCode::ENHANCE_YOUR_CALM.value())]
+    );
 }
 
 /// h2c upgrade with the preface pipelined right behind the request (a

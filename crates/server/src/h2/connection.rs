@@ -61,7 +61,9 @@
 //! - **Rapid reset (CVE-2023-44487) and MadeYouReset (CVE-2025-8671):** a
 //!   budget of [`Config::reset_budget`] resets, spent by each stream the
 //!   client resets before its response ended and by each stream error we
-//!   send, and refilled by one for each stream that completes normally.
+//!   send, and refilled by one for each stream that completes normally
+//!   and by [`Config::reset_refill_per_second`] a second (a token bucket,
+//!   `budget.rs`; nghttp2's burst and rate by default).
 //!   (A first flight past MAX_CONCURRENT_STREAMS, sent before the client
 //!   acknowledged our SETTINGS, has one limit's worth of free refusals.)
 //! - **CONTINUATION flood (CVE-2024-27316 class):** a field block may take
@@ -141,6 +143,7 @@ const fn update_threshold(size: u32) -> u32 {
     size / UPDATE_DIVISOR
 }
 
+use super::budget::ResetBudget;
 use super::frame::{
     self, ErrorCode, ErrorScope, Frame, FrameError, FrameHeader, HEADER_LEN, PREFACE, Settings,
     setting,
@@ -178,9 +181,14 @@ pub struct Config {
     pub max_header_list_size: u32,
     /// Fields per block (default 128).
     pub max_fields: usize,
-    /// Resets the client may cause before the connection ends (default
-    /// 200; see the module docs).
+    /// Resets the client may cause at once before the connection ends
+    /// (default 1,000, nghttp2's burst; see the module docs).
     pub reset_budget: u32,
+    /// Resets the budget earns back each second, up to
+    /// [`reset_budget`](Self::reset_budget) (default 33, nghttp2's rate;
+    /// 0: only completed streams earn them back). Read from the clock the
+    /// caller passes to [`Connection::tick`].
+    pub reset_refill_per_second: u32,
     /// Acknowledgements (PING, SETTINGS) and resets waiting in the output
     /// (default 1,000; at least 1 is used, or the client's first SETTINGS
     /// would end the connection).
@@ -200,7 +208,8 @@ impl Default for Config {
             max_frame_size: frame::DEFAULT_MAX_FRAME_SIZE,
             max_header_list_size: 16 * 1024,
             max_fields: 128,
-            reset_budget: 200,
+            reset_budget: 1000,
+            reset_refill_per_second: 33,
             max_queued_control: 1000,
             max_empty_frames: 100,
         }
@@ -363,7 +372,7 @@ pub struct Connection {
     sent: usize,
     shared: Pieces,
     scratch: Vec<u8>,
-    budget: u32,
+    budget: ResetBudget,
     /// Streams past MAX_CONCURRENT_STREAMS that may still be refused
     /// without spending the reset budget, while the client has not
     /// acknowledged our SETTINGS (its first flight may exceed a limit it
@@ -466,7 +475,7 @@ impl Connection {
             sent: 0,
             shared: Pieces::default(),
             scratch: Vec::new(),
-            budget: config.reset_budget,
+            budget: ResetBudget::new(config.reset_budget, config.reset_refill_per_second),
             free_refusals: config.max_concurrent_streams,
             ignored_allowance: IGNORED_PER_STREAM,
             queued_control: 0,
@@ -477,6 +486,14 @@ impl Connection {
             empty_frames: 0,
             error: None,
         })
+    }
+
+    /// The clock: `now_ms` milliseconds on any monotonic clock the caller
+    /// keeps (the server's timer calls this at each of its ticks). The
+    /// reset budget earns back [`Config::reset_refill_per_second`] for
+    /// each second since the first call; nothing else reads it.
+    pub fn tick(&mut self, now_ms: u64) {
+        self.budget.refill(now_ms);
     }
 
     /// Reads every complete frame at the start of `input`, telling
@@ -966,7 +983,7 @@ impl Connection {
         if self.streams.len() >= self.config.max_concurrent_streams as usize {
             if self.free_refusals > 0 {
                 self.free_refusals -= 1;
-                self.budget += 1; // what `refuse` spends
+                return self.send_reset(id, ErrorCode::REFUSED_STREAM);
             }
             return self.refuse(id, ErrorCode::REFUSED_STREAM);
         }
@@ -1167,8 +1184,18 @@ impl Connection {
         self.refuse(id, code);
     }
 
-    /// Sends RST_STREAM(`code`) for a stream not (or no longer) in the map.
+    /// Sends RST_STREAM(`code`) for a stream not (or no longer) in the
+    /// map, spending the reset budget.
     fn refuse(&mut self, id: u32, code: ErrorCode) {
+        if self.phase != Phase::Closed {
+            self.send_reset(id, code);
+            self.spend_budget();
+        }
+    }
+
+    /// Sends RST_STREAM(`code`) for a stream not (or no longer) in the
+    /// map.
+    fn send_reset(&mut self, id: u32, code: ErrorCode) {
         if self.phase == Phase::Closed {
             return;
         }
@@ -1176,7 +1203,6 @@ impl Connection {
         frame::encode_rst_stream(&mut self.out, id, code);
         self.remember_reset(id);
         self.control_queued(start);
-        self.spend_budget();
     }
 
     /// DATA the client sent before it saw our RST_STREAM is ignored.
@@ -1185,10 +1211,9 @@ impl Connection {
     }
 
     fn spend_budget(&mut self) {
-        if self.budget == 0 {
-            return self.fail(ErrorCode::ENHANCE_YOUR_CALM, "too many resets");
+        if !self.budget.spend() {
+            self.fail(ErrorCode::ENHANCE_YOUR_CALM, "too many resets");
         }
-        self.budget -= 1;
     }
 
     /// Spends one of the allowance of frames the server ignores; past it,
@@ -1251,7 +1276,7 @@ impl Connection {
             }
             frame::encode_rst_stream(&mut self.out, id, ErrorCode::NO_ERROR);
             self.remember_reset(id);
-            self.budget = (self.budget + 1).min(self.config.reset_budget);
+            self.budget.earn();
             return;
         }
         self.complete_if_closed(id);
@@ -1265,7 +1290,7 @@ impl Connection {
                 self.retire(stream);
             }
             self.remember_closed(id);
-            self.budget = (self.budget + 1).min(self.config.reset_budget);
+            self.budget.earn();
         }
     }
 

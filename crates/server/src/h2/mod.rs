@@ -15,6 +15,7 @@
 //!   stream states, field blocks, flow control on `falconet-flow`, the
 //!   limits against known attacks), driven with bytes like [`Session`](crate::Session).
 
+mod budget;
 mod clock;
 pub mod connection;
 pub mod frame;

@@ -989,6 +989,12 @@ impl<S: Send + 'static> Http2<S> {
         true
     }
 
+    /// The timer's clock, at `now` (ms), for what earns back over time
+    /// (the reset budget, `budget.rs`).
+    pub(crate) fn advance_clock(&mut self, now: u64) {
+        self.conn.tick(now);
+    }
+
     /// One tick of each stream's own clock (`clock.rs`), at `now` (ms):
     /// a stream whose client has owed its body for `io` ms ends as the
     /// connection would over HTTP/1 (`408` if none of its response was

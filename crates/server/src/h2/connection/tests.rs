@@ -802,6 +802,96 @@ fn made_you_reset() {
     assert_eq!(c.goaway(), Some(ErrorCode::ENHANCE_YOUR_CALM));
 }
 
+/// HEADERS then RST_STREAM on stream `stream`, with the clock at `now`
+/// (ms) first.
+fn reset_at(c: &mut Client, stream: u32, now: u64) {
+    c.conn.tick(now);
+    let headers = c.request(stream, "/", false);
+    c.feed(&headers);
+    c.feed(&raw(kind::RST_STREAM, 0, stream, &[0, 0, 0, 8]));
+}
+
+/// Time earns resets back, `reset_refill_per_second` a second, never
+/// past the budget: 5 at once, then one each 100 ms at 10 a second.
+#[test]
+fn time_earns_resets_back() {
+    let config = Config { reset_budget: 5, reset_refill_per_second: 10, ..Config::default() };
+    let mut c = Client::with(config);
+    let mut stream = 1;
+    for _ in 0..5 {
+        reset_at(&mut c, stream, 0);
+        stream += 2;
+    }
+    // An hour idle earns the budget back, not an hour's worth.
+    reset_at(&mut c, stream, 3_600_000);
+    stream += 2;
+    for _ in 0..4 {
+        reset_at(&mut c, stream, 3_600_000);
+        stream += 2;
+    }
+    assert!(c.conn.error().is_none());
+    // Spent: 99 ms earns 0.99 of one, the 100th ms the whole one.
+    reset_at(&mut c, stream, 3_600_100);
+    stream += 2;
+    assert!(c.conn.error().is_none());
+    reset_at(&mut c, stream, 3_600_199);
+    assert_eq!(c.goaway(), Some(ErrorCode::ENHANCE_YOUR_CALM));
+}
+
+/// A flood runs dry within the burst even as time refills it: at one
+/// reset a millisecond, the default budget (1,000 at once, 33 a second)
+/// lasts about 1,034 resets.
+#[test]
+fn rapid_reset_with_the_clock_running() {
+    let mut c = Client::with(Config::default());
+    let mut stream = 1;
+    let mut now = 0;
+    while c.conn.error().is_none() {
+        reset_at(&mut c, stream, now);
+        stream += 2;
+        now += 1;
+        assert!(stream < 3_000, "no limit");
+    }
+    assert_eq!(c.goaway(), Some(ErrorCode::ENHANCE_YOUR_CALM));
+    let resets = (stream - 1) / 2;
+    assert!((1_030..=1_040).contains(&resets), "{resets} resets");
+}
+
+/// Go's TestIssue20704Race: 1,000 downloads, each cancelled once its
+/// response's HEADERS arrived, none read to the end, on one connection;
+/// then it goes on cancelling one every 100 ms for a minute (a client
+/// that abandons downloads now and then, for ever).
+#[test]
+fn cancelled_downloads_are_not_an_attack() {
+    let mut c = Client::with(Config::default());
+    let mut now = 0;
+    for i in 0..1_600u32 {
+        let stream = 1 + 2 * i;
+        c.conn.tick(now);
+        let headers = c.request(stream, "/", true);
+        c.feed(&headers);
+        c.conn.send_headers(stream, 200, [], false);
+        c.conn.send_data(stream, b"partial", false);
+        c.feed(&raw(kind::RST_STREAM, 0, stream, &[0, 0, 0, 8]));
+        now += if i < 1_000 { 1 } else { 100 };
+        assert!(c.conn.error().is_none(), "cut off at the {}th download", i + 1);
+    }
+}
+
+/// Without a refill rate only completed streams earn resets back, as
+/// before the clock.
+#[test]
+fn no_refill_rate_no_time_refill() {
+    let config = Config { reset_budget: 3, reset_refill_per_second: 0, ..Config::default() };
+    let mut c = Client::with(config);
+    for (i, now) in [0, 1_000_000, 2_000_000].into_iter().enumerate() {
+        reset_at(&mut c, 1 + 2 * i as u32, now);
+    }
+    assert!(c.conn.error().is_none());
+    reset_at(&mut c, 7, u64::MAX);
+    assert_eq!(c.goaway(), Some(ErrorCode::ENHANCE_YOUR_CALM));
+}
+
 /// CVE-2019-9512: PINGs from a client that does not read the answers.
 #[test]
 fn ping_flood() {
