@@ -297,6 +297,9 @@ impl<H: Handler> Conn<H> {
     }
 
     fn drive(&mut self, handler: &H, cx: &mut Context, now: u64) -> io::Result<Verdict> {
+        // The clock of what earns back with time (HTTP/2's reset budget),
+        // read before the frames this turn reads spend it.
+        self.session.advance_clock(now);
         let mut budget = TURN_READ_BUDGET;
         let mut rounds = 0;
         loop {

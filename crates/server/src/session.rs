@@ -1028,8 +1028,9 @@ impl<H: Handler> Session<H> {
         self.h2.as_mut().is_some_and(|h2| h2.expire_slow_bodies(cx))
     }
 
-    /// HTTP/2: the timer's clock at each tick, `now` in ms, for the limits
-    /// that earn back over time (the reset budget). HTTP/1 reads none.
+    /// HTTP/2: the worker's clock at each turn and each timer tick, `now`
+    /// in ms, for the limits that earn back over time (the reset budget).
+    /// HTTP/1 reads none.
     pub(crate) fn advance_clock(&mut self, now: u64) {
         if let Some(h2) = &mut self.h2 {
             h2.advance_clock(now);

@@ -186,8 +186,8 @@ pub struct Config {
     pub reset_budget: u32,
     /// Resets the budget earns back each second, up to
     /// [`reset_budget`](Self::reset_budget) (default 33, nghttp2's rate;
-    /// 0: only completed streams earn them back). Read from the clock the
-    /// caller passes to [`Connection::tick`].
+    /// 0: only completed streams earn them back), by the clock the caller
+    /// passes to [`Connection::tick`].
     pub reset_refill_per_second: u32,
     /// Acknowledgements (PING, SETTINGS) and resets waiting in the output
     /// (default 1,000; at least 1 is used, or the client's first SETTINGS
@@ -489,9 +489,12 @@ impl Connection {
     }
 
     /// The clock: `now_ms` milliseconds on any monotonic clock the caller
-    /// keeps (the server's timer calls this at each of its ticks). The
-    /// reset budget earns back [`Config::reset_refill_per_second`] for
-    /// each second since the first call; nothing else reads it.
+    /// keeps. The reset budget earns back
+    /// [`Config::reset_refill_per_second`] for each second since the first
+    /// call; nothing else reads it. Call it before each batch of input
+    /// (the server does, at each turn of the connection and each of its
+    /// timer's ticks): resets spent between two calls earn nothing back
+    /// until the second.
     pub fn tick(&mut self, now_ms: u64) {
         self.budget.refill(now_ms);
     }

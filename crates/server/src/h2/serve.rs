@@ -989,7 +989,7 @@ impl<S: Send + 'static> Http2<S> {
         true
     }
 
-    /// The timer's clock, at `now` (ms), for what earns back over time
+    /// The worker's clock, at `now` (ms), for what earns back over time
     /// (the reset budget, `budget.rs`).
     pub(crate) fn advance_clock(&mut self, now: u64) {
         self.conn.tick(now);
