@@ -101,6 +101,11 @@ pub(crate) enum Step {
     Last(bytes::Bytes),
     /// The response is complete (as [`Response::finish`] would end it).
     Done,
+    /// The body ended with trailer fields (field lines, `name: value\r\n`
+    /// each, checked): the response is complete, with them where its
+    /// framing carries them (a chunked HTTP/1.1 body, an HTTP/2 stream).
+    #[cfg_attr(not(feature = "tower"), allow(dead_code))]
+    Trailers(Vec<u8>),
     /// It cannot be completed: `500` if nothing was written, else the
     /// connection closes.
     Failed,
@@ -635,6 +640,27 @@ impl Responder {
         let fields = self.fields();
         self.settle();
         self.encoder.finish(&mut self.buf, &fields);
+        self.put_buf()?;
+        self.complete()
+    }
+
+    /// [`finish`](Self::finish) with trailer fields (field lines, checked):
+    /// in the last chunk of a chunked HTTP/1.1 body, as a HEADERS frame
+    /// ending an HTTP/2 stream (handed to the worker with the output
+    /// pipe's end), dropped where the framing cannot carry them
+    /// ([`Encoder::finish_with_trailers`]).
+    #[cfg(feature = "tower")]
+    pub(crate) fn finish_with_trailers(mut self, trailers: Vec<u8>) -> Result<(), ResponseError> {
+        let fields = self.fields();
+        self.settle();
+        if self.encoder.is_http2() {
+            self.encoder.finish(&mut self.buf, &fields);
+            if self.encoder.sends_body() {
+                self.wanted.set_trailers(trailers);
+            }
+        } else {
+            self.encoder.finish_with_trailers(&mut self.buf, &fields, &trailers);
+        }
         self.put_buf()?;
         self.complete()
     }

@@ -598,7 +598,12 @@ impl<H: Handler> Session<H> {
         if encoder.head_open() {
             settle_continue(&self.app, &mut self.out, &mut encoder);
         }
-        let keep_alive = encoder.finish(&mut self.out, cx.date.fields());
+        let keep_alive = match &step {
+            Step::Trailers(trailers) => {
+                encoder.finish_with_trailers(&mut self.out, cx.date.fields(), trailers).1
+            }
+            _ => encoder.finish(&mut self.out, cx.date.fields()),
+        };
         self.http.response_done(keep_alive);
         true
     }

@@ -180,8 +180,21 @@
 //! authority (an HTTP/1.0 request without `Host`) or one `http::Uri` cannot
 //! hold (a percent-encoded host: the path alone, and a `Host` field of the
 //! request's authority, also over HTTP/2 and for an absolute-form target);
-//! trailers of response bodies are dropped; upgrades (WebSocket) are not
-//! offered.
+//! upgrades (WebSocket) are not offered.
+//!
+//! A response body's trailers (a gRPC service's `grpc-status`) go out as
+//! hyper sends them: over HTTP/2 as a HEADERS frame that ends the stream
+//! (RFC 9113 §8.1), over HTTP/1.1 in the last chunk of a chunked body when
+//! the request's `TE` lists `trailers` (RFC 9112 §7.1.2, RFC 9110 §6.5.1);
+//! a body that would be sized streams chunked for them, unless its exact
+//! size was declared (`Content-Length`: no room for trailers over HTTP/1.1,
+//! which then drops them, as it does for HTTP/1.0 and `HEAD`). Fields that
+//! trailers may not carry (framing, routing, authentication, content
+//! processing: `content-length`, `host`, `authorization`, `content-type`,
+//! `set-cookie`, `trailer` and the like, hyper's list) and HTTP/1's
+//! connection fields are left out, as is a value with a control byte. The
+//! request's own trailers are read and dropped (the body has data frames
+//! only).
 //!
 //! # Errors
 //!
@@ -423,7 +436,7 @@ where
             None => Body::empty(),
         };
         let request = head.map(|()| body);
-        let head_request = request.method() == Method::HEAD;
+        let asked = Asked::of(&request);
         let mut service = self.service.clone();
         let _runtime = self.runtime.enter();
         let mut cx = Context::from_waker(Waker::noop());
@@ -432,12 +445,8 @@ where
             Ok(Poll::Ready(Ok(()))) => {}
             Ok(Poll::Pending) => {
                 if let Some(responder) = defer(response) {
-                    self.runtime.spawn(told_if_dropped(call_later(
-                        service,
-                        request,
-                        responder,
-                        head_request,
-                    )));
+                    self.runtime
+                        .spawn(told_if_dropped(call_later(service, request, responder, asked)));
                 }
                 return;
             }
@@ -454,16 +463,12 @@ where
         match polled {
             Ok(Some(Poll::Ready(Ok(answer)))) => {
                 drop(future);
-                answer_now(answer, response, head_request, &self.runtime);
+                answer_now(answer, response, asked, &self.runtime);
             }
             Ok(Some(Poll::Pending)) => {
                 if let Some(responder) = defer(response) {
                     let future = future.steal();
-                    self.runtime.spawn(told_if_dropped(await_later(
-                        future,
-                        responder,
-                        head_request,
-                    )));
+                    self.runtime.spawn(told_if_dropped(await_later(future, responder, asked)));
                 }
             }
             Ok(Some(Poll::Ready(Err(error)))) => failed(response, error.into()),
@@ -597,7 +602,7 @@ impl HeadCache {
 fn answer_now<B>(
     answer: http::Response<B>,
     response: &mut Response<'_>,
-    head_request: bool,
+    asked: Asked,
     runtime: &tokio::runtime::Handle,
 ) where
     B: http_body::Body + Send + 'static,
@@ -617,7 +622,7 @@ fn answer_now<B>(
         let body = place.steal();
         return poll_later(
             response,
-            OnWorker::new(parts, body, Held::Nothing, &hint, head_request, runtime),
+            OnWorker::new(parts, body, Held::Nothing, &hint, asked, runtime),
         );
     }
     let mut held = Held::Nothing;
@@ -628,16 +633,24 @@ fn answer_now<B>(
         });
         match polled {
             Ok(Some(Poll::Ready(None))) => break,
-            Ok(Some(Poll::Ready(Some(Ok(frame))))) => {
-                if let Ok(data) = frame.into_data() {
-                    held.push(data);
+            Ok(Some(Poll::Ready(Some(Ok(frame))))) => match frame.into_data() {
+                Ok(data) => held.push(data),
+                Err(frame) => {
+                    if let Some(trailers) = asked.trailers(frame) {
+                        // Trailers need a streamed body: the worker
+                        // writes it (and polls for the body's end).
+                        let body = place.steal();
+                        let mut on_worker = OnWorker::new(parts, body, held, &hint, asked, runtime);
+                        on_worker.trailers = Some(trailers);
+                        return poll_later(response, on_worker);
+                    }
                 }
-            }
+            },
             Ok(Some(Poll::Pending)) => {
                 let body = place.steal();
                 return poll_later(
                     response,
-                    OnWorker::new(parts, body, held, &hint, head_request, runtime),
+                    OnWorker::new(parts, body, held, &hint, asked, runtime),
                 );
             }
             Ok(Some(Poll::Ready(Some(Err(error))))) => return failed(response, error.into()),
@@ -646,7 +659,7 @@ fn answer_now<B>(
     }
     drop(place);
     let length = write_head(response, &parts);
-    let _ = match held.framing(head_request, length) {
+    let _ = match held.framing(asked.head, length) {
         Framing::Sized(body) => response.body(body),
         Framing::NoField => response.unsized_head(),
         Framing::Length(length) => {
@@ -698,12 +711,15 @@ struct OnWorker<B: http_body::Body> {
     streamed: u64,
     /// The body ended; what is held goes out, then the response is done.
     ended: bool,
+    /// The body's trailer fields, when the response may send them: they
+    /// end it ([`Step::Trailers`]) after the last data.
+    trailers: Option<Vec<u8>>,
     /// The held data is being streamed (chunked), not sized.
     streaming: bool,
     /// The body failed (or panicked) in a look ahead: the piece before
     /// went out, the response fails on the next poll.
     broken: bool,
-    head_request: bool,
+    asked: Asked,
     runtime: tokio::runtime::Handle,
 }
 
@@ -715,7 +731,7 @@ impl<B: http_body::Body> OnWorker<B> {
         body: Pin<Box<Option<B>>>,
         held: Held<B::Data>,
         hint: &SizeHint,
-        head_request: bool,
+        asked: Asked,
         runtime: &tokio::runtime::Handle,
     ) -> Self {
         let hold = hold_limit(hint);
@@ -730,9 +746,10 @@ impl<B: http_body::Body> OnWorker<B> {
             declared: None,
             streamed: 0,
             ended: false,
+            trailers: None,
             streaming: false,
             broken: false,
-            head_request,
+            asked,
             runtime: runtime.clone(),
         }
     }
@@ -799,9 +816,18 @@ where
         }
         if self.ended {
             if self.streaming {
-                return Poll::Ready(if self.short() { Step::Failed } else { Step::Done });
+                return Poll::Ready(match self.trailers.take() {
+                    _ if self.short() => Step::Failed,
+                    Some(trailers) => Step::Trailers(trailers),
+                    None => Step::Done,
+                });
             }
-            let sent = match self.held.framing(self.head_request, self.length) {
+            if self.trailers.is_some() {
+                // Trailers follow a streamed body only.
+                self.start_stream(response);
+                return Poll::Ready(Step::Wrote);
+            }
+            let sent = match self.held.framing(self.asked.head, self.length) {
                 Framing::Sized(body) => response.body(body),
                 Framing::NoField => response.unsized_head(),
                 Framing::Length(length) => {
@@ -855,9 +881,14 @@ where
     }
 
     /// `piece` as the body's last: a failure if the body then fell short of
-    /// the length it declared (the response is cut, never completed).
+    /// the length it declared (the response is cut, never completed); a
+    /// piece like the others when trailers follow it.
     fn last(&self, piece: Bytes) -> Step {
-        if self.short() { Step::Failed } else { Step::Last(piece) }
+        match () {
+            () if self.short() => Step::Failed,
+            () if self.trailers.is_some() => Step::Frame(piece),
+            () => Step::Last(piece),
+        }
     }
 
     /// Whether a streamed body that declared its length has sent less.
@@ -874,8 +905,9 @@ where
         });
         match polled {
             Ok(Some(Poll::Ready(Some(Ok(frame))))) => {
-                if let Ok(data) = frame.into_data() {
-                    self.held.push(data);
+                match frame.into_data() {
+                    Ok(data) => self.held.push(data),
+                    Err(frame) => self.trailers = self.asked.trailers(frame),
                 }
                 BodyPoll::More
             }
@@ -922,7 +954,7 @@ impl<B: http_body::Body> OnWorker<B> {
             }
             // A body of exact size streams with its length (as hyper
             // sends it); `HEAD`'s emptied body has no size of its own.
-            if let Some(length) = self.exact.filter(|_| !self.head_request)
+            if let Some(length) = self.exact.filter(|_| !self.asked.head)
                 && response.declare_length(length).is_ok()
             {
                 self.declared = Some(length);
@@ -971,7 +1003,7 @@ async fn call_later<S, B>(
     mut service: S,
     request: http::Request<Body>,
     mut responder: Responder,
-    head_request: bool,
+    asked: Asked,
 ) where
     S: Service<http::Request<Body>, Response = http::Response<B>>,
     S::Error: Into<BoxError>,
@@ -989,7 +1021,7 @@ async fn call_later<S, B>(
         Some(Err(error)) => return fail_later(&mut responder, error.into()),
     };
     let (parts, body) = answer.into_parts();
-    respond_later(parts, pin!(body), Held::Nothing, responder, head_request).await;
+    respond_later(parts, pin!(body), Held::Nothing, responder, asked).await;
 }
 
 /// A request's task, which logs a warning if it is dropped before it
@@ -1023,7 +1055,7 @@ fn told_if_dropped(task: impl Future<Output = ()>) -> impl Future<Output = ()> {
 async fn await_later<F, B, E>(
     mut future: Pin<Box<Option<F>>>,
     mut responder: Responder,
-    head_request: bool,
+    asked: Asked,
 ) where
     F: Future<Output = Result<http::Response<B>, E>>,
     E: Into<BoxError>,
@@ -1041,7 +1073,7 @@ async fn await_later<F, B, E>(
     }
     drop(future);
     let (parts, body) = answer.into_parts();
-    respond_later(parts, pin!(body), Held::Nothing, responder, head_request).await;
+    respond_later(parts, pin!(body), Held::Nothing, responder, asked).await;
 }
 
 /// The service failed, in a task: `500`.
@@ -1059,7 +1091,7 @@ async fn respond_later<B>(
     mut body: Pin<&mut B>,
     mut held: Held<B::Data>,
     mut responder: Responder,
-    head_request: bool,
+    asked: Asked,
 ) where
     B: http_body::Body,
     B::Error: Into<BoxError>,
@@ -1071,10 +1103,11 @@ async fn respond_later<B>(
     let hold = hold_limit(&hint);
     // A body of exact size streams with its length (as hyper sends it),
     // and must then send exactly that; `HEAD`'s emptied body has none.
-    let exact = hint.exact().filter(|_| !head_request);
+    let exact = hint.exact().filter(|_| !asked.head);
     let mut declared = None;
     let mut streamed = 0u64;
     let mut streaming = false;
+    let mut trailers = None;
     loop {
         // What is ready now; when nothing is, what is held goes out and
         // the body is awaited.
@@ -1082,7 +1115,9 @@ async fn respond_later<B>(
             Poll::Ready(frame) => Some(Next::from(frame)),
             Poll::Pending => None,
         };
-        if ready.is_none() || held.len() > hold {
+        // (Trailers need a streamed body.)
+        let end_with_trailers = matches!(ready, Some(Next::End)) && trailers.is_some();
+        if ready.is_none() || held.len() > hold || end_with_trailers {
             if !streaming {
                 streaming = true;
                 if let Some(length) = exact
@@ -1115,7 +1150,7 @@ async fn respond_later<B>(
         };
         match next {
             Next::End => break,
-            Next::Trailers => {}
+            Next::Trailers(frame) => trailers = asked.trailers(frame),
             Next::Data(data) if streaming => {
                 streamed += data.remaining() as u64;
                 if declared.is_some_and(|length| streamed > length) {
@@ -1135,12 +1170,15 @@ async fn respond_later<B>(
     }
     if streaming {
         if declared.is_none_or(|length| streamed == length) {
-            let _ = responder.finish();
+            let _ = match trailers {
+                Some(trailers) => responder.finish_with_trailers(trailers),
+                None => responder.finish(),
+            };
         }
         // Else short of its declared length: dropped, so cut.
         return;
     }
-    match held.framing(head_request, length) {
+    match held.framing(asked.head, length) {
         Framing::Sized(body) => {
             let _ = responder.body(body);
         }
@@ -1159,7 +1197,8 @@ async fn respond_later<B>(
 /// A response body's next frame, its error made `Send`.
 enum Next<D> {
     Data(D),
-    Trailers,
+    /// A frame that is not data: trailers.
+    Trailers(Frame<D>),
     End,
     Failed(BoxError),
 }
@@ -1168,7 +1207,7 @@ impl<D, E: Into<BoxError>> From<Option<Result<Frame<D>, E>>> for Next<D> {
     fn from(frame: Option<Result<Frame<D>, E>>) -> Self {
         match frame {
             None => Self::End,
-            Some(Ok(frame)) => frame.into_data().map_or(Self::Trailers, Self::Data),
+            Some(Ok(frame)) => frame.into_data().map_or_else(Self::Trailers, Self::Data),
             Some(Err(error)) => Self::Failed(error.into()),
         }
     }
@@ -1252,6 +1291,88 @@ fn named_by(connection: &http::header::GetAll<'_, http::HeaderValue>, name: &str
             .split(|&b| b == b',')
             .any(|option| option.trim_ascii().eq_ignore_ascii_case(name.as_bytes()))
     })
+}
+
+/// What a request lets its response carry.
+#[derive(Clone, Copy, Debug)]
+struct Asked {
+    /// A `HEAD` request: the response's body is not sent.
+    head: bool,
+    /// The body's trailer fields may follow it: over HTTP/2 always (RFC
+    /// 9113 §8.1); over HTTP/1.1 when the request's `TE` lists `trailers`,
+    /// as hyper decides (RFC 9110 §6.5.1: fields a client may need are
+    /// not sent in trailers unless it says it takes them), and only in a
+    /// chunked body. Never for `HEAD`.
+    trailers: bool,
+}
+
+impl Asked {
+    fn of<B>(request: &http::Request<B>) -> Self {
+        let head = request.method() == Method::HEAD;
+        let takes_trailers = || {
+            request.headers().get_all(http::header::TE).iter().any(|value| {
+                value
+                    .as_bytes()
+                    .split(|&b| b == b',')
+                    .any(|coding| coding.trim_ascii().eq_ignore_ascii_case(b"trailers"))
+            })
+        };
+        let trailers = !head && (request.version() == http::Version::HTTP_2 || takes_trailers());
+        Self { head, trailers }
+    }
+
+    /// `frame`'s trailer fields as field lines, if this response may send
+    /// them and any is left (see [`trailer_lines`]).
+    fn trailers<D>(&self, frame: Frame<D>) -> Option<Vec<u8>> {
+        let fields = frame.into_trailers().ok().filter(|_| self.trailers)?;
+        Some(trailer_lines(&fields)).filter(|lines| !lines.is_empty())
+    }
+}
+
+/// Fields a response's trailers never carry (RFC 9110 §6.5.1: framing,
+/// routing, authentication, response control and how to process the
+/// content; hyper leaves out the same), with HTTP/1's connection fields
+/// (RFC 9113 §8.2.2 forbids them over HTTP/2).
+const NOT_IN_TRAILERS: [HeaderName; 16] = [
+    http::header::AUTHORIZATION,
+    http::header::CACHE_CONTROL,
+    http::header::CONTENT_ENCODING,
+    CONTENT_LENGTH,
+    http::header::CONTENT_RANGE,
+    http::header::CONTENT_TYPE,
+    http::header::HOST,
+    http::header::MAX_FORWARDS,
+    http::header::SET_COOKIE,
+    http::header::TRAILER,
+    TRANSFER_ENCODING,
+    http::header::TE,
+    CONNECTION,
+    UPGRADE,
+    HeaderName::from_static("keep-alive"),
+    HeaderName::from_static("proxy-connection"),
+];
+
+/// `fields` as trailer field lines (`name: value\r\n` each), without
+/// those of [`NOT_IN_TRAILERS`] and values a field line cannot hold
+/// (logged). Empty when none is left.
+fn trailer_lines(fields: &HeaderMap) -> Vec<u8> {
+    let mut lines = Vec::new();
+    for (name, value) in fields {
+        if NOT_IN_TRAILERS.contains(name) {
+            tracing::debug!(%name, "a trailer field that trailers may not carry; dropped");
+            continue;
+        }
+        let value = value.as_bytes();
+        if !value.iter().all(|&b| crate::syntax::FIELD_VALUE[usize::from(b)]) {
+            tracing::warn!(%name, "a trailer field value with a control byte; dropped");
+            continue;
+        }
+        lines.extend_from_slice(name.as_str().as_bytes());
+        lines.extend_from_slice(b": ");
+        lines.extend_from_slice(value);
+        lines.extend_from_slice(b"\r\n");
+    }
+    lines
 }
 
 /// How a whole (held) answer is framed ([`Held::framing`]).

@@ -20,6 +20,13 @@
 //! loom model below (cfg `falconet_server_loom`, run by `scripts/loom.sh`)
 //! checks exactly that.
 //!
+//! One thing travels the other way, under the same lock: an HTTP/2
+//! answer's trailer fields ([`Wanted::set_trailers`]), which the task sets
+//! before it ends the output pipe and the worker takes
+//! ([`Abandon::take_trailers`]) once it has read the pipe's end, so they
+//! follow the last byte of the body (an HTTP/1 answer's go in the pipe,
+//! in its last chunk).
+//!
 //! [`Response::defer`]: crate::Response::defer
 
 use std::task::{Context, Poll, Waker};
@@ -36,6 +43,8 @@ type Mutex<T> = parking_lot::Mutex<T>;
 struct State {
     given_up: bool,
     waker: Option<Waker>,
+    /// The answer's trailer fields (field lines), from the task.
+    trailers: Option<Vec<u8>>,
 }
 
 #[derive(Default)]
@@ -60,6 +69,13 @@ pub(crate) fn notice() -> (Abandon, Wanted) {
 
 /// The worker's side: dropped, it gives the response up.
 pub(crate) struct Abandon(Arc<Notice>);
+
+impl Abandon {
+    /// The trailer fields the task set, once (see the module docs).
+    pub(crate) fn take_trailers(&self) -> Option<Vec<u8>> {
+        self.0.lock().trailers.take()
+    }
+}
 
 impl Drop for Abandon {
     fn drop(&mut self) {
@@ -102,6 +118,13 @@ impl Wanted {
     /// Whether the worker gave the response up.
     pub(crate) fn is_given_up(&self) -> bool {
         self.0.lock().given_up
+    }
+
+    /// Hands the answer's trailer fields to the worker: call before the
+    /// output pipe ends (see the module docs).
+    #[cfg_attr(not(feature = "tower"), allow(dead_code))]
+    pub(crate) fn set_trailers(&self, trailers: Vec<u8>) {
+        self.0.lock().trailers = Some(trailers);
     }
 }
 
@@ -157,6 +180,25 @@ mod loom_models {
         fn wake(self: std::sync::Arc<Self>) {
             self.0.store(true, Ordering::Release);
         }
+    }
+
+    /// Trailers set before the pipe's end (a release store here) are there
+    /// for the worker that saw the end (an acquire load).
+    #[test]
+    fn trailers_before_the_end() {
+        loom::model(|| {
+            let (abandon, wanted) = notice();
+            let ended = std::sync::Arc::new(AtomicBool::new(false));
+            let end = ended.clone();
+            let task = thread::spawn(move || {
+                wanted.set_trailers(b"grpc-status: 0\r\n".to_vec());
+                end.store(true, Ordering::Release);
+            });
+            if ended.load(Ordering::Acquire) {
+                assert_eq!(abandon.take_trailers().as_deref(), Some(&b"grpc-status: 0\r\n"[..]));
+            }
+            task.join().unwrap();
+        });
     }
 
     /// The task polls while the worker drops its side: the poll sees the

@@ -364,6 +364,29 @@ impl Encoder {
         self.keep_alive
     }
 
+    /// [`finish`](Self::finish) with trailer fields: `trailers` are field
+    /// lines (`name: value\r\n` each, checked by the caller), sent in the
+    /// chunked body's last chunk (RFC 9112 §7.1.2) when the body streams
+    /// chunked; dropped otherwise (a sized or close-delimited body cannot
+    /// carry them, and an HTTP/2 stream sends them as a HEADERS frame of
+    /// its own, `h2/serve.rs`). Returns whether they went out, and
+    /// [`finish`](Self::finish)'s answer.
+    pub(crate) fn finish_with_trailers(
+        &mut self,
+        out: &mut Vec<u8>,
+        fields: &[u8; FIELDS_LEN],
+        trailers: &[u8],
+    ) -> (bool, bool) {
+        if self.phase == Phase::Streaming && self.chunked() && self.sends_body() {
+            out.extend_from_slice(b"0\r\n");
+            out.extend_from_slice(trailers);
+            out.extend_from_slice(b"\r\n");
+            self.phase = Phase::Done;
+            return (true, self.keep_alive);
+        }
+        (false, self.finish(out, fields))
+    }
+
     /// Whether nothing has been appended yet (the status may still change).
     pub(crate) fn is_untouched(&self) -> bool {
         self.phase == Phase::Status
@@ -565,6 +588,48 @@ mod tests {
     /// the last piece the last chunk too, the body then over (`finish`
     /// adds nothing, more writes are refused); HTTP/1.0, nothing (its end
     /// is the close).
+    /// Trailers go in the last chunk of a chunked body; a sized,
+    /// close-delimited or bodiless response, or an HTTP/2 stream's
+    /// staging, drops them and ends as `finish` would.
+    #[test]
+    fn trailers_only_in_a_chunked_body() {
+        let date = crate::date::DateCache::new();
+        let fields = date.fields();
+        let trailers = b"grpc-status: 0\r\n";
+        let mut chunked = Encoder::new(Version::Http11, false, true);
+        let mut out = Vec::new();
+        chunked.start_stream(&mut out, fields).unwrap();
+        let len = out.len();
+        assert_eq!(chunked.finish_with_trailers(&mut out, fields, trailers), (true, true));
+        assert_eq!(&out[len..], b"0\r\ngrpc-status: 0\r\n\r\n");
+        assert_eq!(chunked.write(&mut out, fields, b"x"), Err(ResponseError::Finished));
+        for (version, head_only, declared, status) in [
+            (Version::Http11, false, Some(3), Status::OK),
+            (Version::Http10, false, None, Status::OK),
+            (Version::Http11, true, None, Status::OK),
+            (Version::Http11, false, None, Status::NO_CONTENT),
+            (Version::Http2, false, None, Status::OK),
+        ] {
+            let mut encoder = Encoder::new(version, head_only, true);
+            encoder.status(status).unwrap();
+            if let Some(length) = declared {
+                encoder.declare_length(length).unwrap();
+            }
+            let mut out = Vec::new();
+            encoder.start_stream(&mut out, fields).unwrap();
+            let mut plain = encoder;
+            let mut expected = out.clone();
+            let keep_alive = plain.finish(&mut expected, fields);
+            let sent = encoder.finish_with_trailers(&mut out, fields, trailers);
+            assert_eq!(
+                sent,
+                (false, keep_alive),
+                "{version:?} {head_only} {declared:?} {status:?}"
+            );
+            assert_eq!(out, expected, "{version:?} {head_only} {declared:?} {status:?}");
+        }
+    }
+
     #[test]
     fn after_piece_ends_the_body_with_the_last_piece() {
         let date = crate::date::DateCache::new();

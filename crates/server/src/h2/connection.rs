@@ -1360,6 +1360,22 @@ impl Connection {
         }
     }
 
+    /// Sends trailer fields on stream `id` (RFC 9113 §8.1): a HEADERS
+    /// frame (with CONTINUATIONs past the client's frame size) with
+    /// END_STREAM, after the response's last DATA, which must not have
+    /// carried END_STREAM. The fields must not be pseudo-fields; the
+    /// caller leaves out connection-specific ones (8.2.2).
+    pub fn send_trailers<'f>(&mut self, id: u32, fields: impl IntoIterator<Item = Field<'f>>) {
+        let Some(stream) = self.streams.get_mut(&id) else { return };
+        if stream.local_closed || self.phase == Phase::Closed {
+            return;
+        }
+        self.scratch.clear();
+        self.encoder.encode(fields, &mut self.scratch);
+        frame::encode_headers(&mut self.out, id, &self.scratch, true, self.peer.max_frame_size);
+        self.local_end(id);
+    }
+
     /// Sends as much of `data` on `stream` as both send windows allow, in
     /// frames of at most the client's SETTINGS_MAX_FRAME_SIZE, and returns
     /// how much that was; END_STREAM goes on the last frame once all of

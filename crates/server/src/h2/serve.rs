@@ -100,6 +100,9 @@ struct Exchange<S> {
     head_sent: bool,
     /// Every byte of the response is staged.
     finished: bool,
+    /// The response's trailer fields (field lines; empty: none), sent as
+    /// a HEADERS frame with END_STREAM after the last DATA (RFC 9113 §8.1).
+    trailers: Vec<u8>,
     /// Where the rest of the response comes from.
     source: Option<Source>,
     /// A lent body's pipe: the offer until `respond`, then the writer
@@ -175,12 +178,13 @@ enum Source {
     /// Deferred: its bytes arrive through an output pipe. `held`: the
     /// last look left bytes in it for want of room (only the worker
     /// takes them, so they are still there: with no room, nothing to do).
-    /// `_abandon`, dropped with the rest, tells the responder's task to stop.
+    /// `abandon`, dropped with the rest, tells the responder's task to
+    /// stop; it also brings the answer's trailers (`wanted.rs`).
     Pipe {
         reader: Arc<Reader>,
         readable: Option<Readable>,
         held: bool,
-        _abandon: crate::wanted::Abandon,
+        abandon: crate::wanted::Abandon,
     },
     /// Polled by the worker, through this encoder. `starved`: the last
     /// look did not poll it for want of room (the stream's credit), so
@@ -505,7 +509,7 @@ impl<S: Send + 'static> Http2<S> {
                     reader: Arc::new(deferred.reader),
                     readable: None,
                     held: false,
-                    _abandon: deferred.abandon,
+                    abandon: deferred.abandon,
                 });
                 self.hints.sources = true;
             } else if let Some((polled, encoder)) = app.polled.take() {
@@ -596,7 +600,7 @@ impl<S: Send + 'static> Http2<S> {
             let credit = if exchange.head_sent { credit } else { credit.max(HEAD_ROOM) };
             let mut room = budget.min(credit.saturating_sub(unsent));
             match source {
-                Source::Pipe { reader, readable, held, .. } => loop {
+                Source::Pipe { reader, readable, held, abandon } => loop {
                     let unsent = exchange.staged.len() - exchange.sent;
                     if room == 0 && (unsent > 0 || *held) {
                         // No room, and bytes to send first: a stream that
@@ -642,12 +646,13 @@ impl<S: Send + 'static> Http2<S> {
                     }
                     if completed {
                         moved = true;
-                        exchange.source = None;
                         if error {
                             failed.push(id);
                         } else {
                             exchange.finished = true;
+                            exchange.trailers = abandon.take_trailers().unwrap_or_default();
                         }
+                        exchange.source = None;
                         break;
                     }
                 },
@@ -693,9 +698,14 @@ impl<S: Send + 'static> Http2<S> {
                                 exchange.shared.push(exchange.staged.len(), data);
                             }
                         }
-                        Poll::Ready(Step::Done) => {
+                        Poll::Ready(step @ (Step::Done | Step::Trailers(_))) => {
                             let mut encoder = *encoder;
                             encoder.finish(&mut exchange.staged, cx.date.fields());
+                            if let Step::Trailers(trailers) = step
+                                && encoder.sends_body()
+                            {
+                                exchange.trailers = trailers;
+                            }
                             exchange.source = None;
                             exchange.finished = true;
                             break;
@@ -755,15 +765,18 @@ impl<S: Send + 'static> Http2<S> {
             if !exchange.head_sent {
                 let Some(head_len) = find_head_end(&exchange.staged) else { continue };
                 let body_empty = exchange.staged.len() == head_len && exchange.shared.is_empty();
-                let end_stream = exchange.finished && body_empty;
+                let end_stream = exchange.finished && body_empty && exchange.trailers.is_empty();
                 let status = staged_status(&exchange.staged);
                 let head = &exchange.staged[..head_len];
-                lowercase_fields(head, &mut self.fields, &mut self.spans);
+                // The field lines after the status line.
+                let lines =
+                    &head[head.iter().position(|&b| b == b'\n').map_or(head.len(), |at| at + 1)..];
+                lowercase_fields(lines, &mut self.fields, &mut self.spans);
                 let names = &self.fields;
                 let fields = self
                     .spans
                     .iter()
-                    .map(|(name, value)| Field::new(&names[name.clone()], &head[value.clone()]));
+                    .map(|(name, value)| Field::new(&names[name.clone()], &lines[value.clone()]));
                 self.conn.send_headers(id, status, fields, end_stream);
                 exchange.head_sent = true;
                 exchange.step();
@@ -771,6 +784,17 @@ impl<S: Send + 'static> Http2<S> {
             }
             send_body(&mut self.conn, id, exchange);
             if exchange.sent == exchange.staged.len() && exchange.shared.is_empty() {
+                if exchange.finished && !exchange.trailers.is_empty() {
+                    // The body is out: its trailers end the stream.
+                    let lines = std::mem::take(&mut exchange.trailers);
+                    lowercase_fields(&lines, &mut self.fields, &mut self.spans);
+                    let names = &self.fields;
+                    let fields = self.spans.iter().map(|(name, value)| {
+                        Field::new(&names[name.clone()], &lines[value.clone()])
+                    });
+                    self.conn.send_trailers(id, fields);
+                    exchange.step();
+                }
                 if exchange.finished {
                     // The response is out. While the application reads the
                     // body, the exchange stays for the rest of it.
@@ -1204,7 +1228,7 @@ fn send_body<S>(conn: &mut Connection, id: u32, exchange: &mut Exchange<S>) {
     loop {
         let end = exchange.shared.next_at().unwrap_or(exchange.staged.len());
         let copied = &exchange.staged[exchange.sent..end];
-        let last = exchange.finished && exchange.shared.is_empty();
+        let last = exchange.finished && exchange.shared.is_empty() && exchange.trailers.is_empty();
         if !copied.is_empty() || last {
             let n = conn.send_data(id, copied, last);
             exchange.sent += n;
@@ -1219,8 +1243,10 @@ fn send_body<S>(conn: &mut Connection, id: u32, exchange: &mut Exchange<S>) {
         if exchange.shared.is_empty() {
             return;
         }
-        let last =
-            exchange.finished && exchange.shared.count() == 1 && end == exchange.staged.len();
+        let last = exchange.finished
+            && exchange.shared.count() == 1
+            && end == exchange.staged.len()
+            && exchange.trailers.is_empty();
         let before = exchange.shared.len();
         let gone = exchange.shared.send_front(|piece| {
             conn.send_shared(id, piece, last);
@@ -1294,9 +1320,10 @@ fn staged_status(staged: &[u8]) -> u16 {
         .unwrap_or(500)
 }
 
-/// The staged head's fields, minus connection fields: each name
-/// lowercased into `names`, and `spans` the (name in `names`, value in
-/// `head`) ranges. Both buffers are reused.
+/// Field lines (a staged head's after its status line, or trailers),
+/// minus connection fields: each name lowercased into `names`, and
+/// `spans` the (name in `names`, value in `head`) ranges. Both buffers
+/// are reused. A line without a colon (the head's blank end) is skipped.
 fn lowercase_fields(
     head: &[u8],
     names: &mut Vec<u8>,
@@ -1308,9 +1335,6 @@ fn lowercase_fields(
     for line in head.split(|&b| b == b'\n') {
         let line_start = at;
         at += line.len() + 1;
-        if line_start == 0 {
-            continue; // the status line
-        }
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         let Some(colon) = line.iter().position(|&b| b == b':') else { continue };
         // Without the whitespace around it, which an HTTP/1 head may
@@ -1497,6 +1521,7 @@ impl<H: Handler> Dispatch<'_, H> {
                 shared: Pieces::default(),
                 head_sent: false,
                 finished: false,
+                trailers: Vec::new(),
                 source: None,
                 offer,
                 body: writer,

@@ -1472,6 +1472,56 @@ fn trailers() {
     assert!(c.sent().contains(&Sent::Rst { stream: 3, code: ErrorCode::PROTOCOL_ERROR }));
 }
 
+/// 8.1: response trailers are a HEADERS frame with END_STREAM and no
+/// `:status`, after DATA without END_STREAM; the stream is then done, and
+/// nothing more is sent on it.
+#[test]
+fn response_trailers_end_the_stream() {
+    let mut c = Client::new();
+    let headers = c.request(1, "/", true);
+    c.feed(&headers);
+    c.conn.send_headers(1, 200, [], false);
+    c.conn.send_data(1, b"abc", false);
+    c.conn.send_trailers(1, [Field::new(b"grpc-status", b"0")]);
+    assert_eq!(
+        c.sent(),
+        [
+            Sent::Headers { stream: 1, status: "200".into(), end_stream: false },
+            Sent::Data { stream: 1, len: 3, end_stream: false },
+            Sent::Headers { stream: 1, status: String::new(), end_stream: true },
+        ]
+    );
+    // Done: later sends on the stream go nowhere.
+    c.conn.send_trailers(1, [Field::new(b"grpc-status", b"0")]);
+    c.conn.send_data(1, b"x", true);
+    assert_eq!(c.sent(), []);
+    assert!(c.conn.error().is_none());
+}
+
+/// Trailers too big for one frame continue in CONTINUATION frames, as a
+/// head's fields do (6.10).
+#[test]
+fn large_trailers_continue() {
+    let mut c = Client::new();
+    let headers = c.request(1, "/", true);
+    c.feed(&headers);
+    c.conn.send_headers(1, 200, [], false);
+    let value = vec![b'v'; 40_000];
+    c.conn.send_trailers(1, [Field::new(b"x-big", &value)]);
+    let out = c.take_output();
+    let mut kinds = Vec::new();
+    let mut rest = &out[..];
+    while let Some(header) = rest.first_chunk::<HEADER_LEN>() {
+        let header = FrameHeader::parse(header);
+        kinds.push((header.kind, header.flags & (flag::END_STREAM | flag::END_HEADERS)));
+        rest = &rest[HEADER_LEN + header.length as usize..];
+    }
+    assert_eq!(kinds[0], (kind::HEADERS, flag::END_HEADERS));
+    assert_eq!(kinds[1], (kind::HEADERS, flag::END_STREAM));
+    assert!(kinds[2..].iter().all(|&(k, _)| k == kind::CONTINUATION), "{kinds:?}");
+    assert_eq!(kinds.last(), Some(&(kind::CONTINUATION, flag::END_HEADERS)));
+}
+
 /// 6.8: graceful shutdown in two steps. The first GOAWAY (2^31-1) and a
 /// PING; streams the client opened meanwhile are served; the PING's ACK
 /// brings the final GOAWAY, after which new streams are ignored.
