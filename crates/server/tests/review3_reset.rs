@@ -34,12 +34,7 @@ struct Counting {
 
 impl Counting {
     fn new(size: usize) -> Self {
-        Self {
-            heads: Arc::default(),
-            responds: Arc::default(),
-            threads: Arc::default(),
-            size,
-        }
+        Self { heads: Arc::default(), responds: Arc::default(), threads: Arc::default(), size }
     }
     fn heads(&self) -> usize {
         self.heads.load(Ordering::Relaxed)
@@ -113,7 +108,11 @@ fn rapid(raw: &mut Raw, id: &mut u32, n: u32) -> bool {
     raw.try_send(&out).is_ok()
 }
 
-fn serve_with(config: Config, workers: usize, size: usize) -> (common::TestServer<Counting>, Counting) {
+fn serve_with(
+    config: Config,
+    workers: usize,
+    size: usize,
+) -> (common::TestServer<Counting>, Counting) {
     let handler = Counting::new(size);
     let server = serve(Options::new().workers(workers).http2(config), handler.clone());
     (server, handler)
@@ -190,7 +189,11 @@ fn an_attacker_under_the_rate_is_never_cut_but_gets_only_its_pace() {
         }
         let f = fate(&mut raw, Duration::from_millis(1));
         if f != "open" {
-            eprintln!("paced: cut off with {f} at reset {} after {:?}", (id - 1) / 2, start.elapsed());
+            eprintln!(
+                "paced: cut off with {f} at reset {} after {:?}",
+                (id - 1) / 2,
+                start.elapsed()
+            );
             break;
         }
     }
@@ -494,7 +497,10 @@ fn integer_edges_of_the_bucket() {
         headers(&mut out, id, &req("GET", "/x"), true);
         raw.send(&out);
         let answered = common::h2raw::answered_within(&mut raw, id, Duration::from_secs(5));
-        eprintln!("budget {budget} refill {refill}: {} heads, answered {answered}", handler.heads());
+        eprintln!(
+            "budget {budget} refill {refill}: {} heads, answered {answered}",
+            handler.heads()
+        );
         assert!(answered, "budget {budget} refill {refill}");
     }
 }
@@ -505,7 +511,8 @@ fn integer_edges_of_the_bucket() {
 #[test]
 fn cli_flag_values() {
     for flag in ["--h2-reset-refill-per-second", "--h2-reset-budget"] {
-        for bad in ["-1", "abc", "4294967296", "", "1.5", " 33", "0x10", "99999999999999999999999"] {
+        for bad in ["-1", "abc", "4294967296", "", "1.5", " 33", "0x10", "99999999999999999999999"]
+        {
             let output = Command::new(env!("CARGO_BIN_EXE_falconet"))
                 .args(["--addr", "127.0.0.1:0", "--workers", "1", &format!("{flag}={bad}")])
                 .stdout(Stdio::piped())
@@ -542,7 +549,8 @@ fn cli_flag_values() {
 /// cut off. The client gives the connection window back as DATA arrives.
 #[test]
 fn a_client_that_cancels_often_keeps_its_connection() {
-    let secs: u64 = std::env::var("REVIEW3_CANCEL_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(5);
+    let secs: u64 =
+        std::env::var("REVIEW3_CANCEL_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(5);
     let (server, _handler) = serve_with(Config::default(), 1, 5);
     let mut raw = Raw::handshake(server.addr, &[]);
     raw.frame(kind::SETTINGS, 1, 0, &[]);
@@ -556,7 +564,13 @@ fn a_client_that_cancels_often_keeps_its_connection() {
         loop {
             match raw.next(deadline.saturating_duration_since(Instant::now())) {
                 Event::Frame(f) if f.kind == kind::GOAWAY => {
-                    return Err(format!("GOAWAY({}) {:?} at stream {} after {:?}", f.code(), String::from_utf8_lossy(&f.payload[8..]), *id, start.elapsed()));
+                    return Err(format!(
+                        "GOAWAY({}) {:?} at stream {} after {:?}",
+                        f.code(),
+                        String::from_utf8_lossy(&f.payload[8..]),
+                        *id,
+                        start.elapsed()
+                    ));
                 }
                 Event::Frame(f) if f.kind == kind::DATA && !f.payload.is_empty() => {
                     raw.window_update(0, f.payload.len() as u32);
