@@ -25,8 +25,10 @@ RUSTFLAGS="-Zsanitizer=thread --cfg falconet_tsan" RUSTDOCFLAGS="-Zsanitizer=thr
 # application threads (app, deferred), and tower services whose bodies the
 # worker polls while tokio tasks answer others (tower); HTTP/2 (h2), whose
 # request bodies release falconet-flow windows on application threads,
-# and whose tower bodies' frames the worker sends in place (h2_review_*).
+# and whose tower bodies' frames the worker sends in place (h2_review_*),
+# and whose trailers a task hands to the worker beside its output pipe's
+# end (tower_trailers).
 RUSTFLAGS="-Zsanitizer=thread --cfg falconet_tsan" RUSTDOCFLAGS="-Zsanitizer=thread" CARGO_TARGET_DIR=target/tsan \
   cargo +nightly test -Zbuild-std --target "$target" -p falconet-server --features tower \
   --test app --test deferred --test tower --test tower_polled --test h2 --test h2_review \
-  --test h2_review_shared --test h2_review_tower
+  --test h2_review_shared --test h2_review_tower --test tower_trailers

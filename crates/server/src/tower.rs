@@ -636,12 +636,14 @@ fn answer_now<B>(
             Ok(Some(Poll::Ready(Some(Ok(frame))))) => match frame.into_data() {
                 Ok(data) => held.push(data),
                 Err(frame) => {
-                    if let Some(trailers) = asked.trailers(frame) {
+                    let mut trailers = None;
+                    asked.add_trailers(frame, &mut trailers);
+                    if trailers.is_some() {
                         // Trailers need a streamed body: the worker
                         // writes it (and polls for the body's end).
                         let body = place.steal();
                         let mut on_worker = OnWorker::new(parts, body, held, &hint, asked, runtime);
-                        on_worker.trailers = Some(trailers);
+                        on_worker.trailers = trailers;
                         return poll_later(response, on_worker);
                     }
                 }
@@ -907,7 +909,7 @@ where
             Ok(Some(Poll::Ready(Some(Ok(frame))))) => {
                 match frame.into_data() {
                     Ok(data) => self.held.push(data),
-                    Err(frame) => self.trailers = self.asked.trailers(frame),
+                    Err(frame) => self.asked.add_trailers(frame, &mut self.trailers),
                 }
                 BodyPoll::More
             }
@@ -1150,7 +1152,7 @@ async fn respond_later<B>(
         };
         match next {
             Next::End => break,
-            Next::Trailers(frame) => trailers = asked.trailers(frame),
+            Next::Trailers(frame) => asked.add_trailers(frame, &mut trailers),
             Next::Data(data) if streaming => {
                 streamed += data.remaining() as u64;
                 if declared.is_some_and(|length| streamed > length) {
@@ -1302,7 +1304,8 @@ struct Asked {
     /// 9113 §8.1); over HTTP/1.1 when the request's `TE` lists `trailers`,
     /// as hyper decides (RFC 9110 §6.5.1: fields a client may need are
     /// not sent in trailers unless it says it takes them), and only in a
-    /// chunked body. Never for `HEAD`.
+    /// chunked body. Never for `HEAD`, nor HTTP/1.0 (no chunked body to
+    /// carry them: streaming for them would only lose its keep-alive).
     trailers: bool,
 }
 
@@ -1317,15 +1320,29 @@ impl Asked {
                     .any(|coding| coding.trim_ascii().eq_ignore_ascii_case(b"trailers"))
             })
         };
-        let trailers = !head && (request.version() == http::Version::HTTP_2 || takes_trailers());
+        let trailers = !head
+            && match request.version() {
+                http::Version::HTTP_2 => true,
+                http::Version::HTTP_11 => takes_trailers(),
+                _ => false,
+            };
         Self { head, trailers }
     }
 
-    /// `frame`'s trailer fields as field lines, if this response may send
-    /// them and any is left (see [`trailer_lines`]).
-    fn trailers<D>(&self, frame: Frame<D>) -> Option<Vec<u8>> {
-        let fields = frame.into_trailers().ok().filter(|_| self.trailers)?;
-        Some(trailer_lines(&fields)).filter(|lines| !lines.is_empty())
+    /// Adds `frame`'s trailer fields, as field lines, to those of earlier
+    /// trailers frames in `lines` (a body should send one, last; a second
+    /// adds to the first, never erases it), if this response may send
+    /// them; `lines` stays `None` while none is kept (see
+    /// [`trailer_lines`]).
+    fn add_trailers<D>(&self, frame: Frame<D>, lines: &mut Option<Vec<u8>>) {
+        let Some(fields) = frame.into_trailers().ok().filter(|_| self.trailers) else { return };
+        let mut more = trailer_lines(&fields);
+        if !more.is_empty() {
+            match lines {
+                Some(lines) => lines.append(&mut more),
+                None => *lines = Some(more),
+            }
+        }
     }
 }
 

@@ -584,10 +584,6 @@ mod tests {
         assert_eq!(out.len(), len);
     }
 
-    /// What follows a piece sent by reference: chunked, its CRLF, and after
-    /// the last piece the last chunk too, the body then over (`finish`
-    /// adds nothing, more writes are refused); HTTP/1.0, nothing (its end
-    /// is the close).
     /// Trailers go in the last chunk of a chunked body; a sized,
     /// close-delimited or bodiless response, or an HTTP/2 stream's
     /// staging, drops them and ends as `finish` would.
@@ -630,6 +626,10 @@ mod tests {
         }
     }
 
+    /// What follows a piece sent by reference: chunked, its CRLF, and after
+    /// the last piece the last chunk too, the body then over (`finish`
+    /// adds nothing, more writes are refused); HTTP/1.0, nothing (its end
+    /// is the close).
     #[test]
     fn after_piece_ends_the_body_with_the_last_piece() {
         let date = crate::date::DateCache::new();

@@ -8,35 +8,16 @@
 
 mod common;
 
-use std::collections::VecDeque;
-use std::convert::Infallible;
 use std::io::{Read, Write};
-use std::pin::Pin;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body as AxumBody;
 use axum::routing::get;
 use bytes::Bytes;
+use common::tbody::{Scripted, Step};
 use falconet_server::Options;
 use http::{HeaderMap, HeaderValue};
-use http_body::{Frame, SizeHint};
-
-/// One step of a scripted body.
-#[derive(Clone)]
-enum Step {
-    Data(&'static [u8]),
-    Trailers,
-    /// Pending once (the waker is woken at once).
-    Wait,
-}
-
-/// A body that plays `steps`, with an exact size hint when `exact`.
-struct Scripted {
-    steps: VecDeque<Step>,
-    exact: Option<u64>,
-}
 
 fn trailers() -> HeaderMap {
     let mut map = HeaderMap::new();
@@ -49,30 +30,24 @@ fn trailers() -> HeaderMap {
     map
 }
 
-impl http_body::Body for Scripted {
-    type Data = Bytes;
-    type Error = Infallible;
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        match self.steps.pop_front() {
-            None => Poll::Ready(None),
-            Some(Step::Data(data)) => Poll::Ready(Some(Ok(Frame::data(Bytes::from_static(data))))),
-            Some(Step::Trailers) => Poll::Ready(Some(Ok(Frame::trailers(trailers())))),
-            Some(Step::Wait) => {
-                cx.waker().wake_by_ref();
-                Poll::Pending
-            }
-        }
-    }
-    fn size_hint(&self) -> SizeHint {
-        self.exact.map_or_else(SizeHint::default, SizeHint::with_exact)
-    }
+/// What each route's body plays.
+#[derive(Clone, Copy)]
+enum Play {
+    Data(&'static [u8]),
+    Trailers,
+    Wait,
 }
 
-fn body(steps: &[Step], exact: Option<u64>) -> AxumBody {
-    AxumBody::new(Scripted { steps: steps.iter().cloned().collect(), exact })
+fn body(plays: &[Play], exact: Option<u64>) -> AxumBody {
+    let steps = plays
+        .iter()
+        .map(|play| match *play {
+            Play::Data(data) => Step::Data(Bytes::from_static(data)),
+            Play::Trailers => Step::Trailers(trailers()),
+            Play::Wait => Step::Wait,
+        })
+        .collect();
+    AxumBody::new(Scripted::new(steps, exact))
 }
 
 /// Routes, each `(path, body)`: the answer at once (the worker writes it
@@ -80,7 +55,7 @@ fn body(steps: &[Step], exact: Option<u64>) -> AxumBody {
 /// service's future waits (a task writes it), with trailers only, and of
 /// an exact size.
 fn app() -> Router {
-    use Step::*;
+    use Play::*;
     Router::new()
         .route("/now", get(|| async { body(&[Data(b"hello "), Data(b"world"), Trailers], None) }))
         .route(
@@ -164,6 +139,59 @@ fn http2_sends_trailers_on_every_path() {
             assert_eq!((data.len(), trailers), (0, None), "HEAD {path}");
         }
     });
+}
+
+/// The frames themselves, read by a client of our own (std sockets, so
+/// this half runs under TSan too): DATA without END_STREAM, then one
+/// HEADERS with END_STREAM and the trailer fields, on every path.
+#[test]
+fn http2_frames_end_with_the_trailers() {
+    use common::h2raw::{Event, Raw, req};
+    use falconet_server::h2::frame::kind;
+    let (server, _rt) = common::serve_tower(Options::new().workers(1), app());
+    let mut raw = Raw::handshake(server.addr, &[]);
+    for (i, path) in WITH_BODY.iter().chain(&ONLY).enumerate() {
+        let stream = 1 + 2 * i as u32;
+        raw.headers(stream, &req("GET", path), true);
+        let (mut blocks, mut data) = (Vec::new(), Vec::new());
+        loop {
+            let f = match raw.next(Duration::from_secs(5)) {
+                Event::Frame(f) => f,
+                other => panic!("{path}: {other:?}"),
+            };
+            if f.stream != stream {
+                continue;
+            }
+            let end = f.end_stream();
+            match f.kind {
+                kind::DATA => {
+                    assert!(!end, "{path}: END_STREAM on DATA, before the trailers");
+                    data.extend_from_slice(&f.payload);
+                }
+                kind::HEADERS => {
+                    let mut fields = Vec::new();
+                    raw.decoder
+                        .decode(&f.payload, |field| {
+                            fields.push(format!(
+                                "{}: {}",
+                                String::from_utf8_lossy(field.name),
+                                String::from_utf8_lossy(field.value)
+                            ));
+                        })
+                        .unwrap();
+                    blocks.push(fields);
+                }
+                other => panic!("{path}: frame type {other}"),
+            }
+            if end {
+                break;
+            }
+        }
+        let body: &[u8] = if ONLY.contains(path) { b"" } else { b"hello world" };
+        assert_eq!(data, body, "{path}");
+        assert_eq!(blocks.len(), 2, "{path}: {blocks:?}");
+        assert_eq!(blocks[1], ["grpc-status: 0", "grpc-message: all good"], "{path}");
+    }
 }
 
 /// `method path` over HTTP/2: the head's fields, the body, the trailers.

@@ -1214,6 +1214,7 @@ fn refuse<S>(
     exchange.staged.clear();
     exchange.sent = 0;
     exchange.shared.clear();
+    exchange.trailers.clear();
     exchange.source = None;
     let mut encoder = Encoder::new(Version::Http2, false, true);
     let _ = encoder.status(status);

@@ -1,6 +1,7 @@
-//! A response body for the tower tests: pieces, exact-sized or not, with
-//! optional trailers, each frame pending once (woken from a thread) when
-//! staggered.
+//! Response bodies for the tower tests: [`TBody`], pieces, exact-sized or
+//! not, with optional trailers, each frame pending once (woken from a
+//! thread) when staggered; [`Scripted`], any sequence of data, trailers
+//! and waits.
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -66,5 +67,49 @@ impl http_body::Body for TBody {
         } else {
             SizeHint::default()
         }
+    }
+}
+
+/// One step of a [`Scripted`] body.
+#[derive(Clone)]
+pub enum Step {
+    Data(Bytes),
+    Trailers(HeaderMap),
+    /// Pending once (the waker is woken at once).
+    Wait,
+}
+
+/// A body that plays its steps in order (any order: trailers before data
+/// too), with an exact size hint when `exact` is set.
+pub struct Scripted {
+    steps: VecDeque<Step>,
+    exact: Option<u64>,
+}
+
+impl Scripted {
+    pub fn new(steps: Vec<Step>, exact: Option<u64>) -> Self {
+        Self { steps: steps.into(), exact }
+    }
+}
+
+impl http_body::Body for Scripted {
+    type Data = Bytes;
+    type Error = Infallible;
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        match self.steps.pop_front() {
+            None => Poll::Ready(None),
+            Some(Step::Data(data)) => Poll::Ready(Some(Ok(Frame::data(data)))),
+            Some(Step::Trailers(fields)) => Poll::Ready(Some(Ok(Frame::trailers(fields)))),
+            Some(Step::Wait) => {
+                cx.waker().wake_by_ref();
+                Poll::Pending
+            }
+        }
+    }
+    fn size_hint(&self) -> SizeHint {
+        self.exact.map_or_else(SizeHint::default, SizeHint::with_exact)
     }
 }
