@@ -886,10 +886,12 @@ where
     /// the length it declared (the response is cut, never completed); a
     /// piece like the others when trailers follow it.
     fn last(&self, piece: Bytes) -> Step {
-        match () {
-            () if self.short() => Step::Failed,
-            () if self.trailers.is_some() => Step::Frame(piece),
-            () => Step::Last(piece),
+        if self.short() {
+            Step::Failed
+        } else if self.trailers.is_some() {
+            Step::Frame(piece)
+        } else {
+            Step::Last(piece)
         }
     }
 
