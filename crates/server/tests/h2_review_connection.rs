@@ -63,7 +63,7 @@ fn take_all(conn: &mut Connection) -> Vec<u8> {
     }
 }
 
-/// A connection with stream 1 open (its request ended), windows opened
+/// A connection with stream 1 open (its request ended, our head sent), windows opened
 /// wide by the client, and the output drained.
 fn open(window: u32) -> Connection {
     let mut conn = Connection::new(Config::default()).unwrap();
@@ -76,6 +76,8 @@ fn open(window: u32) -> Connection {
     input.extend(raw(kind::WINDOW_UPDATE, 0, 0, &(window - 65_535).to_be_bytes()));
     input.extend(raw(kind::HEADERS, 0x5, 1, &get_block("/")));
     assert_eq!(conn.receive(&input, &mut seen), input.len());
+    // The response's head: DATA may follow it (only it).
+    conn.send_headers(1, 200, [], false);
     take_all(&mut conn);
     conn
 }

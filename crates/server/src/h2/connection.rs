@@ -261,6 +261,9 @@ struct Stream {
     remote_closed: bool,
     /// END_STREAM sent: half-closed (local).
     local_closed: bool,
+    /// The response's final (non-1xx) head was sent: DATA and trailers
+    /// may follow, another head may not.
+    answered: bool,
     /// The application reads the request body: a response that ends
     /// before it does not reset the stream (see [`Connection::keep_reading`]).
     reading: bool,
@@ -1014,6 +1017,7 @@ impl Connection {
         let stream = Stream {
             remote_closed: end_stream,
             local_closed: false,
+            answered: false,
             reading: false,
             input,
             output,
@@ -1324,7 +1328,15 @@ impl Connection {
 
     /// Sends a response's head on `stream`: `:status`, then `fields`
     /// (lowercase names). With `end_stream`, the response has no body.
-    /// Does nothing for a stream that is gone (reset).
+    /// Informational heads (1xx) may come first, any number of them, never
+    /// with `end_stream` (RFC 9113 8.1). Does nothing for a stream that is
+    /// gone (reset).
+    ///
+    /// Misuse resets the stream with RST_STREAM(INTERNAL_ERROR), so that
+    /// the client sees the server's fault, never a malformed response: a
+    /// second final head, or a 1xx with `end_stream`. A status that is
+    /// not one (outside 100-999, or 101, which HTTP/2 forbids: 8.6) is
+    /// sent as 500.
     pub fn send_headers<'f>(
         &mut self,
         id: u32,
@@ -1336,10 +1348,15 @@ impl Connection {
         if stream.local_closed || self.phase == Phase::Closed {
             return;
         }
-        let mut digits = [0u8; 3];
         // Not a status (RFC 9110 15: three digits, 1xx to 5xx in use): the
         // answer is the server's fault, 500, never another code by accident.
-        let status = if (100..=999).contains(&status) { status } else { 500 };
+        let status = if (100..=999).contains(&status) && status != 101 { status } else { 500 };
+        let informational = status < 200;
+        if stream.answered || (informational && end_stream) {
+            return self.reset(id, ErrorCode::INTERNAL_ERROR);
+        }
+        stream.answered = !informational;
+        let mut digits = [0u8; 3];
         digits[0] = b'0' + (status / 100) as u8;
         digits[1] = b'0' + (status / 10 % 10) as u8;
         digits[2] = b'0' + (status % 10) as u8;
@@ -1364,11 +1381,17 @@ impl Connection {
     /// frame (with CONTINUATIONs past the client's frame size) with
     /// END_STREAM, after the response's last DATA, which must not have
     /// carried END_STREAM. The fields must not be pseudo-fields; the
-    /// caller leaves out connection-specific ones (8.2.2).
+    /// caller leaves out connection-specific ones (8.2.2). Before the
+    /// response's final head ([`send_headers`](Self::send_headers)) this
+    /// is misuse: the stream is reset with RST_STREAM(INTERNAL_ERROR)
+    /// instead of sending a head without `:status`.
     pub fn send_trailers<'f>(&mut self, id: u32, fields: impl IntoIterator<Item = Field<'f>>) {
         let Some(stream) = self.streams.get_mut(&id) else { return };
         if stream.local_closed || self.phase == Phase::Closed {
             return;
+        }
+        if !stream.answered {
+            return self.reset(id, ErrorCode::INTERNAL_ERROR);
         }
         self.scratch.clear();
         self.encoder.encode(fields, &mut self.scratch);
@@ -1381,7 +1404,9 @@ impl Connection {
     /// how much that was; END_STREAM goes on the last frame once all of
     /// `data` is sent. The rest waits for [`Streams::writable`]. A stream
     /// that is gone takes everything (and sends nothing). The payload is
-    /// copied into the output.
+    /// copied into the output. Before the response's final head
+    /// ([`send_headers`](Self::send_headers)) this is misuse: the stream is
+    /// reset with RST_STREAM(INTERNAL_ERROR) and takes everything.
     pub fn send_data(&mut self, id: u32, data: &[u8], end_stream: bool) -> usize {
         self.frame_data(id, data.len(), end_stream, |out, _, range| out.put_slice(&data[range]))
     }
@@ -1412,6 +1437,11 @@ impl Connection {
     ) -> usize {
         let Some(stream) = self.streams.get_mut(&id) else { return len };
         if stream.local_closed || self.phase == Phase::Closed {
+            return len;
+        }
+        if !stream.answered {
+            // DATA before the head is no response: misuse (see send_data).
+            self.reset(id, ErrorCode::INTERNAL_ERROR);
             return len;
         }
         let credit = stream.output.available().min(self.send.available()).max(0) as usize;

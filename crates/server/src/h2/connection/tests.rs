@@ -1498,6 +1498,57 @@ fn response_trailers_end_the_stream() {
     assert!(c.conn.error().is_none());
 }
 
+/// 8.1: a response is 1xx heads, one final head, DATA, then trailers.
+/// Out of that order (the public API allows it) the stream is reset with
+/// INTERNAL_ERROR, the server's fault, never sent malformed: DATA or
+/// trailers before the final head, a second final head, a 1xx that ends
+/// the stream. 101 is not a status HTTP/2 has (8.6): sent as 500.
+#[test]
+fn a_response_out_of_order_resets_its_stream() {
+    let internal = |stream| Sent::Rst { stream, code: ErrorCode::INTERNAL_ERROR };
+    let mut c = Client::new();
+    for id in [1, 3, 5, 7, 9, 11] {
+        let headers = c.request(id, "/", true);
+        c.feed(&headers);
+    }
+    c.sent();
+    c.conn.send_trailers(1, [Field::new(b"grpc-status", b"0")]);
+    assert_eq!(c.conn.send_data(3, b"abc", true), 3);
+    c.conn.send_headers(5, 200, [], false);
+    c.conn.send_headers(5, 200, [], true);
+    c.conn.send_headers(7, 103, [], true);
+    assert_eq!(
+        c.sent(),
+        [
+            internal(1),
+            internal(3),
+            Sent::Headers { stream: 5, status: "200".into(), end_stream: false },
+            internal(5),
+            internal(7),
+        ]
+    );
+    // In order: any number of 1xx, then the final head, DATA, trailers.
+    c.conn.send_headers(9, 100, [], false);
+    c.conn.send_headers(9, 103, [], false);
+    c.conn.send_headers(9, 200, [], false);
+    c.conn.send_data(9, b"abc", false);
+    c.conn.send_trailers(9, [Field::new(b"grpc-status", b"0")]);
+    c.conn.send_headers(11, 101, [], true);
+    assert_eq!(
+        c.sent(),
+        [
+            Sent::Headers { stream: 9, status: "100".into(), end_stream: false },
+            Sent::Headers { stream: 9, status: "103".into(), end_stream: false },
+            Sent::Headers { stream: 9, status: "200".into(), end_stream: false },
+            Sent::Data { stream: 9, len: 3, end_stream: false },
+            Sent::Headers { stream: 9, status: String::new(), end_stream: true },
+            Sent::Headers { stream: 11, status: "500".into(), end_stream: true },
+        ]
+    );
+    assert_eq!(c.conn.open_streams(), 0);
+    assert!(c.conn.error().is_none());
+}
+
 /// Trailers too big for one frame continue in CONTINUATION frames, as a
 /// head's fields do (6.10).
 #[test]
@@ -1848,10 +1899,11 @@ fn status_edges_and_a_zero_control_limit() {
     ] {
         let headers = c.request(stream, "/", true);
         c.feed(&headers);
-        c.conn.send_headers(stream, status, [], true);
+        // Without END_STREAM: a 1xx may not end a stream.
+        c.conn.send_headers(stream, status, [], false);
         let frames = c.sent();
         assert!(
-            frames.contains(&Sent::Headers { stream, status: sent.into(), end_stream: true }),
+            frames.contains(&Sent::Headers { stream, status: sent.into(), end_stream: false }),
             "{status}: {frames:?}"
         );
     }
