@@ -600,7 +600,7 @@ impl<H: Handler> Session<H> {
         }
         let keep_alive = match &step {
             Step::Trailers(trailers) => {
-                encoder.finish_with_trailers(&mut self.out, cx.date.fields(), trailers).1
+                encoder.finish_with_trailers(&mut self.out, cx.date.fields(), trailers)
             }
             _ => encoder.finish(&mut self.out, cx.date.fields()),
         };

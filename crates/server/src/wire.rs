@@ -369,22 +369,21 @@ impl Encoder {
     /// chunked body's last chunk (RFC 9112 §7.1.2) when the body streams
     /// chunked; dropped otherwise (a sized or close-delimited body cannot
     /// carry them, and an HTTP/2 stream sends them as a HEADERS frame of
-    /// its own, `h2/serve.rs`). Returns whether they went out, and
-    /// [`finish`](Self::finish)'s answer.
+    /// its own, `h2/serve.rs`). Returns [`finish`](Self::finish)'s answer.
     pub(crate) fn finish_with_trailers(
         &mut self,
         out: &mut Vec<u8>,
         fields: &[u8; FIELDS_LEN],
         trailers: &[u8],
-    ) -> (bool, bool) {
+    ) -> bool {
         if self.phase == Phase::Streaming && self.chunked() && self.sends_body() {
             out.extend_from_slice(b"0\r\n");
             out.extend_from_slice(trailers);
             out.extend_from_slice(b"\r\n");
             self.phase = Phase::Done;
-            return (true, self.keep_alive);
+            return self.keep_alive;
         }
-        (false, self.finish(out, fields))
+        self.finish(out, fields)
     }
 
     /// Whether nothing has been appended yet (the status may still change).
@@ -596,7 +595,7 @@ mod tests {
         let mut out = Vec::new();
         chunked.start_stream(&mut out, fields).unwrap();
         let len = out.len();
-        assert_eq!(chunked.finish_with_trailers(&mut out, fields, trailers), (true, true));
+        assert!(chunked.finish_with_trailers(&mut out, fields, trailers));
         assert_eq!(&out[len..], b"0\r\ngrpc-status: 0\r\n\r\n");
         assert_eq!(chunked.write(&mut out, fields, b"x"), Err(ResponseError::Finished));
         for (version, head_only, declared, status) in [
@@ -616,12 +615,8 @@ mod tests {
             let mut plain = encoder;
             let mut expected = out.clone();
             let keep_alive = plain.finish(&mut expected, fields);
-            let sent = encoder.finish_with_trailers(&mut out, fields, trailers);
-            assert_eq!(
-                sent,
-                (false, keep_alive),
-                "{version:?} {head_only} {declared:?} {status:?}"
-            );
+            let answer = encoder.finish_with_trailers(&mut out, fields, trailers);
+            assert_eq!(answer, keep_alive, "{version:?} {head_only} {declared:?} {status:?}");
             assert_eq!(out, expected, "{version:?} {head_only} {declared:?} {status:?}");
         }
     }
