@@ -398,17 +398,23 @@ impl<H: Handler> Conn<H> {
     /// so stopping early would strand the rest.
     fn write(&mut self, now: u64) -> io::Result<()> {
         while self.writable {
-            let mut slices = [io::IoSlice::new(&[]); OUTPUT_SLICES];
-            let count = self.session.output_slices(&mut slices);
-            let slices = &slices[..count];
-            let len: usize = slices.iter().map(|slice| slice.len()).sum();
-            if len == 0 {
+            let pending = self.session.output_len();
+            if pending == 0 {
                 return Ok(());
             }
-            let written = if count == 1 {
-                self.socket.write(&slices[0])
+            let first = self.session.output();
+            // What this write offers: all of it, unless more pieces wait
+            // than one call's slices hold.
+            let (written, len) = if first.len() == pending {
+                // One piece (the usual HTTP/1 case): a plain write, and no
+                // slice array to fill (a kilobyte, at every write).
+                (self.socket.write(first), pending)
             } else {
-                self.socket.write_vectored(slices)
+                let mut slices = [io::IoSlice::new(&[]); OUTPUT_SLICES];
+                let count = self.session.output_slices(&mut slices);
+                let slices = &slices[..count];
+                let len = slices.iter().map(|slice| slice.len()).sum();
+                (self.socket.write_vectored(slices), len)
             };
             match written {
                 Ok(n) => {
