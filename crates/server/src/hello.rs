@@ -62,17 +62,21 @@ impl Hello {
     /// The route of a request's path and method (a wrapping handler that
     /// already split the path passes it on).
     fn route(path: &str, method: &str) -> Route {
+        let route = match path {
+            "/plaintext" => Route::Plaintext,
+            "/json" => Route::Json,
+            _ => Route::NotFound,
+        };
+        // GET and HEAD first: the requests the server is measured by.
+        if matches!(method, "GET" | "HEAD") {
+            return route;
+        }
         if !is_known_method(method) {
             return Route::NotImplemented;
         }
-        let route = match path {
-            "*" if method == "OPTIONS" => return Route::ServerOptions,
-            "/plaintext" => Route::Plaintext,
-            "/json" => Route::Json,
-            _ => return Route::NotFound,
-        };
-        match method {
-            "GET" | "HEAD" => route,
+        match route {
+            Route::NotFound if path == "*" && method == "OPTIONS" => Route::ServerOptions,
+            Route::NotFound => Route::NotFound,
             _ => Route::MethodNotAllowed,
         }
     }
@@ -242,6 +246,10 @@ impl Handler for Demo {
 
     fn head(&self, request: &Request<'_>) -> DemoRoute {
         let (path, method) = (request.path(), request.method());
+        if !matches!(path, "/delay" | "/echo" | "/bytes" | "/upload" | "*") {
+            // Not one of the demo's own: Hello's, with no more looks.
+            return DemoRoute::Hello(Hello::route(path, method));
+        }
         if !is_known_method(method) {
             return DemoRoute::Hello(Route::NotImplemented);
         }
@@ -457,6 +465,34 @@ mod tests {
     #[test]
     fn json_strings_are_escaped() {
         assert_eq!(JsonString("a\"b\\c\n\u{1}é").to_string(), "\"a\\\"b\\\\c\\n\\u0001é\"");
+    }
+
+    /// Every path against every method, by the rule in [`Hello`]'s docs:
+    /// 501 for a method the server does not know (whatever the path),
+    /// `OPTIONS *`, 404 for another path, 405 for a known path with a
+    /// method other than GET or HEAD.
+    #[test]
+    fn routes_by_path_and_method() {
+        let methods = ["GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE"];
+        let methods = methods.into_iter().chain(["PATCH", "get", "BREW", "", "GETS", "HEADX"]);
+        for method in methods {
+            for path in ["/plaintext", "/json", "*", "/", "/plaintext/", "/json?x", ""] {
+                let expected = if !is_known_method(method) {
+                    Route::NotImplemented
+                } else if path == "*" && method == "OPTIONS" {
+                    Route::ServerOptions
+                } else if !matches!(path, "/plaintext" | "/json") {
+                    Route::NotFound
+                } else if !matches!(method, "GET" | "HEAD") {
+                    Route::MethodNotAllowed
+                } else if path == "/plaintext" {
+                    Route::Plaintext
+                } else {
+                    Route::Json
+                };
+                assert_eq!(Hello::route(path, method), expected, "{method} {path}");
+            }
+        }
     }
 
     #[test]
