@@ -392,7 +392,7 @@ impl<S> fmt::Debug for TowerHandler<S> {
 /// the `http` request parts, or the fact that `http` refused them.
 #[derive(Debug)]
 pub struct TowerState {
-    head: Result<(http::Request<()>, BodyLength), http::Error>,
+    head: Result<(http::Request<()>, BodyLength, Asked), http::Error>,
 }
 
 impl<S, B> Handler for TowerHandler<S>
@@ -415,15 +415,17 @@ where
         if length != BodyLength::Empty {
             request.stream_body();
         }
-        let mut head = http_head(request);
-        if let (true, Ok(head), Some(addr)) = (self.peer_addr, &mut head, request.peer_addr()) {
-            head.extensions_mut().insert(PeerAddr(addr));
-        }
-        TowerState { head: head.map(|head| (head, length)) }
+        let head = http_head(request).map(|(mut head, asked)| {
+            if let (true, Some(addr)) = (self.peer_addr, request.peer_addr()) {
+                head.extensions_mut().insert(PeerAddr(addr));
+            }
+            (head, length, asked)
+        });
+        TowerState { head }
     }
 
     fn respond(&self, state: TowerState, response: &mut Response<'_>) {
-        let (head, length) = match state.head {
+        let (head, length, asked) = match state.head {
             Ok(head) => head,
             Err(error) => {
                 tracing::debug!(%error, "a request head http cannot represent");
@@ -436,7 +438,6 @@ where
             None => Body::empty(),
         };
         let request = head.map(|()| body);
-        let asked = Asked::of(&request);
         let mut service = self.service.clone();
         let _runtime = self.runtime.enter();
         let mut cx = Context::from_waker(Waker::noop());
@@ -477,10 +478,11 @@ where
     }
 }
 
-/// The `http` request head of `request`. The bytes its URI and field
-/// values keep are copied into this thread's [`HeadCache`], not each into
-/// an allocation of its own, and its field map is the last answer's.
-fn http_head(request: &Request<'_>) -> Result<http::Request<()>, http::Error> {
+/// The `http` request head of `request`, and what it lets its response
+/// carry (noted in the same walk of its fields). The bytes its URI and
+/// field values keep are copied into this thread's [`HeadCache`], not each
+/// into an allocation of its own, and its field map is the last answer's.
+fn http_head(request: &Request<'_>) -> Result<(http::Request<()>, Asked), http::Error> {
     let mut head = http::Request::new(());
     *head.method_mut() = Method::from_bytes(request.method().as_bytes())?;
     *head.version_mut() = match request.version() {
@@ -489,11 +491,13 @@ fn http_head(request: &Request<'_>) -> Result<http::Request<()>, http::Error> {
         Version::Http2 => http::Version::HTTP_2,
     };
     let fields = request.headers();
+    let mut te_trailers = false;
     HeadCache::with(|cache| {
         *head.uri_mut() = uri(request.target(), request.authority(), cache)?;
         let mut headers = cache.headers.take().unwrap_or_default();
         headers.reserve(fields.size_hint().0);
         for (name, value) in fields {
+            te_trailers |= name.eq_ignore_ascii_case("te") && lists_trailers(value);
             let value = HeaderValue::from_maybe_shared(cache.copy(value))?;
             headers.append(HeaderName::from_bytes(name.as_bytes())?, value);
         }
@@ -509,7 +513,13 @@ fn http_head(request: &Request<'_>) -> Result<http::Request<()>, http::Error> {
         *head.headers_mut() = headers;
         Ok::<_, http::Error>(())
     })?;
-    Ok(head)
+    let asked = Asked::new(head.method(), head.version(), te_trailers);
+    Ok((head, asked))
+}
+
+/// Whether a `TE` field's value lists the `trailers` option.
+fn lists_trailers(value: &[u8]) -> bool {
+    value.split(|&b| b == b',').any(|coding| coding.trim_ascii().eq_ignore_ascii_case(b"trailers"))
 }
 
 /// `http://authority/target`, or the target alone without an authority
@@ -1257,9 +1267,18 @@ fn write_head(head: &mut impl Head, parts: &http::response::Parts) -> Option<u64
     let status = Status::new(parts.status.as_u16()).unwrap_or(Status::INTERNAL_SERVER_ERROR);
     let _ = head.status(status);
     let mut length = None;
-    let connection = parts.headers.get_all(CONNECTION);
+    // Looked up only when present: a walk of a few names costs less than
+    // the lookup's hash, and most responses have no `connection` field.
+    let connection = parts
+        .headers
+        .keys()
+        .any(|name| name == CONNECTION)
+        .then(|| parts.headers.get_all(CONNECTION));
     for (name, value) in &parts.headers {
-        if name != UPGRADE && name != CONNECTION && named_by(&connection, name.as_str()) {
+        if name != UPGRADE
+            && name != CONNECTION
+            && connection.as_ref().is_some_and(|connection| named_by(connection, name.as_str()))
+        {
             // A field the service's `connection` field names is for one
             // hop only (RFC 9110 §7.6.1): not sent. `Upgrade` goes, with
             // its option (`wire.rs`); `connection` itself is never sent
@@ -1312,20 +1331,14 @@ struct Asked {
 }
 
 impl Asked {
-    fn of<B>(request: &http::Request<B>) -> Self {
-        let head = request.method() == Method::HEAD;
-        let takes_trailers = || {
-            request.headers().get_all(http::header::TE).iter().any(|value| {
-                value
-                    .as_bytes()
-                    .split(|&b| b == b',')
-                    .any(|coding| coding.trim_ascii().eq_ignore_ascii_case(b"trailers"))
-            })
-        };
+    /// For a request of `method` in `version` whose `TE` fields list
+    /// `trailers` (`te_trailers`) or not.
+    fn new(method: &Method, version: http::Version, te_trailers: bool) -> Self {
+        let head = method == Method::HEAD;
         let trailers = !head
-            && match request.version() {
+            && match version {
                 http::Version::HTTP_2 => true,
-                http::Version::HTTP_11 => takes_trailers(),
+                http::Version::HTTP_11 => te_trailers,
                 _ => false,
             };
         Self { head, trailers }
