@@ -247,7 +247,8 @@ impl Handler for Demo {
     fn head(&self, request: &Request<'_>) -> DemoRoute {
         let (path, method) = (request.path(), request.method());
         if !matches!(path, "/delay" | "/echo" | "/bytes" | "/upload" | "*") {
-            // Not one of the demo's own: Hello's, with no more looks.
+            // Not one of the demo's own (the paths the match below
+            // serves): Hello's, with no more looks.
             return DemoRoute::Hello(Hello::route(path, method));
         }
         if !is_known_method(method) {

@@ -1507,7 +1507,7 @@ fn response_trailers_end_the_stream() {
 fn a_response_out_of_order_resets_its_stream() {
     let internal = |stream| Sent::Rst { stream, code: ErrorCode::INTERNAL_ERROR };
     let mut c = Client::new();
-    for id in [1, 3, 5, 7, 9, 11] {
+    for id in [1, 3, 5, 7, 9, 11, 13] {
         let headers = c.request(id, "/", true);
         c.feed(&headers);
     }
@@ -1517,6 +1517,11 @@ fn a_response_out_of_order_resets_its_stream() {
     c.conn.send_headers(5, 200, [], false);
     c.conn.send_headers(5, 200, [], true);
     c.conn.send_headers(7, 103, [], true);
+    // The in-place send takes everything too, and sends none of it.
+    let mut shared = Bytes::from_static(b"abc");
+    assert_eq!(c.conn.send_shared(13, &mut shared, false), 3);
+    assert!(shared.is_empty());
+    assert_eq!(c.conn.output_slices(&mut [IoSlice::new(&[]); 4]), 1);
     assert_eq!(
         c.sent(),
         [
@@ -1525,6 +1530,7 @@ fn a_response_out_of_order_resets_its_stream() {
             Sent::Headers { stream: 5, status: "200".into(), end_stream: false },
             internal(5),
             internal(7),
+            internal(13),
         ]
     );
     // In order: any number of 1xx, then the final head, DATA, trailers.
