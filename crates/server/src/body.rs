@@ -42,6 +42,7 @@ use crate::chunked::ChunkedError;
 use crate::http1::Framing;
 use crate::link::{Link, Returned};
 use crate::response::BodyOffer;
+use crate::trailers::{TrailerSlot, Trailers};
 
 /// The error of a blocking read on a worker's thread that would wait.
 const ON_WORKER_READ: &str = "a blocking read of a request body on the server's worker thread \
@@ -73,6 +74,9 @@ fn failure(kind: io::ErrorKind) -> io::Error {
 pub(crate) struct BodyFlow {
     pub(crate) input: Arc<crate::h2::connection::StreamInput>,
     pub(crate) stream: u32,
+    /// The stream's trailers, stored by the worker before it ends the
+    /// body's pipe.
+    pub(crate) trailers: TrailerSlot,
 }
 
 /// A request body being read by the application, from any thread.
@@ -128,12 +132,18 @@ struct BodyState {
     max_body: u64,
     /// The body failed: reads repeat this.
     failed: Option<io::ErrorKind>,
+    /// The trailer fields that ended the body, until taken.
+    trailers: Option<Trailers>,
 }
 
 impl RequestBody {
     pub(crate) fn new(offer: BodyOffer, link: Arc<Link>) -> Self {
-        let BodyOffer { reader, framing, received, max_body, flow } = offer;
-        let state = BodyState { framing: Some(framing), received, max_body, failed: None };
+        let BodyOffer { reader, mut framing, received, max_body, flow } = offer;
+        if let Framing::Chunked(decoder) = &mut framing {
+            decoder.keep_trailers();
+        }
+        let state =
+            BodyState { framing: Some(framing), received, max_body, failed: None, trailers: None };
         Self { reader, state: Mutex::new(state), link, flow, readable: Mutex::new(None) }
     }
 
@@ -147,6 +157,15 @@ impl RequestBody {
     /// Whether the whole body has been read (the next read returns 0).
     pub fn is_end(&self) -> bool {
         self.state.lock().framing.is_none()
+    }
+
+    /// The request's trailer fields (a chunked body's trailer section, an
+    /// HTTP/2 stream's trailing HEADERS), once the body has been read to
+    /// its end: `Some` once, if the client sent any; `None` before the
+    /// end, after a failed read, when there were none, or once taken.
+    /// They are not part of the request's head: see [`Trailers`].
+    pub fn take_trailers(&self) -> Option<Trailers> {
+        self.state.lock().trailers.take()
     }
 
     /// Reads into `out` what can be read now, without waiting: `Some(n)`
@@ -326,6 +345,13 @@ impl RequestBody {
             return Err(failure(kind));
         }
         if done {
+            state.trailers = match (framing, &self.flow) {
+                (Framing::Chunked(decoder), _) => decoder.take_trailers(),
+                // The worker stored them before it ended the pipe, whose
+                // end this read saw.
+                (_, Some(flow)) => flow.trailers.lock().take(),
+                _ => None,
+            };
             self.hand_back(state);
             self.link.give_back_blocks();
             return Ok(Some(produced));

@@ -39,7 +39,9 @@
 //! an extension without a name or with a `=` but no value, a trailer line
 //! that is not a field line (whitespace before the colon, obs-fold, CTLs).
 //! Extensions are validated and ignored (RFC 9112 §7.1.1), trailer fields
-//! validated and discarded (never merged into the header section, §7.1.2).
+//! validated, and kept for the application only when it reads the body
+//! itself ([`keep_trailers`](ChunkedDecoder::keep_trailers)), never merged
+//! into the header section (§7.1.2).
 //!
 //! Bounds: a size line carries at most [`MAX_EXTENSION`] bytes of
 //! extensions, and over the body, extension bytes may exceed sixteen per
@@ -49,6 +51,7 @@
 //! most [`MAX_TRAILER`] bytes and [`MAX_TRAILER_FIELDS`] fields.
 
 use crate::syntax::{FIELD_VALUE, QDTEXT, QUOTED_PAIR, TOKEN, is_whitespace};
+use crate::trailers::Trailers;
 
 /// Hex digits in a chunk size at most (a `u64`; more is an error, leading
 /// zeros included, so a size never overflows).
@@ -133,11 +136,42 @@ pub(crate) struct ChunkedDecoder {
     excess: u64,
     /// Trailer fields so far.
     fields: u32,
+    /// Keep the trailer section's field lines (in `kept`, each ended by
+    /// `\n`) for [`take_trailers`](Self::take_trailers).
+    keep: bool,
+    kept: Vec<u8>,
 }
 
 impl ChunkedDecoder {
     pub(crate) fn new() -> Self {
-        Self { state: State::Size, size: 0, digits: 0, line: 0, excess: 0, fields: 0 }
+        Self {
+            state: State::Size,
+            size: 0,
+            digits: 0,
+            line: 0,
+            excess: 0,
+            fields: 0,
+            keep: false,
+            kept: Vec::new(),
+        }
+    }
+
+    /// Keeps the trailer fields from here on, for
+    /// [`take_trailers`](Self::take_trailers) (a body the application
+    /// reads; the worker's own reads discard them).
+    pub(crate) fn keep_trailers(&mut self) {
+        self.keep = true;
+    }
+
+    /// The trailer fields kept, once the body is done; `None` if there
+    /// were none (or they were not kept).
+    pub(crate) fn take_trailers(&mut self) -> Option<Trailers> {
+        if !self.is_done() || self.kept.is_empty() {
+            return None;
+        }
+        let lines = std::mem::take(&mut self.kept);
+        // The state machine checked every line's grammar.
+        Trailers::from_lines(&lines)
     }
 
     /// Whether the last chunk and the trailer section have been read.
@@ -243,33 +277,45 @@ impl ChunkedDecoder {
                 if self.fields > MAX_TRAILER_FIELDS {
                     return Err(ChunkedError::Malformed);
                 }
-                self.trailer_byte()?;
+                self.trailer_byte(byte)?;
                 State::TrailerName
             }
             (State::TrailerName, _) if token => {
-                self.trailer_byte()?;
+                self.trailer_byte(byte)?;
                 State::TrailerName
             }
             (State::TrailerName, b':') => {
-                self.trailer_byte()?;
+                self.trailer_byte(byte)?;
                 State::TrailerValue
             }
             (State::TrailerValue, _) if FIELD_VALUE[usize::from(byte)] => {
-                self.trailer_byte()?;
+                self.trailer_byte(byte)?;
                 State::TrailerValue
             }
             (State::TrailerValue, b'\r') => State::TrailerLf,
-            (State::TrailerLf, b'\n') => State::TrailerStart,
+            (State::TrailerLf, b'\n') => {
+                if self.keep {
+                    self.kept.push(b'\n');
+                }
+                State::TrailerStart
+            }
             (State::FinalLf, b'\n') => State::Done,
             _ => return Err(ChunkedError::Malformed),
         };
         Ok(next)
     }
 
-    /// Counts a byte of the trailer section against its bound.
-    fn trailer_byte(&mut self) -> Result<(), ChunkedError> {
+    /// Counts a byte of the trailer section against its bound (and keeps
+    /// it, if asked to).
+    fn trailer_byte(&mut self, byte: u8) -> Result<(), ChunkedError> {
         self.line += 1;
-        if self.line > MAX_TRAILER { Err(ChunkedError::Malformed) } else { Ok(()) }
+        if self.line > MAX_TRAILER {
+            return Err(ChunkedError::Malformed);
+        }
+        if self.keep {
+            self.kept.push(byte);
+        }
+        Ok(())
     }
 }
 
@@ -292,7 +338,15 @@ mod tests {
         input: &[u8],
         cuts: &[usize],
     ) -> Result<(Vec<u8>, Option<usize>), ChunkedError> {
-        let mut decoder = ChunkedDecoder::new();
+        decode_with(&mut ChunkedDecoder::new(), input, cuts)
+    }
+
+    /// [`decode_in_pieces`] with a decoder set up by the caller.
+    fn decode_with(
+        decoder: &mut ChunkedDecoder,
+        input: &[u8],
+        cuts: &[usize],
+    ) -> Result<(Vec<u8>, Option<usize>), ChunkedError> {
         let mut data = Vec::new();
         let mut start = 0;
         let mut bounds: Vec<usize> = cuts.iter().map(|c| c % (input.len() + 1)).collect();
@@ -322,6 +376,34 @@ mod tests {
         let (data, end) = decode_in_pieces(body, &[]).unwrap();
         assert_eq!(data, b"hello world");
         assert_eq!(end, Some(body.len() - 3), "stops before the next request");
+    }
+
+    #[test]
+    fn trailers_are_kept_only_when_asked() {
+        let body = b"1\r\nx\r\n0\r\nExpires: never\r\nx-sum:\t 42 \r\n\r\n";
+        let mut kept = ChunkedDecoder::new();
+        kept.keep_trailers();
+        for cuts in [vec![], (0..body.len()).collect()] {
+            let mut decoder = kept.clone();
+            let (data, end) = decode_with(&mut decoder, body, &cuts).unwrap();
+            assert_eq!((&data[..], end), (&b"x"[..], Some(body.len())));
+            let trailers = decoder.take_trailers().expect("two fields");
+            let fields: Vec<_> = trailers.iter().collect();
+            assert_eq!(fields, [("Expires", &b"never"[..]), ("x-sum", &b"42"[..])]);
+            assert_eq!(decoder.take_trailers(), None, "taken once");
+        }
+        // Not asked: nothing kept (the worker's own reads).
+        let mut decoder = ChunkedDecoder::new();
+        decode_with(&mut decoder, body, &[]).unwrap();
+        assert_eq!(decoder.take_trailers(), None);
+        // None until the body is done; none when it has no trailer section.
+        let mut decoder = kept.clone();
+        decode_with(&mut decoder, &body[..body.len() - 2], &[]).unwrap();
+        assert_eq!(decoder.take_trailers(), None, "the final CRLF is still owed");
+        let mut decoder = kept.clone();
+        decode_with(&mut decoder, b"0\r\n\r\n", &[]).unwrap();
+        assert!(decoder.is_done());
+        assert_eq!(decoder.take_trailers(), None);
     }
 
     /// Every valid form of the grammar, decoded whole and a byte at a time.
@@ -532,10 +614,15 @@ mod tests {
             cuts in proptest::collection::vec(any::<usize>(), 0..12),
         ) {
             let encoded = encode(&chunks, &trailers);
-            let (data, end) = decode_in_pieces(&encoded, &cuts).unwrap();
+            let mut decoder = ChunkedDecoder::new();
+            decoder.keep_trailers();
+            let (data, end) = decode_with(&mut decoder, &encoded, &cuts).unwrap();
             let expected: Vec<u8> = chunks.iter().flat_map(|(c, _)| c.iter().copied()).collect();
             prop_assert_eq!(data, expected);
             prop_assert_eq!(end, Some(encoded.len()));
+            // The trailers kept are the fields sent, values trimmed.
+            let sent = Trailers::from_lines(trailers.join("\n").as_bytes()).unwrap();
+            prop_assert_eq!(decoder.take_trailers().unwrap_or_default(), sent);
         }
 
         /// Arbitrary bytes never panic, and a split never changes the verdict.

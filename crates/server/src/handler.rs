@@ -96,7 +96,10 @@ pub trait Handler: Send + Sync + 'static {
     /// The request head has arrived.
     fn head(&self, request: &Request<'_>) -> Self::State;
 
-    /// A piece of the request body. The default ignores it.
+    /// A piece of the request body. The default ignores it. (The body's
+    /// trailer fields, if any, are not passed here: a handler that wants
+    /// them reads the body itself, [`Request::stream_body`], and takes
+    /// them with [`RequestBody::take_trailers`](crate::RequestBody::take_trailers).)
     fn body(&self, state: &mut Self::State, chunk: &[u8]) {
         let _ = (state, chunk);
     }

@@ -122,6 +122,7 @@ mod syntax;
 mod target;
 #[cfg(feature = "tower")]
 pub mod tower;
+mod trailers;
 mod wanted;
 mod wire;
 mod worker;
@@ -144,6 +145,7 @@ pub use response::{Responder, Response};
 pub use server::{Handle, Running, Server, ServerError, Stats};
 pub use session::{Context, Session};
 pub use stopped::Stopped;
+pub use trailers::Trailers;
 
 #[cfg(all(doctest, not(miri)))]
 #[doc = include_str!("../README.md")]

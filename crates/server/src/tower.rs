@@ -193,8 +193,10 @@
 //! processing: `content-length`, `host`, `authorization`, `content-type`,
 //! `set-cookie`, `trailer` and the like, hyper's list) and HTTP/1's
 //! connection fields are left out, as is a value with a control byte. The
-//! request's own trailers are read and dropped (the body has data frames
-//! only).
+//! request's own trailers (a chunked body's trailer section, an HTTP/2
+//! stream's trailing HEADERS) end its [`Body`] as a trailers frame, after
+//! the last data, as hyper delivers them; an HTTP/2 body is therefore read
+//! to the stream's end even when its `content-length` is reached.
 //!
 //! # Errors
 //!
@@ -243,6 +245,7 @@ use tower_service::Service;
 use crate::body::RequestBody;
 use crate::handler::{BodyLength, Handler, Request, ResponseError, Status, Version};
 use crate::response::{Polled, Responder, Response, Step};
+use crate::trailers::Trailers;
 
 /// The error type services are asked to convert theirs into (tower's
 /// `BoxError`).
@@ -1571,7 +1574,8 @@ impl<T: 'static> Drop for Place<T> {
 /// to the service): empty, or a [`RequestBody`] read straight out of the
 /// connection's input pipe, in data frames of up to 256 KiB.
 ///
-/// Its size hint is exact for a `Content-Length` body. Frames fail with a
+/// Its size hint is exact for a `Content-Length` body. The request's
+/// trailers, if it has any, are its last frame. Frames fail with a
 /// [`BodyError`]; after an error the body is over.
 #[derive(Debug)]
 pub struct Body {
@@ -1610,6 +1614,21 @@ impl From<RequestBody> for Body {
     fn from(body: RequestBody) -> Self {
         Self::streaming(body, BodyLength::Chunked)
     }
+}
+
+/// A request's trailers as an `http::HeaderMap` (names in lower case).
+/// Every field fits one: its name is a token and its value has no control
+/// byte other than tab.
+fn header_map(trailers: &Trailers) -> http::HeaderMap {
+    let mut map = http::HeaderMap::with_capacity(trailers.len());
+    for (name, value) in trailers.iter() {
+        if let (Ok(name), Ok(value)) =
+            (http::HeaderName::from_bytes(name.as_bytes()), http::HeaderValue::from_bytes(value))
+        {
+            map.append(name, value);
+        }
+    }
+    map
 }
 
 /// Why a [`Body`] frame failed, boxed as tower and axum box errors:
@@ -1658,8 +1677,10 @@ impl http_body::Body for Body {
     ) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
         let this = self.get_mut();
         let Some(body) = this.inner.as_mut() else { return Poll::Ready(None) };
-        if this.remaining == Some(0) {
-            // Read to its end, so already handed back to the connection.
+        if this.remaining == Some(0) && !body.is_stream() {
+            // Read to its end, so already handed back to the connection
+            // (an HTTP/1 `Content-Length` body has no trailers; an HTTP/2
+            // stream's may follow its last byte, so it is read to its end).
             this.inner = None;
             return Poll::Ready(None);
         }
@@ -1678,8 +1699,9 @@ impl http_body::Body for Body {
         match std::task::ready!(body.poll_read_into(cx, &mut room)) {
             Ok(0) => {
                 // Over: the connection gets its input back.
+                let trailers = body.take_trailers();
                 this.inner = None;
-                Poll::Ready(None)
+                Poll::Ready(trailers.map(|trailers| Ok(Frame::trailers(header_map(&trailers)))))
             }
             Ok(n) => {
                 if let Some(left) = &mut this.remaining {
@@ -1695,7 +1717,10 @@ impl http_body::Body for Body {
     }
 
     fn is_end_stream(&self) -> bool {
-        self.inner.is_none() || self.remaining == Some(0)
+        match &self.inner {
+            None => true,
+            Some(body) => self.remaining == Some(0) && !body.is_stream(),
+        }
     }
 
     fn size_hint(&self) -> SizeHint {

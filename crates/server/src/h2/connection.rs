@@ -229,6 +229,12 @@ pub trait Streams {
     /// [`StreamInput`] as it reads, and hand the WINDOW_UPDATEs to
     /// [`Connection::send_updates`].
     fn data(&mut self, stream: u32, data: &[u8], end_stream: bool) -> bool;
+    /// Trailer fields ended `stream`'s body (RFC 9113 §8.1: checked, no
+    /// pseudo-field); [`data`](Self::data) with `end_stream` follows at
+    /// once. Ignored unless overridden.
+    fn trailers(&mut self, stream: u32, head: &Head) {
+        let _ = (stream, head);
+    }
     /// `stream` ended early (the client reset it or broke a rule): drop
     /// whatever is under way for it.
     fn reset(&mut self, stream: u32);
@@ -980,6 +986,7 @@ impl Connection {
             stream.remote_closed = true;
             stream.input.disable_updates();
             self.request_frames += 1;
+            streams.trailers(id, &self.head);
             streams.data(id, &[], true);
             return self.complete_if_closed(id);
         }

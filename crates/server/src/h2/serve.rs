@@ -49,6 +49,7 @@ use crate::http1::{Framing, Progress};
 use crate::pieces::Pieces;
 use crate::response::{AppSlots, BodyOffer, Polled, Response, Step};
 use crate::session::Context;
+use crate::trailers::{TrailerSlot, Trailers};
 use crate::wire::Encoder;
 
 /// The request pseudo-fields (RFC 9113 8.3.1): `:method`, `:scheme`,
@@ -109,6 +110,8 @@ struct Exchange<S> {
     /// while the body arrives.
     offer: Option<BodyOffer>,
     body: Option<Writer>,
+    /// Where the lent body's reader finds the request's trailers.
+    trailers_in: Option<TrailerSlot>,
     /// Bytes put into the lent body's pipe: its reader releases them as
     /// it reads, or the server does if the application never takes it.
     lent: u64,
@@ -1410,6 +1413,20 @@ impl<H: Handler> Streams for Dispatch<'_, H> {
         self.data_piece(stream, data, end_stream)
     }
 
+    fn trailers(&mut self, stream: u32, head: &Head) {
+        // Only a body lent to the application, still arriving, takes them
+        // (its pipe ends right after, with the `data` that follows).
+        let Some(exchange) = self.exchanges.get_mut(&stream) else { return };
+        if let (Some(_), Some(slot)) = (&exchange.body, &exchange.trailers_in) {
+            let mut trailers = Trailers::default();
+            for (name, value) in head.fields() {
+                // Checked by the connection (8.2.1): each one fits.
+                trailers.push(name, value);
+            }
+            *slot.lock() = Some(trailers);
+        }
+    }
+
     fn reset(&mut self, stream: u32) {
         self.reset_stream(stream);
     }
@@ -1489,17 +1506,19 @@ impl<H: Handler> Dispatch<'_, H> {
         let mut refused = refused;
         // A body the application reads itself: its own pipe, offered to
         // `respond`, which runs at once (as for HTTP/1).
-        let (mut offer, mut writer) = (None, None);
+        let (mut offer, mut writer, mut trailers_in) = (None, None, None);
         if request.stream.get() && body != BodyLength::Empty && refused.is_none() {
             match falconet_pipe::pipe(self.pool, falconet_pipe::Options::new()) {
                 Ok((w, reader)) => {
                     writer = Some(w);
+                    let trailers = TrailerSlot::default();
+                    trailers_in = Some(Arc::clone(&trailers));
                     offer = Some(BodyOffer {
                         reader: Arc::new(reader),
                         framing: Framing::Stream,
                         received: 0,
                         max_body: self.cx.limits.max_body,
-                        flow: Some(BodyFlow { input: Arc::clone(input), stream }),
+                        flow: Some(BodyFlow { input: Arc::clone(input), stream, trailers }),
                     });
                 }
                 Err(_) => refused = Some(Status::INTERNAL_SERVER_ERROR),
@@ -1526,6 +1545,7 @@ impl<H: Handler> Dispatch<'_, H> {
                 source: None,
                 offer,
                 body: writer,
+                trailers_in,
                 lent: 0,
                 failed: false,
                 request_ended: end_stream,

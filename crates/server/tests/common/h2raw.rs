@@ -52,6 +52,15 @@ pub fn req(method: &str, path: &str) -> Vec<u8> {
     block(&[(":method", method), (":scheme", "http"), (":path", path), (":authority", "localhost")])
 }
 
+/// The field block of a request for `path` on `x`, with `fields` after
+/// the pseudo-fields.
+pub fn req_with(method: &str, path: &str, fields: &[(&str, &str)]) -> Vec<u8> {
+    let mut all =
+        vec![(":method", method), (":scheme", "http"), (":path", path), (":authority", "x")];
+    all.extend_from_slice(fields);
+    block(&all)
+}
+
 /// A frame's bytes.
 pub fn frame_bytes(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();

@@ -1,0 +1,232 @@
+//! A request's trailer fields reach the application that reads the body:
+//! a chunked body's trailer section (RFC 9112 §7.1.2) and an HTTP/2
+//! stream's trailing HEADERS (RFC 9113 §8.1), through
+//! `RequestBody::take_trailers` after the body's end, never before it and
+//! never after a failed body. (The tower half, `tower::Body`'s trailers
+//! frame, is in `tower_request_trailers.rs`.)
+
+mod common;
+
+use std::io::Read;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use common::h2raw::{Raw, block, frames_until, req_with};
+use falconet_server::h2::frame::kind;
+use falconet_server::{Handler, Request, RequestBody, Responder, Response};
+
+/// Takes every request's body and hands it, with a responder, to a
+/// thread that reads it to its end and answers with what it read:
+/// `"<body> | name=value; ..."`, or `"<body> | none"`, or the read's
+/// error kind.
+struct Reads;
+
+impl Handler for Reads {
+    type State = ();
+
+    fn head(&self, request: &Request<'_>) {
+        request.stream_body();
+    }
+
+    fn body(&self, _: &mut (), _: &[u8]) {}
+
+    fn respond(&self, (): (), response: &mut Response<'_>) {
+        let Some(body) = response.take_body() else {
+            let _ = response.body(b"no body");
+            return;
+        };
+        let responder = response.defer().expect("defer");
+        std::thread::spawn(move || answer(body, responder));
+    }
+}
+
+fn answer(mut body: RequestBody, responder: Responder) {
+    let early = body.take_trailers();
+    let mut data = Vec::new();
+    let text = match body.read_to_end(&mut data) {
+        Ok(_) => {
+            let trailers = body.take_trailers();
+            let again = body.take_trailers();
+            let listed = match &trailers {
+                None => "none".to_string(),
+                Some(t) => t
+                    .iter()
+                    .map(|(n, v)| format!("{n}={}", String::from_utf8_lossy(v)))
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            };
+            assert!(early.is_none() && again.is_none(), "only once, and only at the end");
+            format!("{} | {listed}", String::from_utf8_lossy(&data))
+        }
+        Err(error) => {
+            assert_eq!(body.take_trailers(), None, "none after a failed body");
+            format!("failed: {:?}", error.kind())
+        }
+    };
+    let _ = responder.body(text.as_bytes());
+}
+
+fn http1(request: &[u8], bytewise: bool) -> String {
+    let server = common::serve(common::options().workers(1), Reads);
+    let mut client = common::Client::connect(server.addr);
+    if bytewise {
+        client.send_bytewise(request);
+    } else {
+        client.send(request);
+    }
+    client.reply().expect("a reply").text()
+}
+
+const CHUNKED: &[u8] = b"POST /t HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
+
+#[test]
+fn a_chunked_bodys_trailers_follow_its_end() {
+    let mut request = CHUNKED.to_vec();
+    request.extend_from_slice(b"5\r\nhello\r\n0\r\nChecksum: c0ffee\r\nx-Count:\t 2 \r\n\r\n");
+    for bytewise in [false, true] {
+        assert_eq!(http1(&request, bytewise), "hello | Checksum=c0ffee; x-Count=2", "{bytewise}");
+    }
+}
+
+#[test]
+fn bodies_without_a_trailer_section_have_none() {
+    let mut chunked = CHUNKED.to_vec();
+    chunked.extend_from_slice(b"5\r\nhello\r\n0\r\n\r\n");
+    assert_eq!(http1(&chunked, false), "hello | none");
+    let sized = b"POST /t HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello";
+    assert_eq!(http1(sized, false), "hello | none");
+}
+
+/// The most the decoder keeps (64 fields, 8 KiB) arrives whole; one field
+/// more is a malformed body (`400` territory), whose read fails and which
+/// leaves no trailers behind.
+#[test]
+fn trailers_at_their_bounds() {
+    let fields = |n: usize| (0..n).map(|i| format!("X-{i}: v{i}\r\n")).collect::<String>();
+    let mut request = CHUNKED.to_vec();
+    request.extend_from_slice(format!("1\r\na\r\n0\r\n{}\r\n", fields(64)).as_bytes());
+    let text = http1(&request, false);
+    let expected: Vec<String> = (0..64).map(|i| format!("X-{i}=v{i}")).collect();
+    assert_eq!(text, format!("a | {}", expected.join("; ")));
+
+    let mut request = CHUNKED.to_vec();
+    request.extend_from_slice(format!("1\r\na\r\n0\r\n{}\r\n", fields(65)).as_bytes());
+    assert_eq!(http1(&request, false), "failed: InvalidData");
+}
+
+/// Two requests on one connection: the second's body has no trailers,
+/// and does not see the first's.
+#[test]
+fn trailers_belong_to_their_own_request() {
+    let server = common::serve(common::options().workers(1), Reads);
+    let mut client = common::Client::connect(server.addr);
+    let mut first = CHUNKED.to_vec();
+    first.extend_from_slice(b"1\r\na\r\n0\r\nA: 1\r\n\r\n");
+    client.send(&first);
+    assert_eq!(client.reply().unwrap().text(), "a | A=1");
+    let mut second = CHUNKED.to_vec();
+    second.extend_from_slice(b"1\r\nb\r\n0\r\n\r\n");
+    client.send(&second);
+    assert_eq!(client.reply().unwrap().text(), "b | none");
+}
+
+/// HTTP/2 over frames of our own: HEADERS, DATA, then a HEADERS with
+/// END_STREAM carrying the trailers (also when `content-length` was
+/// declared and reached, and when they come in a CONTINUATION); a stream
+/// that ends with DATA has none.
+#[test]
+fn an_http2_streams_trailers_follow_its_end() {
+    let server = common::serve(common::options().workers(1), Reads);
+    let mut raw = Raw::handshake(server.addr, &[]);
+    let head = |length: Option<&str>| match length {
+        Some(length) => req_with("POST", "/t", &[("content-length", length)]),
+        None => req_with("POST", "/t", &[]),
+    };
+    let trailers = block(&[("checksum", "c0ffee"), ("x-count", "2")]);
+    // Stream 1: trailers after DATA.
+    raw.headers(1, &head(None), false);
+    raw.data(1, b"hello", false);
+    raw.headers(1, &trailers, true);
+    // Stream 3: the declared length reached, then trailers.
+    raw.headers(3, &head(Some("5")), false);
+    raw.data(3, b"hello", false);
+    raw.headers(3, &trailers, true);
+    // Stream 5: trailers split into HEADERS + CONTINUATION.
+    raw.headers(5, &head(None), false);
+    raw.data(5, b"hello", false);
+    let (a, b) = trailers.split_at(3);
+    raw.frame(kind::HEADERS, 0x1, 5, a); // END_STREAM, no END_HEADERS
+    raw.frame(kind::CONTINUATION, 0x4, 5, b);
+    // Stream 7: ends with its DATA.
+    raw.headers(7, &head(None), false);
+    raw.data(7, b"hello", true);
+    let answers = bodies(&mut raw, &[1, 3, 5, 7]);
+    assert_eq!(answers[0], "hello | checksum=c0ffee; x-count=2");
+    assert_eq!(answers[1], "hello | checksum=c0ffee; x-count=2");
+    assert_eq!(answers[2], "hello | checksum=c0ffee; x-count=2");
+    assert_eq!(answers[3], "hello | none");
+}
+
+/// Each stream's answer body, by stream id, once every one has ended.
+fn bodies(raw: &mut Raw, ids: &[u32]) -> Vec<String> {
+    let mut bodies = vec![Vec::new(); ids.len()];
+    let ended = std::cell::RefCell::new(vec![false; ids.len()]);
+    let frames = frames_until(raw, Duration::from_secs(10), |f| {
+        let mut ended = ended.borrow_mut();
+        if let Some(i) = ids.iter().position(|&id| id == f.stream)
+            && f.end_stream()
+        {
+            ended[i] = true;
+        }
+        ended.iter().all(|&e| e)
+    });
+    for f in frames {
+        if f.kind == kind::DATA
+            && let Some(i) = ids.iter().position(|&id| id == f.stream)
+        {
+            bodies[i].extend_from_slice(&f.payload);
+        }
+    }
+    bodies.into_iter().map(|b| String::from_utf8(b).unwrap()).collect()
+}
+
+/// `take_trailers` on a body still arriving is `None`, also when the
+/// worker has already decoded the stream's trailers (the read has not
+/// reached the end): they wait for the read that ends the body.
+#[test]
+fn trailers_wait_for_the_read_that_ends_the_body() {
+    let (tx, rx) = mpsc::channel();
+    struct Hands(mpsc::Sender<(RequestBody, Responder)>);
+    impl Handler for Hands {
+        type State = ();
+        fn head(&self, request: &Request<'_>) {
+            request.stream_body();
+        }
+        fn body(&self, _: &mut (), _: &[u8]) {}
+        fn respond(&self, (): (), response: &mut Response<'_>) {
+            let body = response.take_body().expect("a body");
+            let _ = self.0.send((body, response.defer().expect("defer")));
+        }
+    }
+    let server = common::serve(common::options().workers(1), Hands(tx));
+    let mut raw = Raw::handshake(server.addr, &[]);
+    let head =
+        block(&[(":method", "POST"), (":scheme", "http"), (":path", "/"), (":authority", "x")]);
+    raw.headers(1, &head, false);
+    raw.data(1, b"abc", false);
+    raw.headers(1, &block(&[("a", "1")]), true);
+    let (mut body, responder) = rx.recv_timeout(Duration::from_secs(5)).expect("the body");
+    // Let the worker decode the trailers before the first read.
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(body.take_trailers(), None, "the body has not been read yet");
+    let mut first = [0u8; 2];
+    body.read_exact(&mut first).unwrap();
+    assert_eq!(body.take_trailers(), None, "one byte still to read");
+    let mut rest = Vec::new();
+    body.read_to_end(&mut rest).unwrap();
+    assert_eq!(rest, b"c");
+    let trailers = body.take_trailers().expect("the end read");
+    assert_eq!(trailers.iter().collect::<Vec<_>>(), [("a", &b"1"[..])]);
+    responder.body(b"ok").unwrap();
+    assert!(common::h2raw::answered_within(&mut raw, 1, Duration::from_secs(5)));
+}
