@@ -32,6 +32,7 @@ use crate::handler::{Field, ResponseError, Status};
 use crate::http1::Framing;
 use crate::link::{Link, Notify};
 use crate::pieces::Pieces;
+use crate::trailers::Trailers;
 use crate::wanted::{Abandon, Wanted};
 use crate::wire::Encoder;
 
@@ -644,13 +645,47 @@ impl Responder {
         self.complete()
     }
 
+    /// [`finish`](Self::finish) with trailer fields after the body (a
+    /// checksum, a status computed while streaming, gRPC's
+    /// `grpc-status`): over HTTP/1.1 in the last chunk of a chunked body
+    /// (RFC 9112 §7.1.2; a response not yet streaming starts one for
+    /// them), over HTTP/2 as a HEADERS frame that ends the stream (RFC
+    /// 9113 §8.1). Fields trailers may not carry (RFC 9110 §6.5.1:
+    /// `content-length`, `content-type`, `host`, `set-cookie`, connection
+    /// fields and the like, hyper's list) are left out. Dropped where the
+    /// framing has no place for them: HTTP/1.0, a `HEAD` response, a
+    /// status without content, a streamed body whose length was declared.
+    /// A client that did not send `TE: trailers` may discard them (hyper
+    /// sends HTTP/1.1 trailers only to one that did: check
+    /// [`Request::header`](crate::Request::header) in `head` to do the
+    /// same).
+    ///
+    /// # Errors
+    /// As [`finish`](Self::finish).
+    pub fn finish_with_trailers(mut self, trailers: &Trailers) -> Result<(), ResponseError> {
+        let lines = trailers.response_lines();
+        if lines.is_empty() {
+            return self.finish();
+        }
+        if !self.encoder.is_http2()
+            && self.encoder.head_open()
+            && self.encoder.chunked()
+            && self.encoder.sends_body()
+        {
+            // Only a chunked body carries trailers over HTTP/1.1.
+            let fields = self.fields();
+            self.settle();
+            self.encoder.start_stream(&mut self.buf, &fields)?;
+        }
+        self.finish_with_lines(lines)
+    }
+
     /// [`finish`](Self::finish) with trailer fields (field lines, checked):
     /// in the last chunk of a chunked HTTP/1.1 body, as a HEADERS frame
     /// ending an HTTP/2 stream (handed to the worker with the output
     /// pipe's end), dropped where the framing cannot carry them
     /// ([`Encoder::finish_with_trailers`]).
-    #[cfg(feature = "tower")]
-    pub(crate) fn finish_with_trailers(mut self, trailers: Vec<u8>) -> Result<(), ResponseError> {
+    pub(crate) fn finish_with_lines(mut self, trailers: Vec<u8>) -> Result<(), ResponseError> {
         let fields = self.fields();
         self.settle();
         if self.encoder.is_http2() {

@@ -1188,7 +1188,7 @@ async fn respond_later<B>(
     if streaming {
         if declared.is_none_or(|length| streamed == length) {
             let _ = match trailers {
-                Some(trailers) => responder.finish_with_trailers(trailers),
+                Some(trailers) => responder.finish_with_lines(trailers),
                 None => responder.finish(),
             };
         }
@@ -1364,36 +1364,13 @@ impl Asked {
     }
 }
 
-/// Fields a response's trailers never carry (RFC 9110 §6.5.1: framing,
-/// routing, authentication, response control and how to process the
-/// content; hyper leaves out the same), with HTTP/1's connection fields
-/// (RFC 9113 §8.2.2 forbids them over HTTP/2).
-const NOT_IN_TRAILERS: [HeaderName; 16] = [
-    http::header::AUTHORIZATION,
-    http::header::CACHE_CONTROL,
-    http::header::CONTENT_ENCODING,
-    CONTENT_LENGTH,
-    http::header::CONTENT_RANGE,
-    http::header::CONTENT_TYPE,
-    http::header::HOST,
-    http::header::MAX_FORWARDS,
-    http::header::SET_COOKIE,
-    http::header::TRAILER,
-    TRANSFER_ENCODING,
-    http::header::TE,
-    CONNECTION,
-    UPGRADE,
-    HeaderName::from_static("keep-alive"),
-    HeaderName::from_static("proxy-connection"),
-];
-
 /// `fields` as trailer field lines (`name: value\r\n` each), without
-/// those of [`NOT_IN_TRAILERS`] and values a field line cannot hold
-/// (logged). Empty when none is left.
+/// those trailers may not carry (`crate::trailers::may_trail`) and values
+/// a field line cannot hold (logged). Empty when none is left.
 fn trailer_lines(fields: &HeaderMap) -> Vec<u8> {
     let mut lines = Vec::new();
     for (name, value) in fields {
-        if NOT_IN_TRAILERS.contains(name) {
+        if !crate::trailers::may_trail(name.as_str().as_bytes()) {
             tracing::debug!(%name, "a trailer field that trailers may not carry; dropped");
             continue;
         }

@@ -1,8 +1,12 @@
-//! A request's trailer fields: the field lines that follow a chunked
+//! Trailer fields: the field lines that follow a chunked
 //! body's last chunk (RFC 9112 §7.1.2) or an HTTP/2 stream's DATA (a
 //! HEADERS frame that ends it, RFC 9113 §8.1).
 //!
-//! They reach an application that reads the body itself, once the body has
+//! A response's trailers go out with
+//! [`Responder::finish_with_trailers`](crate::Responder::finish_with_trailers)
+//! (and a tower body's trailers frame).
+//!
+//! A request's reach an application that reads the body itself, once the body has
 //! ended ([`RequestBody::take_trailers`](crate::RequestBody::take_trailers),
 //! and `tower::Body`'s trailers frame). They are never merged into the
 //! request's head (RFC 9110 §6.5.1): what a trailer field means is the
@@ -18,7 +22,8 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use crate::syntax::is_whitespace;
+use crate::handler::ResponseError;
+use crate::syntax::{FIELD_VALUE, TOKEN, is_whitespace};
 
 /// A request's trailer fields, in the order they arrived, names as the
 /// client sent them (HTTP/2's in lower case; compare names without regard
@@ -40,6 +45,29 @@ pub struct Trailers {
 }
 
 impl Trailers {
+    /// No fields yet: add them with [`append`](Self::append).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a field (a response's, for
+    /// [`Responder::finish_with_trailers`](crate::Responder::finish_with_trailers)),
+    /// the value's surrounding spaces and tabs trimmed.
+    ///
+    /// # Errors
+    /// [`ResponseError::InvalidHeaderName`] for a name that is not a token,
+    /// [`ResponseError::InvalidHeaderValue`] for a value with a control
+    /// byte other than tab (CR and LF included).
+    pub fn append(&mut self, name: &str, value: &[u8]) -> Result<&mut Self, ResponseError> {
+        if !is_token(name.as_bytes()) {
+            return Err(ResponseError::InvalidHeaderName);
+        }
+        if !self.push(name.as_bytes(), value) {
+            return Err(ResponseError::InvalidHeaderValue);
+        }
+        Ok(self)
+    }
+
     /// Fields parsed from `name: value` lines, each ended by `\n` (a `\r`
     /// before it is dropped), the value's surrounding spaces and tabs
     /// trimmed; `None` if a line has no colon, or a name that is not a
@@ -62,9 +90,7 @@ impl Trailers {
     /// a control byte other than tab.
     pub(crate) fn push(&mut self, name: &[u8], value: &[u8]) -> bool {
         let value = trim(value);
-        let name_ok =
-            !name.is_empty() && name.iter().all(|&b| crate::syntax::TOKEN[usize::from(b)]);
-        if !name_ok || !value.iter().all(|&b| crate::syntax::FIELD_VALUE[usize::from(b)]) {
+        if !is_token(name) || !value.iter().all(|&b| FIELD_VALUE[usize::from(b)]) {
             return false;
         }
         let start = self.bytes.len();
@@ -98,6 +124,53 @@ impl Trailers {
     pub fn is_empty(&self) -> bool {
         self.fields.is_empty()
     }
+
+    /// The fields as a response's trailer field lines (`name: value\r\n`
+    /// each), without those trailers may not carry ([`may_trail`]).
+    pub(crate) fn response_lines(&self) -> Vec<u8> {
+        let mut lines = Vec::new();
+        for (name, value) in self.iter().filter(|(name, _)| may_trail(name.as_bytes())) {
+            lines.extend_from_slice(name.as_bytes());
+            lines.extend_from_slice(b": ");
+            lines.extend_from_slice(value);
+            lines.extend_from_slice(b"\r\n");
+        }
+        lines
+    }
+}
+
+/// Fields a response's trailers never carry (RFC 9110 §6.5.1: framing,
+/// routing, authentication, response control and how to process the
+/// content; hyper leaves out the same), with HTTP/1's connection fields
+/// (RFC 9113 §8.2.2 forbids them over HTTP/2).
+const NOT_IN_TRAILERS: [&[u8]; 16] = [
+    b"authorization",
+    b"cache-control",
+    b"content-encoding",
+    b"content-length",
+    b"content-range",
+    b"content-type",
+    b"host",
+    b"max-forwards",
+    b"set-cookie",
+    b"trailer",
+    b"transfer-encoding",
+    b"te",
+    b"connection",
+    b"upgrade",
+    b"keep-alive",
+    b"proxy-connection",
+];
+
+/// Whether a response's trailers may carry a field named `name` (any
+/// case): not one of [`NOT_IN_TRAILERS`].
+pub(crate) fn may_trail(name: &[u8]) -> bool {
+    !NOT_IN_TRAILERS.iter().any(|not| not.eq_ignore_ascii_case(name))
+}
+
+/// Whether `name` is a token (RFC 9110 §5.6.2), as a field name must be.
+fn is_token(name: &[u8]) -> bool {
+    !name.is_empty() && name.iter().all(|&b| TOKEN[usize::from(b)])
 }
 
 /// `value` without the spaces and tabs around it.
@@ -147,6 +220,27 @@ mod tests {
         }
         // obs-text is allowed in values.
         assert_eq!(Trailers::from_lines(b"n: caf\xe9\n").unwrap().get("N"), Some(&b"caf\xe9"[..]));
+    }
+
+    #[test]
+    fn append_checks_like_a_header_and_response_lines_leave_out_framing() {
+        let mut trailers = Trailers::new();
+        trailers.append("grpc-status", b"0").unwrap().append("Content-Length", b" 5 ").unwrap();
+        trailers.append("X-Sum", b"\tab c").unwrap().append("TE", b"trailers").unwrap();
+        assert_eq!(
+            trailers.append("bad name", b"x").unwrap_err(),
+            ResponseError::InvalidHeaderName
+        );
+        assert_eq!(trailers.append("", b"x").unwrap_err(), ResponseError::InvalidHeaderName);
+        assert_eq!(trailers.append("n", b"a\r\nb").unwrap_err(), ResponseError::InvalidHeaderValue);
+        assert_eq!(trailers.len(), 4, "a refused field is not added");
+        assert_eq!(trailers.get("content-length"), Some(&b"5"[..]));
+        assert_eq!(trailers.response_lines(), b"grpc-status: 0\r\nX-Sum: ab c\r\n");
+        for name in NOT_IN_TRAILERS {
+            let upper = String::from_utf8(name.to_ascii_uppercase()).unwrap();
+            assert!(!may_trail(upper.as_bytes()), "{upper}");
+        }
+        assert!(may_trail(b"grpc-status") && may_trail(b"hostname") && may_trail(b"t"));
     }
 
     #[test]

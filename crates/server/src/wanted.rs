@@ -122,7 +122,6 @@ impl Wanted {
 
     /// Hands the answer's trailer fields to the worker: call before the
     /// output pipe ends (see the module docs).
-    #[cfg_attr(not(feature = "tower"), allow(dead_code))]
     pub(crate) fn set_trailers(&self, trailers: Vec<u8>) {
         self.0.lock().trailers = Some(trailers);
     }

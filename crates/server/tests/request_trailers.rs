@@ -230,3 +230,123 @@ fn trailers_wait_for_the_read_that_ends_the_body() {
     responder.body(b"ok").unwrap();
     assert!(common::h2raw::answered_within(&mut raw, 1, Duration::from_secs(5)));
 }
+
+/// Answers with trailers from a thread of its own, by path: `/stream`
+/// writes `hello` first, `/now` writes nothing (HTTP/1.1 then streams
+/// chunked for them), `/none` has no fields to send, `/204` has no body.
+struct Trails;
+
+impl Handler for Trails {
+    type State = String;
+
+    fn head(&self, request: &Request<'_>) -> String {
+        request.path().to_string()
+    }
+
+    fn respond(&self, path: String, response: &mut Response<'_>) {
+        if path == "/204" {
+            response.status(falconet_server::Status::NO_CONTENT).unwrap();
+        }
+        let mut responder = response.defer().expect("defer");
+        std::thread::spawn(move || {
+            let mut trailers = falconet_server::Trailers::new();
+            if path != "/none" {
+                trailers.append("Grpc-Status", b"0").unwrap();
+                trailers.append("content-type", b"text/plain").unwrap(); // left out
+                trailers.append("x-checksum", b" c0ffee ").unwrap();
+            }
+            if path == "/stream" {
+                responder.write_blocking(b"hello").unwrap();
+            }
+            responder.finish_with_trailers(&trailers).unwrap();
+        });
+    }
+}
+
+/// Sends `request` (which says `Connection: close`) and returns all that
+/// comes back, the head's `Date` line taken out.
+fn exchange(request: &str) -> String {
+    let server = common::serve(common::options().workers(1), Trails);
+    let mut tcp = common::connect(server.addr);
+    std::io::Write::write_all(&mut tcp, request.as_bytes()).unwrap();
+    let (bytes, end) = common::read_for(&mut tcp, Duration::from_secs(10));
+    assert_eq!(end, common::End::Eof, "{}", String::from_utf8_lossy(&bytes));
+    let text = String::from_utf8(bytes).unwrap();
+    text.split("\r\n").filter(|line| !line.starts_with("Date: ")).collect::<Vec<_>>().join("\r\n")
+}
+
+#[test]
+fn a_responders_trailers_end_an_http11_chunked_body() {
+    let get = |path: &str| format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    let head = "HTTP/1.1 200 OK\r\nServer: falconet\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n";
+    let trailers = "0\r\nGrpc-Status: 0\r\nx-checksum: c0ffee\r\n\r\n";
+    assert_eq!(exchange(&get("/stream")), format!("{head}5\r\nhello\r\n{trailers}"));
+    assert_eq!(exchange(&get("/now")), format!("{head}{trailers}"));
+    // Nothing to send: an ordinary empty body.
+    let empty =
+        "HTTP/1.1 200 OK\r\nServer: falconet\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+    assert_eq!(exchange(&get("/none")), empty);
+}
+
+/// Where HTTP/1 has no place for them they are dropped: `HEAD`, a `204`,
+/// HTTP/1.0 (whose streamed body ends with the connection).
+#[test]
+fn trailers_without_a_place_are_dropped() {
+    let head_request = "HEAD /now HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    let answer = exchange(head_request);
+    assert!(answer.starts_with("HTTP/1.1 200 OK\r\n") && answer.ends_with("\r\n\r\n"), "{answer}");
+    assert!(!answer.contains("Grpc-Status") && !answer.contains("chunked"), "{answer}");
+    let no_content = exchange("GET /204 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    assert!(no_content.starts_with("HTTP/1.1 204 No Content\r\n"), "{no_content}");
+    assert!(no_content.ends_with("\r\n\r\n") && !no_content.contains("Grpc"), "{no_content}");
+    let old = exchange("GET /stream HTTP/1.0\r\n\r\n");
+    assert!(old.ends_with("\r\n\r\nhello"), "{old}");
+    assert!(!old.contains("Grpc") && !old.contains("chunked"), "{old}");
+}
+
+/// Over HTTP/2: the head, the data, then a HEADERS frame with END_STREAM
+/// and the fields (names in lower case, the left-out one absent); with no
+/// data, the trailers follow the head at once.
+#[test]
+fn a_responders_trailers_end_an_http2_stream() {
+    let server = common::serve(common::options().workers(1), Trails);
+    let mut raw = Raw::handshake(server.addr, &[]);
+    raw.headers(1, &common::h2raw::req("GET", "/stream"), true);
+    raw.headers(3, &common::h2raw::req("GET", "/now"), true);
+    // Each stream's frame kinds, and the fields of its last HEADERS.
+    let mut kinds: [Vec<u8>; 2] = [Vec::new(), Vec::new()];
+    let mut fields: [Vec<String>; 2] = [Vec::new(), Vec::new()];
+    let mut ended = 0;
+    while ended < 2 {
+        let f = raw.next_frame(Duration::from_secs(10)).expect("a frame");
+        let i = match f.stream {
+            1 => 0,
+            3 => 1,
+            _ => continue,
+        };
+        assert!(!kinds[i].is_empty() || f.kind == kind::HEADERS, "stream {}", f.stream);
+        kinds[i].push(f.kind);
+        if f.kind == kind::HEADERS {
+            let mut block = Vec::new();
+            raw.decoder
+                .decode(&f.payload, |field| {
+                    block.push(format!(
+                        "{}: {}",
+                        String::from_utf8_lossy(field.name),
+                        String::from_utf8_lossy(field.value)
+                    ));
+                })
+                .unwrap();
+            fields[i] = block;
+        }
+        if f.end_stream() {
+            assert_eq!(f.kind, kind::HEADERS, "the trailers end stream {}", f.stream);
+            ended += 1;
+        }
+    }
+    assert_eq!(kinds[0], [kind::HEADERS, kind::DATA, kind::HEADERS]);
+    assert_eq!(kinds[1], [kind::HEADERS, kind::HEADERS]);
+    for block in fields {
+        assert_eq!(block, ["grpc-status: 0", "x-checksum: c0ffee"]);
+    }
+}
