@@ -113,7 +113,7 @@ pub trait Handler: Send + Sync + 'static {
     /// handler spawns its tasks on, in that runtime's `block_on` (the body
     /// of `#[tokio::main(flavor = "current_thread")]` or `#[tokio::test]`),
     /// where the tasks run only while it awaits.
-    /// [`TowerHandler`](crate::TowerHandler) and `hello::Demo` answer it;
+    /// `tower::TowerHandler` and `hello::Demo` answer it;
     /// then [`Running::join`](crate::Running::join) and [`Server::run`](crate::Server::run)
     /// refuse, and a drop of [`Running`](crate::Running) does not wait. The
     /// default: `false`; a handler that wraps another forwards its answer.

@@ -1,6 +1,6 @@
 //! The TechEmpower endpoints, `GET /plaintext` and `GET /json` ([`Hello`]),
 //! and, with the `tokio` feature, the same plus two endpoints answered off
-//! the event loop ([`Demo`]): `GET /delay?ms=N` and `POST /echo`, and
+//! the event loop (`Demo`): `GET /delay?ms=N` and `POST /echo`, and
 //! `GET /bytes?n=N` and `POST /upload` for transfer benchmarks.
 
 use std::fmt::{self, Write as _};

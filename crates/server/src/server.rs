@@ -356,7 +356,7 @@ impl<H: Handler> Running<H> {
     /// cannot wait for itself); [`ServerError::WouldBlockRuntime`]
     /// at once, when called in the `block_on` of the current-thread tokio
     /// runtime the handler's work runs on (a
-    /// [`TowerHandler`](crate::TowerHandler) given that runtime's handle in
+    /// `tower::TowerHandler` given that runtime's handle in
     /// `#[tokio::main(flavor = "current_thread")]` or `#[tokio::test]`; see
     /// [`Handler::blocking_here_stalls`]): the wait would stall the work it
     /// waits for, so the server's shutdown starts instead, and nothing
@@ -412,7 +412,7 @@ impl<H: Handler> Running<H> {
     /// [`Responder`](crate::Responder) closed, so
     /// [`Responder::closed`](crate::Responder::closed) is ready). Work your
     /// handlers started on a runtime of yours is that runtime's: a
-    /// [`TowerHandler`](crate::TowerHandler) request's task drops its future
+    /// `tower::TowerHandler` request's task drops its future
     /// (and whatever it holds: a permit, a database handle) the next time
     /// the runtime polls it, which can be just after this returns. If you
     /// need those released before going on, wait for them yourself (a
