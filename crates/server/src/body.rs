@@ -349,7 +349,7 @@ impl RequestBody {
                 (Framing::Chunked(decoder), _) => decoder.take_trailers(),
                 // The worker stored them before it ended the pipe, whose
                 // end this read saw.
-                (_, Some(flow)) => flow.trailers.lock().take(),
+                (_, Some(flow)) => flow.trailers.take(),
                 _ => None,
             };
             self.hand_back(state);

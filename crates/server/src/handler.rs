@@ -138,7 +138,8 @@ pub enum Version {
 pub enum BodyLength {
     /// No body.
     Empty,
-    /// `Content-Length` bytes.
+    /// `Content-Length` bytes (over HTTP/2 also `0`, for a stream its
+    /// head did not end: trailers may still follow).
     Known(u64),
     /// `Transfer-Encoding: chunked`, or an HTTP/2 body without
     /// `content-length`: its length is known when it ends.

@@ -18,9 +18,13 @@
 //! limit like any other (`h2::connection::Config`).
 
 use std::ops::Range;
-use std::sync::Arc;
 
+#[cfg(falconet_server_loom)]
+use loom::sync::{Arc, Mutex};
+#[cfg(not(falconet_server_loom))]
 use parking_lot::Mutex;
+#[cfg(not(falconet_server_loom))]
+use std::sync::Arc;
 
 use crate::handler::ResponseError;
 use crate::syntax::{FIELD_VALUE, TOKEN, is_whitespace};
@@ -181,12 +185,38 @@ fn trim(value: &[u8]) -> &[u8] {
 }
 
 /// Where an HTTP/2 stream's trailers go from the worker, which decodes
-/// them, to the thread reading its body. The worker stores them before it
-/// ends the body's pipe; the reader takes them after it saw that end (the
-/// pipe's end orders the two, and the lock is never contended).
-pub(crate) type TrailerSlot = Arc<Mutex<Option<Trailers>>>;
+/// them, to the thread reading its body. The worker
+/// [`store`](Self::store)s them before it ends the body's pipe; the reader
+/// [`take`](Self::take)s them after it saw that end, so the pipe's end
+/// (a release by the writer, an acquire by the reader) orders the two,
+/// and the lock is never contended. The loom model below (cfg
+/// `falconet_server_loom`, `scripts/loom.sh`) checks the pairing.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct TrailerSlot(Arc<Mutex<Option<Trailers>>>);
 
-#[cfg(test)]
+impl TrailerSlot {
+    /// The worker's side: the stream's trailers, before the body's end.
+    pub(crate) fn store(&self, trailers: Trailers) {
+        *lock(&self.0) = Some(trailers);
+    }
+
+    /// The reader's side, after the body's end: the trailers, once.
+    pub(crate) fn take(&self) -> Option<Trailers> {
+        lock(&self.0).take()
+    }
+}
+
+#[cfg(not(falconet_server_loom))]
+fn lock(slot: &Mutex<Option<Trailers>>) -> impl std::ops::DerefMut<Target = Option<Trailers>> + '_ {
+    slot.lock()
+}
+
+#[cfg(falconet_server_loom)]
+fn lock(slot: &Mutex<Option<Trailers>>) -> impl std::ops::DerefMut<Target = Option<Trailers>> + '_ {
+    slot.lock().unwrap()
+}
+
+#[cfg(all(test, not(falconet_server_loom)))]
 mod tests {
     use super::*;
 
@@ -250,5 +280,33 @@ mod tests {
         assert!(!trailers.push(b"", b"x"));
         assert!(!trailers.push(b"x", b"\r"));
         assert_eq!(trailers, Trailers::from_lines(b"ok: 1\n").unwrap());
+    }
+}
+
+#[cfg(all(test, falconet_server_loom))]
+mod loom_models {
+    use super::*;
+    use loom::sync::atomic::{AtomicBool, Ordering};
+    use loom::thread;
+
+    /// Trailers stored before the body's end (the pipe's release, here a
+    /// release store) are there for the reader that saw the end (an
+    /// acquire load), and taken once.
+    #[test]
+    fn trailers_before_the_body_end() {
+        loom::model(|| {
+            let slot = TrailerSlot::default();
+            let ended = Arc::new(AtomicBool::new(false));
+            let (worker_slot, end) = (slot.clone(), Arc::clone(&ended));
+            let worker = thread::spawn(move || {
+                worker_slot.store(Trailers::from_lines(b"a: 1\n").unwrap());
+                end.store(true, Ordering::Release);
+            });
+            if ended.load(Ordering::Acquire) {
+                assert_eq!(slot.take().map(|t| t.len()), Some(1), "stored before the end");
+                assert_eq!(slot.take(), None, "taken once");
+            }
+            worker.join().unwrap();
+        });
     }
 }

@@ -160,11 +160,17 @@ fn an_http2_streams_trailers_follow_its_end() {
     // Stream 7: ends with its DATA.
     raw.headers(7, &head(None), false);
     raw.data(7, b"hello", true);
-    let answers = bodies(&mut raw, &[1, 3, 5, 7]);
+    // Stream 9: `content-length: 0`, no DATA at all, then trailers (a
+    // body of length 0, still open: found by the review).
+    raw.headers(9, &head(Some("0")), false);
+    std::thread::sleep(Duration::from_millis(50));
+    raw.headers(9, &trailers, true);
+    let answers = bodies(&mut raw, &[1, 3, 5, 7, 9]);
     assert_eq!(answers[0], "hello | checksum=c0ffee; x-count=2");
     assert_eq!(answers[1], "hello | checksum=c0ffee; x-count=2");
     assert_eq!(answers[2], "hello | checksum=c0ffee; x-count=2");
     assert_eq!(answers[3], "hello | none");
+    assert_eq!(answers[4], " | checksum=c0ffee; x-count=2");
 }
 
 /// Each stream's answer body, by stream id, once every one has ended.

@@ -86,13 +86,17 @@ fn http2_trailers_reach_the_service() {
     // Ends with DATA: none.
     raw.headers(5, &head(Some("5")), false);
     raw.data(5, b"hello", true);
-    let mut bodies = [Vec::new(), Vec::new(), Vec::new()];
+    // `content-length: 0` and no DATA, then trailers (the review's case).
+    raw.headers(7, &head(Some("0")), false);
+    std::thread::sleep(Duration::from_millis(50));
+    raw.headers(7, &trailers, true);
+    let mut bodies = [Vec::new(), Vec::new(), Vec::new(), Vec::new()];
     let ended = std::cell::Cell::new(0u8);
     let frames = frames_until(&mut raw, Duration::from_secs(10), |f| {
-        if f.end_stream() && matches!(f.stream, 1 | 3 | 5) {
+        if f.end_stream() && matches!(f.stream, 1 | 3 | 5 | 7) {
             ended.set(ended.get() | 1 << (f.stream / 2));
         }
-        ended.get() == 0b111
+        ended.get() == 0b1111
     });
     for f in frames.iter().filter(|f| f.kind == kind::DATA) {
         bodies[(f.stream / 2) as usize].extend_from_slice(&f.payload);
@@ -100,7 +104,12 @@ fn http2_trailers_reach_the_service() {
     let texts: Vec<_> = bodies.iter().map(|b| String::from_utf8_lossy(b).into_owned()).collect();
     assert_eq!(
         texts,
-        ["hello | grpc-timeout=1S; x-sum=7", "hello | grpc-timeout=1S; x-sum=7", "hello | none"]
+        [
+            "hello | grpc-timeout=1S; x-sum=7",
+            "hello | grpc-timeout=1S; x-sum=7",
+            "hello | none",
+            " | grpc-timeout=1S; x-sum=7"
+        ]
     );
 }
 

@@ -1423,7 +1423,7 @@ impl<H: Handler> Streams for Dispatch<'_, H> {
                 // Checked by the connection (8.2.1): each one fits.
                 trailers.push(name, value);
             }
-            *slot.lock() = Some(trailers);
+            slot.store(trailers);
         }
     }
 
@@ -1464,8 +1464,10 @@ impl<H: Handler> Dispatch<'_, H> {
                 core::str::from_utf8(host.value).ok()
             })
             .unwrap_or_default();
+        // A `content-length: 0` stream still open has no data to come, but
+        // may have trailers (8.1): a body of length 0, not none.
         let body = match (end_stream, head.content_length()) {
-            (true, _) | (false, Some(0)) => BodyLength::Empty,
+            (true, _) => BodyLength::Empty,
             (false, Some(length)) => BodyLength::Known(length),
             (false, None) => BodyLength::Chunked,
         };
@@ -1512,7 +1514,7 @@ impl<H: Handler> Dispatch<'_, H> {
                 Ok((w, reader)) => {
                     writer = Some(w);
                     let trailers = TrailerSlot::default();
-                    trailers_in = Some(Arc::clone(&trailers));
+                    trailers_in = Some(trailers.clone());
                     offer = Some(BodyOffer {
                         reader: Arc::new(reader),
                         framing: Framing::Stream,
