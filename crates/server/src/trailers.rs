@@ -73,13 +73,17 @@ impl Trailers {
     }
 
     /// Fields parsed from `name: value` lines, each ended by `\n` (a `\r`
-    /// before it is dropped), the value's surrounding spaces and tabs
-    /// trimmed; `None` if a line has no colon, or a name that is not a
-    /// token, or a value with a control byte other than tab.
+    /// before it is dropped; blank lines are skipped), the value's
+    /// surrounding spaces and tabs trimmed; `None` if a line has no colon,
+    /// or a name that is not a token, or a value with a control byte other
+    /// than tab.
     pub fn from_lines(lines: &[u8]) -> Option<Self> {
         let mut trailers = Self::default();
-        for line in lines.split(|&b| b == b'\n').filter(|line| !line.is_empty()) {
+        for line in lines.split(|&b| b == b'\n') {
             let line = line.strip_suffix(b"\r").unwrap_or(line);
+            if line.is_empty() {
+                continue; // a blank line (a section's end, as on the wire)
+            }
             let colon = line.iter().position(|&b| b == b':')?;
             let (name, value) = (&line[..colon], &line[colon + 1..]);
             if !trailers.push(name, value) {
@@ -233,6 +237,12 @@ mod tests {
         assert_eq!(trailers.get("a"), Some(&b"1"[..]), "the first of two, any case");
         assert_eq!(trailers.get("missing"), None);
         assert_eq!(Trailers::from_lines(b"").unwrap(), Trailers::default());
+        // A section as it ends on the wire, with its blank line (the
+        // review's case), reads as the same lines without it.
+        let wire = Trailers::from_lines(b"a: 1\r\nb: 2\r\n\r\n").unwrap();
+        assert_eq!(wire, Trailers::from_lines(b"a: 1\nb: 2").unwrap());
+        assert_eq!(Trailers::from_lines(b"\r\n\n").unwrap(), Trailers::default());
+        assert_eq!(Trailers::from_lines(b"a: 1\rb: 2\n"), None, "a bare CR is no line end");
         assert!(Trailers::default().is_empty());
     }
 

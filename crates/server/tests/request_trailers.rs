@@ -356,3 +356,19 @@ fn a_responders_trailers_end_an_http2_stream() {
         assert_eq!(block, ["grpc-status: 0", "x-checksum: c0ffee"]);
     }
 }
+
+/// The client's SETTINGS_MAX_HEADER_LIST_SIZE is advisory (RFC 9113
+/// §6.5.2) and not applied to what the server sends, as nghttp2, nginx,
+/// Envoy and Netty decide: a client advising 1 byte still gets its
+/// head, body and trailers (were it honoured, such a client could have
+/// every answer refused).
+#[test]
+fn a_clients_max_header_list_size_is_advisory() {
+    let server = common::serve(common::options().workers(1), Trails);
+    let mut raw = Raw::handshake(server.addr, &[(0x6, 1)]);
+    raw.headers(1, &common::h2raw::req("GET", "/stream"), true);
+    let frames =
+        frames_until(&mut raw, Duration::from_secs(10), |f| f.stream == 1 && f.end_stream());
+    let kinds: Vec<u8> = frames.iter().filter(|f| f.stream == 1).map(|f| f.kind).collect();
+    assert_eq!(kinds, [kind::HEADERS, kind::DATA, kind::HEADERS]);
+}
