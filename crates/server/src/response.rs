@@ -654,7 +654,7 @@ impl Responder {
     /// `content-length`, `content-type`, `host`, `set-cookie`, connection
     /// fields and the like, hyper's list) are left out. Dropped where the
     /// framing has no place for them: HTTP/1.0, a `HEAD` response, a
-    /// status without content, a streamed body whose length was declared.
+    /// status without content (1xx, 204, 205, 304).
     /// A client that did not send `TE: trailers` may discard them (hyper
     /// sends HTTP/1.1 trailers only to one that did: check
     /// [`Request::header`](crate::Request::header) in `head` to do the
