@@ -3,7 +3,9 @@
 //! fuzzer-chosen sizes through `receive_chunk` (as the server reads its
 //! input pipe's blocks); every request is answered with a small response
 //! whose body waits for send credit, half copied and half sent in place.
-//! Checks: no panic, no more held back than one frame, the output whole
+//! Checks: no panic, trailers only for an opened stream, without
+//! pseudo-fields and followed at once by its body's end, no more held
+//! back than one frame, the output whole
 //! frames, and the GOAWAYs as RFC 9113 6.8 allows them: at most one
 //! without an error (the answer to the client's GOAWAY) and one with, the
 //! latter present exactly when the connection reports its error and
@@ -17,19 +19,35 @@ use falconet_server::h2::frame::{FrameHeader, HEADER_LEN, PREFACE, kind};
 use falconet_server::h2::head::Head;
 use libfuzzer_sys::fuzz_target;
 
-/// Remembers which streams to answer.
+/// Remembers which streams to answer, and checks how trailers arrive.
 #[derive(Default)]
 struct Answer {
     opened: Vec<u32>,
+    /// Every stream ever opened.
+    known: std::collections::HashSet<u32>,
+    /// Trailers just delivered: the body's end must follow at once.
+    trailers_of: Option<u32>,
     writable: bool,
 }
 
 impl Streams for Answer {
     fn headers(&mut self, stream: u32, _: &Head, _: bool, _: &Arc<StreamInput>) {
+        assert_eq!(self.trailers_of, None, "the end after trailers came first");
         self.opened.push(stream);
+        self.known.insert(stream);
     }
-    fn data(&mut self, _: u32, _: &[u8], _: bool) -> bool {
+    fn data(&mut self, stream: u32, data: &[u8], end_stream: bool) -> bool {
+        if let Some(id) = self.trailers_of.take() {
+            assert_eq!((id, data.len(), end_stream), (stream, 0, true), "trailers end the body");
+        }
         true
+    }
+    fn trailers(&mut self, stream: u32, head: &Head) {
+        assert_eq!(self.trailers_of, None);
+        assert!(self.known.contains(&stream), "trailers for a stream never opened");
+        let pseudo = [head.method(), head.scheme(), head.authority(), head.path()];
+        assert!(pseudo.iter().all(Option::is_none), "a pseudo-field in trailers");
+        self.trailers_of = Some(stream);
     }
     fn reset(&mut self, _: u32) {}
     fn writable(&mut self, _: u32) {

@@ -17,7 +17,8 @@ use falconet_server::{
 use libfuzzer_sys::fuzz_target;
 
 /// Reads bodies; `/s` streams a chunked response, `/c` asks to close, `/d`
-/// defers, `/b` streams its body to the application and defers.
+/// defers, `/b` streams its body to the application and defers (the
+/// application may answer with trailers, the request's own among them).
 struct Fuzz {
     later: Mutex<Vec<(Responder, Option<RequestBody>)>>,
 }
@@ -72,7 +73,7 @@ fn application(fuzz: &Fuzz, choice: usize) {
     let mut later = fuzz.later.lock().unwrap();
     let Some((responder, body)) = later.last_mut() else { return };
     let mut buf = [0u8; 64];
-    match choice % 6 {
+    match choice % 7 {
         0 => {
             let (responder, _) = later.pop().unwrap();
             let _ = responder.finish();
@@ -89,6 +90,14 @@ fn application(fuzz: &Fuzz, choice: usize) {
             }
         }
         4 => *body = None,
+        5 => {
+            // The request's trailers (if its body ended with some) back
+            // as the response's.
+            let (responder, body) = later.pop().unwrap();
+            let mut trailers = body.and_then(|body| body.take_trailers()).unwrap_or_default();
+            let _ = trailers.append("x-fuzz", b"1");
+            let _ = responder.finish_with_trailers(&trailers);
+        }
         _ => {
             let (responder, _) = later.pop().unwrap();
             let _ = responder.body(b"whole");
