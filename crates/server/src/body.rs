@@ -132,18 +132,24 @@ struct BodyState {
     max_body: u64,
     /// The body failed: reads repeat this.
     failed: Option<io::ErrorKind>,
+    /// A chunked body's trailer section as it passes (field lines, each
+    /// ended by `\n`), until the body's end.
+    kept: Vec<u8>,
     /// The trailer fields that ended the body, until taken.
     trailers: Option<Trailers>,
 }
 
 impl RequestBody {
     pub(crate) fn new(offer: BodyOffer, link: Arc<Link>) -> Self {
-        let BodyOffer { reader, mut framing, received, max_body, flow } = offer;
-        if let Framing::Chunked(decoder) = &mut framing {
-            decoder.keep_trailers();
-        }
-        let state =
-            BodyState { framing: Some(framing), received, max_body, failed: None, trailers: None };
+        let BodyOffer { reader, framing, received, max_body, flow } = offer;
+        let state = BodyState {
+            framing: Some(framing),
+            received,
+            max_body,
+            failed: None,
+            kept: Vec::new(),
+            trailers: None,
+        };
         Self { reader, state: Mutex::new(state), link, flow, readable: Mutex::new(None) }
     }
 
@@ -279,7 +285,7 @@ impl RequestBody {
                         // Data is a part of the input: a piece no longer
                         // than the room yields no more data than fits.
                         let piece = &chunk[..chunk.len().min(room.max(1))];
-                        match decoder.decode(piece, budget) {
+                        match decoder.decode_keeping(piece, budget, &mut state.kept) {
                             Ok((n, data)) => (n, data.unwrap_or_default()),
                             Err(ChunkedError::Malformed) => {
                                 error = Some(io::ErrorKind::InvalidData);
@@ -346,7 +352,10 @@ impl RequestBody {
         }
         if done {
             state.trailers = match (framing, &self.flow) {
-                (Framing::Chunked(decoder), _) => decoder.take_trailers(),
+                (Framing::Chunked(_), _) if !state.kept.is_empty() => {
+                    // The decoder checked every line's grammar.
+                    Trailers::from_lines(&std::mem::take(&mut state.kept))
+                }
                 // The worker stored them before it ended the pipe, whose
                 // end this read saw.
                 (_, Some(flow)) => flow.trailers.take(),

@@ -39,8 +39,9 @@
 //! an extension without a name or with a `=` but no value, a trailer line
 //! that is not a field line (whitespace before the colon, obs-fold, CTLs).
 //! Extensions are validated and ignored (RFC 9112 §7.1.1), trailer fields
-//! validated, and kept for the application only when it reads the body
-//! itself ([`keep_trailers`](ChunkedDecoder::keep_trailers)), never merged
+//! validated, and handed to the caller only when it asks
+//! ([`decode_keeping`](ChunkedDecoder::decode_keeping): a body the
+//! application reads itself), never merged
 //! into the header section (§7.1.2).
 //!
 //! Bounds: a size line carries at most [`MAX_EXTENSION`] bytes of
@@ -51,7 +52,6 @@
 //! most [`MAX_TRAILER`] bytes and [`MAX_TRAILER_FIELDS`] fields.
 
 use crate::syntax::{FIELD_VALUE, QDTEXT, QUOTED_PAIR, TOKEN, is_whitespace};
-use crate::trailers::Trailers;
 
 /// Hex digits in a chunk size at most (a `u64`; more is an error, leading
 /// zeros included, so a size never overflows).
@@ -136,42 +136,11 @@ pub(crate) struct ChunkedDecoder {
     excess: u64,
     /// Trailer fields so far.
     fields: u32,
-    /// Keep the trailer section's field lines (in `kept`, each ended by
-    /// `\n`) for [`take_trailers`](Self::take_trailers).
-    keep: bool,
-    kept: Vec<u8>,
 }
 
 impl ChunkedDecoder {
     pub(crate) fn new() -> Self {
-        Self {
-            state: State::Size,
-            size: 0,
-            digits: 0,
-            line: 0,
-            excess: 0,
-            fields: 0,
-            keep: false,
-            kept: Vec::new(),
-        }
-    }
-
-    /// Keeps the trailer fields from here on, for
-    /// [`take_trailers`](Self::take_trailers) (a body the application
-    /// reads; the worker's own reads discard them).
-    pub(crate) fn keep_trailers(&mut self) {
-        self.keep = true;
-    }
-
-    /// The trailer fields kept, once the body is done; `None` if there
-    /// were none (or they were not kept).
-    pub(crate) fn take_trailers(&mut self) -> Option<Trailers> {
-        if !self.is_done() || self.kept.is_empty() {
-            return None;
-        }
-        let lines = std::mem::take(&mut self.kept);
-        // The state machine checked every line's grammar.
-        Trailers::from_lines(&lines)
+        Self { state: State::Size, size: 0, digits: 0, line: 0, excess: 0, fields: 0 }
     }
 
     /// Whether the last chunk and the trailer section have been read.
@@ -183,10 +152,35 @@ impl ChunkedDecoder {
     /// chunk data (returned as a sub-slice of `input`) or at the end of the
     /// body. Returns the bytes of `input` used. `budget` is how many more
     /// data bytes the body may have.
+    #[inline]
     pub(crate) fn decode<'a>(
         &mut self,
         input: &'a [u8],
         budget: u64,
+    ) -> Result<(usize, Option<&'a [u8]>), ChunkedError> {
+        self.decode_into(input, budget, None)
+    }
+
+    /// [`decode`](Self::decode), appending the trailer section's field
+    /// lines to `trailers` as they pass (each ended by `\n`; the
+    /// decoder's bounds hold them to 8 KiB and 64 fields), for a caller
+    /// that hands them on ([`Trailers::from_lines`](crate::Trailers::from_lines)
+    /// once [`is_done`](Self::is_done)).
+    pub(crate) fn decode_keeping<'a>(
+        &mut self,
+        input: &'a [u8],
+        budget: u64,
+        trailers: &mut Vec<u8>,
+    ) -> Result<(usize, Option<&'a [u8]>), ChunkedError> {
+        self.decode_into(input, budget, Some(trailers))
+    }
+
+    #[inline]
+    fn decode_into<'a>(
+        &mut self,
+        input: &'a [u8],
+        budget: u64,
+        mut trailers: Option<&mut Vec<u8>>,
     ) -> Result<(usize, Option<&'a [u8]>), ChunkedError> {
         let mut i = 0;
         while i < input.len() {
@@ -203,7 +197,16 @@ impl ChunkedDecoder {
             if self.state == State::Done {
                 return Ok((i - 1, None));
             }
+            let before = self.state;
             self.state = self.step(byte, budget)?;
+            if let Some(kept) = trailers.as_deref_mut() {
+                match (before, self.state) {
+                    // A field line's bytes, and its end.
+                    (_, State::TrailerName | State::TrailerValue) => kept.push(byte),
+                    (State::TrailerLf, State::TrailerStart) => kept.push(b'\n'),
+                    _ => {}
+                }
+            }
             if self.state.in_extension() {
                 self.line += 1;
                 if self.line > MAX_EXTENSION || self.excess + self.line > MAX_EXTENSION_EXCESS {
@@ -277,45 +280,33 @@ impl ChunkedDecoder {
                 if self.fields > MAX_TRAILER_FIELDS {
                     return Err(ChunkedError::Malformed);
                 }
-                self.trailer_byte(byte)?;
+                self.trailer_byte()?;
                 State::TrailerName
             }
             (State::TrailerName, _) if token => {
-                self.trailer_byte(byte)?;
+                self.trailer_byte()?;
                 State::TrailerName
             }
             (State::TrailerName, b':') => {
-                self.trailer_byte(byte)?;
+                self.trailer_byte()?;
                 State::TrailerValue
             }
             (State::TrailerValue, _) if FIELD_VALUE[usize::from(byte)] => {
-                self.trailer_byte(byte)?;
+                self.trailer_byte()?;
                 State::TrailerValue
             }
             (State::TrailerValue, b'\r') => State::TrailerLf,
-            (State::TrailerLf, b'\n') => {
-                if self.keep {
-                    self.kept.push(b'\n');
-                }
-                State::TrailerStart
-            }
+            (State::TrailerLf, b'\n') => State::TrailerStart,
             (State::FinalLf, b'\n') => State::Done,
             _ => return Err(ChunkedError::Malformed),
         };
         Ok(next)
     }
 
-    /// Counts a byte of the trailer section against its bound (and keeps
-    /// it, if asked to).
-    fn trailer_byte(&mut self, byte: u8) -> Result<(), ChunkedError> {
+    /// Counts a byte of the trailer section against its bound.
+    fn trailer_byte(&mut self) -> Result<(), ChunkedError> {
         self.line += 1;
-        if self.line > MAX_TRAILER {
-            return Err(ChunkedError::Malformed);
-        }
-        if self.keep {
-            self.kept.push(byte);
-        }
-        Ok(())
+        if self.line > MAX_TRAILER { Err(ChunkedError::Malformed) } else { Ok(()) }
     }
 }
 
@@ -338,14 +329,16 @@ mod tests {
         input: &[u8],
         cuts: &[usize],
     ) -> Result<(Vec<u8>, Option<usize>), ChunkedError> {
-        decode_with(&mut ChunkedDecoder::new(), input, cuts)
+        decode_with(&mut ChunkedDecoder::new(), input, cuts, None)
     }
 
-    /// [`decode_in_pieces`] with a decoder set up by the caller.
+    /// [`decode_in_pieces`] with a decoder set up by the caller, keeping
+    /// the trailers in `kept` if given.
     fn decode_with(
         decoder: &mut ChunkedDecoder,
         input: &[u8],
         cuts: &[usize],
+        mut kept: Option<&mut Vec<u8>>,
     ) -> Result<(Vec<u8>, Option<usize>), ChunkedError> {
         let mut data = Vec::new();
         let mut start = 0;
@@ -357,7 +350,10 @@ mod tests {
             let base = start.min(end);
             let mut used_total = 0;
             while !piece.is_empty() {
-                let (used, chunk) = decoder.decode(piece, u64::MAX)?;
+                let (used, chunk) = match kept.as_deref_mut() {
+                    Some(kept) => decoder.decode_keeping(piece, u64::MAX, kept)?,
+                    None => decoder.decode(piece, u64::MAX)?,
+                };
                 data.extend_from_slice(chunk.unwrap_or_default());
                 used_total += used;
                 if decoder.is_done() {
@@ -381,29 +377,25 @@ mod tests {
     #[test]
     fn trailers_are_kept_only_when_asked() {
         let body = b"1\r\nx\r\n0\r\nExpires: never\r\nx-sum:\t 42 \r\n\r\n";
-        let mut kept = ChunkedDecoder::new();
-        kept.keep_trailers();
         for cuts in [vec![], (0..body.len()).collect()] {
-            let mut decoder = kept.clone();
-            let (data, end) = decode_with(&mut decoder, body, &cuts).unwrap();
+            let mut kept = Vec::new();
+            let mut decoder = ChunkedDecoder::new();
+            let (data, end) = decode_with(&mut decoder, body, &cuts, Some(&mut kept)).unwrap();
             assert_eq!((&data[..], end), (&b"x"[..], Some(body.len())));
-            let trailers = decoder.take_trailers().expect("two fields");
+            assert_eq!(kept, b"Expires: never\nx-sum:\t 42 \n", "the lines, CRLF as LF");
+            let trailers = crate::Trailers::from_lines(&kept).expect("two fields");
             let fields: Vec<_> = trailers.iter().collect();
             assert_eq!(fields, [("Expires", &b"never"[..]), ("x-sum", &b"42"[..])]);
-            assert_eq!(decoder.take_trailers(), None, "taken once");
         }
-        // Not asked: nothing kept (the worker's own reads).
-        let mut decoder = ChunkedDecoder::new();
-        decode_with(&mut decoder, body, &[]).unwrap();
-        assert_eq!(decoder.take_trailers(), None);
-        // None until the body is done; none when it has no trailer section.
-        let mut decoder = kept.clone();
-        decode_with(&mut decoder, &body[..body.len() - 2], &[]).unwrap();
-        assert_eq!(decoder.take_trailers(), None, "the final CRLF is still owed");
-        let mut decoder = kept.clone();
-        decode_with(&mut decoder, b"0\r\n\r\n", &[]).unwrap();
-        assert!(decoder.is_done());
-        assert_eq!(decoder.take_trailers(), None);
+        // Nothing kept from a body without a trailer section, or before
+        // its section.
+        let mut kept = Vec::new();
+        decode_with(&mut ChunkedDecoder::new(), b"1\r\nx\r\n0\r\n\r\n", &[], Some(&mut kept))
+            .unwrap();
+        assert!(kept.is_empty());
+        decode_with(&mut ChunkedDecoder::new(), b"1;a=b\r\nx\r\n0\r", &[], Some(&mut kept))
+            .unwrap();
+        assert!(kept.is_empty(), "extensions are not trailers");
     }
 
     /// Every valid form of the grammar, decoded whole and a byte at a time.
@@ -614,15 +606,15 @@ mod tests {
             cuts in proptest::collection::vec(any::<usize>(), 0..12),
         ) {
             let encoded = encode(&chunks, &trailers);
-            let mut decoder = ChunkedDecoder::new();
-            decoder.keep_trailers();
-            let (data, end) = decode_with(&mut decoder, &encoded, &cuts).unwrap();
+            let mut kept = Vec::new();
+            let (data, end) =
+                decode_with(&mut ChunkedDecoder::new(), &encoded, &cuts, Some(&mut kept)).unwrap();
             let expected: Vec<u8> = chunks.iter().flat_map(|(c, _)| c.iter().copied()).collect();
             prop_assert_eq!(data, expected);
             prop_assert_eq!(end, Some(encoded.len()));
             // The trailers kept are the fields sent, values trimmed.
-            let sent = Trailers::from_lines(trailers.join("\n").as_bytes()).unwrap();
-            prop_assert_eq!(decoder.take_trailers().unwrap_or_default(), sent);
+            let sent = crate::Trailers::from_lines(trailers.join("\n").as_bytes()).unwrap();
+            prop_assert_eq!(crate::Trailers::from_lines(&kept).unwrap(), sent);
         }
 
         /// Arbitrary bytes never panic, and a split never changes the verdict.
