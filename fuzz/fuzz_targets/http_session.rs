@@ -39,6 +39,12 @@ impl Handler for Fuzz {
         state.1 += chunk.len() as u64;
     }
 
+    fn trailers(&self, _: &mut (u8, u64), trailers: &falconet_server::Trailers) {
+        // Only a section with fields, within the decoder's bounds.
+        assert!((1..=64).contains(&trailers.len()), "{} trailer fields", trailers.len());
+        assert!(trailers.iter().all(|(name, _)| !name.is_empty()));
+    }
+
     fn respond(&self, (route, len): (u8, u64), response: &mut Response<'_>) {
         assert!(len <= 4096, "a body past max_body reached the handler");
         match route {

@@ -5,6 +5,7 @@ use std::fmt;
 
 use crate::response::Response;
 use crate::syntax::TOKEN;
+use crate::trailers::Trailers;
 
 /// What the server calls for each request, in three steps:
 ///
@@ -96,12 +97,22 @@ pub trait Handler: Send + Sync + 'static {
     /// The request head has arrived.
     fn head(&self, request: &Request<'_>) -> Self::State;
 
-    /// A piece of the request body. The default ignores it. (The body's
-    /// trailer fields, if any, are not passed here: a handler that wants
-    /// them reads the body itself, [`Request::stream_body`], and takes
-    /// them with [`RequestBody::take_trailers`](crate::RequestBody::take_trailers).)
+    /// A piece of the request body. The default ignores it.
     fn body(&self, state: &mut Self::State, chunk: &[u8]) {
         let _ = (state, chunk);
+    }
+
+    /// The request's trailer fields (a chunked body's trailer section, an
+    /// HTTP/2 stream's trailing HEADERS), after the body's last piece and
+    /// before [`respond`](Self::respond); not called for a request without
+    /// them. They are not part of the head: what they mean is the
+    /// handler's to decide (RFC 9110 §6.5.1). The default ignores them. (A
+    /// body the application reads itself, [`Request::stream_body`], hands
+    /// them over with
+    /// [`RequestBody::take_trailers`](crate::RequestBody::take_trailers)
+    /// instead.)
+    fn trailers(&self, state: &mut Self::State, trailers: &Trailers) {
+        let _ = (state, trailers);
     }
 
     /// The body is complete: write the response. A response left without a

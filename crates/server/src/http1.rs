@@ -58,6 +58,7 @@ use crate::response::{Answered, AppSlots, BodyOffer, Response};
 use crate::session::Context;
 use crate::syntax::parse_decimal;
 use crate::target::{self, KnownHost, TargetError};
+use crate::trailers::Trailers;
 use crate::wire::Encoder;
 
 /// Header fields a head may have at most, whatever the options say (the
@@ -117,6 +118,11 @@ pub(crate) struct Http1<S> {
     /// Where the output stood when `respond` was called, until it returns:
     /// after a panic in it, what follows is a partial response.
     answering: Option<usize>,
+    /// The trailer section of the body being read for the handler (field
+    /// lines), and its fields: kept for the connection's life, so that
+    /// trailers cost no allocation per request once they have been seen.
+    trailer_lines: Vec<u8>,
+    trailers: Trailers,
 }
 
 #[derive(Debug)]
@@ -207,6 +213,8 @@ impl<S> Http1<S> {
             peer: None,
             lent_length: None,
             answering: None,
+            trailer_lines: Vec::new(),
+            trailers: Trailers::new(),
         }
     }
 
@@ -425,7 +433,8 @@ impl<S> Http1<S> {
                     }
                     Phase::Body(exchange) => {
                         let piece = cursor.at(pos);
-                        match body(exchange, piece, handler, cx.limits.max_body) {
+                        let kept = (&mut self.trailer_lines, &mut self.trailers);
+                        match body(exchange, piece, handler, cx.limits.max_body, kept) {
                             Ok((used, false)) => pos += used,
                             Ok((used, true)) => {
                                 pos += used;
@@ -823,13 +832,15 @@ fn keep_open(keep_alive: bool, more: bool, cx: &Context) -> bool {
     keep_alive && (more || !cx.draining)
 }
 
-/// Feeds body bytes from `piece` to the handler. Returns the bytes used and
-/// whether the body is complete, or the status that refuses it.
+/// Feeds body bytes from `piece` to the handler, and the trailers that end
+/// a chunked body (gathered in `kept`). Returns the bytes used and whether
+/// the body is complete, or the status that refuses it.
 fn body<H: Handler>(
     exchange: &mut Exchange<H::State>,
     piece: &[u8],
     handler: &H,
     max_body: u64,
+    kept: (&mut Vec<u8>, &mut Trailers),
 ) -> Result<(usize, bool), Status> {
     match &mut exchange.framing {
         Framing::Length(left) => {
@@ -845,7 +856,14 @@ fn body<H: Handler>(
         }
         Framing::Chunked(decoder) => {
             let budget = max_body - exchange.received;
-            let (used, data) = decoder.decode(piece, budget).map_err(|error| match error {
+            let (lines, trailers) = kept;
+            // Trailers only for a handler still reading (a drained body's
+            // are discarded).
+            let decoded = match exchange.state {
+                Some(_) => decoder.decode_keeping(piece, budget, lines),
+                None => decoder.decode(piece, budget),
+            };
+            let (used, data) = decoded.map_err(|error| match error {
                 ChunkedError::Malformed => Status::BAD_REQUEST,
                 ChunkedError::TooLarge => Status::CONTENT_TOO_LARGE,
             })?;
@@ -855,7 +873,17 @@ fn body<H: Handler>(
                     handler.body(state, data);
                 }
             }
-            Ok((used, decoder.is_done()))
+            let done = decoder.is_done();
+            if done && !lines.is_empty() {
+                // The decoder checked every line's grammar.
+                if let Some(state) = &mut exchange.state
+                    && trailers.refill_from_lines(lines)
+                {
+                    handler.trailers(state, trailers);
+                }
+                lines.clear();
+            }
+            Ok((used, done))
         }
         // HTTP/2 bodies never reach the HTTP/1 parser.
         Framing::Stream => Ok((0, true)),

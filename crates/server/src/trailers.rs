@@ -1,16 +1,18 @@
-//! Trailer fields: the field lines that follow a chunked
-//! body's last chunk (RFC 9112 §7.1.2) or an HTTP/2 stream's DATA (a
-//! HEADERS frame that ends it, RFC 9113 §8.1).
+//! Trailer fields: the field lines that follow a chunked body's last
+//! chunk (RFC 9112 §7.1.2) or an HTTP/2 stream's DATA (a HEADERS frame
+//! that ends it, RFC 9113 §8.1).
 //!
-//! A response's trailers go out with
+//! A request's reach the application once its body has ended: in
+//! [`Handler::trailers`](crate::Handler::trailers) for a body read on
+//! the worker (before `respond`), through
+//! [`RequestBody::take_trailers`](crate::RequestBody::take_trailers) for
+//! one the application reads itself, and as `tower::Body`'s trailers
+//! frame. They are never merged into the request's head (RFC 9110
+//! §6.5.1): what a trailer field means is the application's to decide.
+//!
+//! A response's go out with
 //! [`Responder::finish_with_trailers`](crate::Responder::finish_with_trailers)
 //! (and a tower body's trailers frame).
-//!
-//! A request's reach an application that reads the body itself, once the body has
-//! ended ([`RequestBody::take_trailers`](crate::RequestBody::take_trailers),
-//! and `tower::Body`'s trailers frame). They are never merged into the
-//! request's head (RFC 9110 §6.5.1): what a trailer field means is the
-//! application's to decide.
 //!
 //! Both protocols bound them before they get here: HTTP/1's trailer
 //! section has at most 8 KiB and 64 fields (the chunked decoder refuses
@@ -79,18 +81,35 @@ impl Trailers {
     /// than tab.
     pub fn from_lines(lines: &[u8]) -> Option<Self> {
         let mut trailers = Self::default();
+        trailers.refill_from_lines(lines).then_some(trailers)
+    }
+
+    /// [`from_lines`](Self::from_lines) into this one, its old fields
+    /// dropped and its memory kept (the worker's, reused per request);
+    /// `false`, and empty, if a line is off the grammar.
+    pub(crate) fn refill_from_lines(&mut self, lines: &[u8]) -> bool {
+        self.clear();
         for line in lines.split(|&b| b == b'\n') {
             let line = line.strip_suffix(b"\r").unwrap_or(line);
             if line.is_empty() {
                 continue; // a blank line (a section's end, as on the wire)
             }
-            let colon = line.iter().position(|&b| b == b':')?;
-            let (name, value) = (&line[..colon], &line[colon + 1..]);
-            if !trailers.push(name, value) {
-                return None;
+            let pushed = line
+                .iter()
+                .position(|&b| b == b':')
+                .is_some_and(|colon| self.push(&line[..colon], &line[colon + 1..]));
+            if !pushed {
+                self.clear();
+                return false;
             }
         }
-        Some(trailers)
+        true
+    }
+
+    /// Drops every field, keeping the memory.
+    pub(crate) fn clear(&mut self) {
+        self.bytes.clear();
+        self.fields.clear();
     }
 
     /// Appends a field, the value's surrounding whitespace trimmed; `false`

@@ -7,12 +7,14 @@
 //! for ever (2,500 allocations over 500 batches of 17, 40,000 of 32),
 //! while this test ran 16 a batch only.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::TcpStream;
 
 use falconet_server::h2::frame::{FrameHeader, PREFACE, flag, kind};
 use falconet_server::h2::hpack::{Encoder, Field};
 use falconet_server::{Options, Server, hello::Hello};
+
+mod common;
 
 #[global_allocator]
 static GLOBAL: falconet_testkit::CountingAll = falconet_testkit::CountingAll;
@@ -45,25 +47,7 @@ fn batch(out: &mut Vec<u8>, block: &[u8], next_id: &mut u32, n: u32) {
 
 /// Reads until `count` answers' bodies have arrived.
 fn answers(stream: &mut TcpStream, count: usize, buf: &mut [u8]) {
-    let mut seen = 0;
-    let mut carry = 0;
-    while seen < count {
-        let n = stream.read(&mut buf[carry..]).unwrap();
-        assert!(n > 0, "closed");
-        let end = carry + n;
-        let mut i = 0;
-        while i + MESSAGE.len() <= end {
-            if &buf[i..i + MESSAGE.len()] == MESSAGE {
-                seen += 1;
-                i += MESSAGE.len();
-            } else {
-                i += 1;
-            }
-        }
-        let keep = end.saturating_sub(i).min(MESSAGE.len() - 1);
-        buf.copy_within(end - keep..end, 0);
-        carry = keep;
-    }
+    common::read_markers(stream, MESSAGE, count, buf);
 }
 
 #[test]

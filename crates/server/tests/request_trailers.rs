@@ -372,3 +372,92 @@ fn a_clients_max_header_list_size_is_advisory() {
     let kinds: Vec<u8> = frames.iter().filter(|f| f.stream == 1).map(|f| f.kind).collect();
     assert_eq!(kinds, [kind::HEADERS, kind::DATA, kind::HEADERS]);
 }
+
+/// A synchronous handler: counts the body on the worker and lists the
+/// trailers `Handler::trailers` gave it (`x-panic` makes it panic there).
+struct OnWorker;
+
+impl Handler for OnWorker {
+    type State = (usize, Option<String>);
+
+    fn head(&self, _: &Request<'_>) -> (usize, Option<String>) {
+        (0, None)
+    }
+
+    fn body(&self, state: &mut (usize, Option<String>), chunk: &[u8]) {
+        state.0 += chunk.len();
+    }
+
+    fn trailers(&self, state: &mut (usize, Option<String>), trailers: &falconet_server::Trailers) {
+        assert!(state.1.is_none(), "trailers once per request");
+        assert!(trailers.get("x-panic").is_none(), "the handler panicked on purpose");
+        let listed: Vec<String> =
+            trailers.iter().map(|(n, v)| format!("{n}={}", String::from_utf8_lossy(v))).collect();
+        state.1 = Some(listed.join("; "));
+    }
+
+    fn respond(&self, (len, trailers): (usize, Option<String>), response: &mut Response<'_>) {
+        let text = format!("{len} | {}", trailers.as_deref().unwrap_or("none"));
+        response.body(text.as_bytes()).unwrap();
+    }
+}
+
+/// Over HTTP/1.1: after the last chunk, before `respond`, per request
+/// (pipelined requests with and without trailers, a sized body), also
+/// with the section arriving a byte at a time.
+#[test]
+fn a_synchronous_handler_gets_the_trailers_before_respond() {
+    let server = common::serve(common::options().workers(1), OnWorker);
+    let mut pipelined = CHUNKED.to_vec();
+    pipelined.extend_from_slice(b"5\r\nhello\r\n0\r\nA: 1\r\nb:2\r\n\r\n");
+    pipelined.extend_from_slice(CHUNKED);
+    pipelined.extend_from_slice(b"2\r\nhi\r\n0\r\n\r\n");
+    pipelined.extend_from_slice(b"POST /t HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc");
+    pipelined.extend_from_slice(CHUNKED);
+    pipelined.extend_from_slice(b"0\r\nC: 3\r\n\r\n");
+    for bytewise in [false, true] {
+        let mut client = common::Client::connect(server.addr);
+        if bytewise {
+            client.send_bytewise(&pipelined);
+        } else {
+            client.send(&pipelined);
+        }
+        let answers: Vec<String> = (0..4).map(|_| client.reply().unwrap().text()).collect();
+        assert_eq!(answers, ["5 | A=1; b=2", "2 | none", "3 | none", "0 | C=3"], "{bytewise}");
+    }
+}
+
+/// Over HTTP/2, the same; a panic in `trailers` answers that stream 500,
+/// and the connection goes on.
+#[test]
+fn a_synchronous_handler_gets_http2_trailers() {
+    let server = common::serve(common::options().workers(1), OnWorker);
+    let mut raw = Raw::handshake(server.addr, &[]);
+    raw.headers(1, &req_with("POST", "/t", &[]), false);
+    raw.data(1, b"hello", false);
+    raw.headers(1, &block(&[("a", "1"), ("b", "2")]), true);
+    raw.headers(3, &req_with("POST", "/t", &[]), false);
+    raw.data(3, b"hi", true);
+    raw.headers(5, &req_with("POST", "/t", &[]), false);
+    raw.headers(5, &block(&[("x-panic", "1")]), true);
+    raw.headers(7, &req_with("POST", "/t", &[("content-length", "0")]), false);
+    raw.headers(7, &block(&[("c", "3")]), true);
+    let answers = bodies(&mut raw, &[1, 3, 7]);
+    assert_eq!(answers, ["5 | a=1; b=2", "2 | none", "0 | c=3"]);
+    let mut raw = Raw::handshake(server.addr, &[]);
+    raw.headers(1, &req_with("POST", "/t", &[]), false);
+    raw.headers(1, &block(&[("x-panic", "1")]), true);
+    let frames =
+        frames_until(&mut raw, Duration::from_secs(5), |f| f.stream == 1 && f.end_stream());
+    let head = frames.iter().find(|f| f.stream == 1 && f.kind == kind::HEADERS).expect("an answer");
+    let mut status = Vec::new();
+    // frames_until decoded it already; a fresh decoder reads the first block.
+    falconet_server::h2::hpack::Decoder::new(4096)
+        .decode(&head.payload, |field| {
+            if field.name == b":status" {
+                status = field.value.to_vec();
+            }
+        })
+        .unwrap();
+    assert_eq!(status, b"500");
+}

@@ -1276,6 +1276,9 @@ const SPARE_BYTES: usize = 256 * 1024;
 /// allocated again), each at most [`SPARE_CAPACITY`] and together at most
 /// [`SPARE_BYTES`].
 struct Spares {
+    /// The trailers handed to a handler that reads its body on the
+    /// worker, refilled per request.
+    trailers: Trailers,
     buffers: Vec<Vec<u8>>,
     /// The sum of the kept buffers' capacities.
     bytes: usize,
@@ -1285,7 +1288,7 @@ struct Spares {
 
 impl Spares {
     fn new(keep: usize) -> Self {
-        Self { buffers: Vec::new(), bytes: 0, keep }
+        Self { trailers: Trailers::new(), buffers: Vec::new(), bytes: 0, keep }
     }
 
     /// A staging buffer: a kept one, or a new one (no allocation until
@@ -1414,16 +1417,38 @@ impl<H: Handler> Streams for Dispatch<'_, H> {
     }
 
     fn trailers(&mut self, stream: u32, head: &Head) {
-        // Only a body lent to the application, still arriving, takes them
-        // (its pipe ends right after, with the `data` that follows).
+        // A body lent to the application, still arriving, takes them (its
+        // pipe ends right after, with the `data` that follows); a handler
+        // reading its body on the worker gets them before `respond`.
         let Some(exchange) = self.exchanges.get_mut(&stream) else { return };
-        if let (Some(_), Some(slot)) = (&exchange.body, &exchange.trailers_in) {
-            let mut trailers = Trailers::default();
+        let fill = |trailers: &mut Trailers| {
+            trailers.clear();
             for (name, value) in head.fields() {
                 // Checked by the connection (8.2.1): each one fits.
                 trailers.push(name, value);
             }
+        };
+        if let (Some(_), Some(slot)) = (&exchange.body, &exchange.trailers_in) {
+            let mut trailers = Trailers::new();
+            fill(&mut trailers);
             slot.store(trailers);
+            return;
+        }
+        let reading = exchange.offer.is_none() && exchange.body.is_none();
+        if let Some(state) = exchange.state.as_mut()
+            && reading
+            && exchange.refused.is_none()
+            && !exchange.responded
+        {
+            let trailers = &mut self.spare.trailers;
+            fill(trailers);
+            let handler = self.handler;
+            if catch_unwind(AssertUnwindSafe(|| handler.trailers(state, trailers))).is_err() {
+                exchange.state = None;
+                exchange.refused = Some(Status::INTERNAL_SERVER_ERROR);
+                exchange.ready = true;
+                self.hints.ready = true;
+            }
         }
     }
 

@@ -139,6 +139,32 @@ pub enum End {
     Quiet,
 }
 
+/// Reads `stream` into `buf` until `marker` has arrived `count` times
+/// (each answer's body carries it once), allocating nothing: the
+/// allocation-counting tests' client.
+pub fn read_markers(stream: &mut TcpStream, marker: &[u8], count: usize, buf: &mut [u8]) {
+    let mut seen = 0;
+    let mut carry = 0; // bytes of a marker split across reads
+    while seen < count {
+        let n = stream.read(&mut buf[carry..]).unwrap();
+        assert!(n > 0, "closed");
+        let end = carry + n;
+        let mut i = 0;
+        while i + marker.len() <= end {
+            if &buf[i..i + marker.len()] == marker {
+                seen += 1;
+                i += marker.len();
+            } else {
+                i += 1;
+            }
+        }
+        let keep = end.saturating_sub(i).min(marker.len() - 1);
+        buf.copy_within(end - keep..end, 0);
+        carry = keep;
+    }
+    assert_eq!(seen, count, "more answers than asked for");
+}
+
 /// Reads what comes on `stream` for up to `limit`, and how it ended.
 pub fn read_for(stream: &mut TcpStream, limit: Duration) -> (Vec<u8>, End) {
     let deadline = Instant::now() + limit;
