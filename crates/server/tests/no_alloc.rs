@@ -6,6 +6,8 @@ use std::net::TcpStream;
 
 use falconet_server::{Options, Server, hello::Hello};
 
+mod common;
+
 #[global_allocator]
 static GLOBAL: falconet_testkit::CountingAll = falconet_testkit::CountingAll;
 
@@ -13,27 +15,7 @@ static GLOBAL: falconet_testkit::CountingAll = falconet_testkit::CountingAll;
 /// ended, into a fixed buffer (the client allocates nothing either).
 fn exchange(stream: &mut TcpStream, batch: &[u8], count: usize, buf: &mut [u8]) {
     stream.write_all(batch).unwrap();
-    let marker = b"Hello, World!";
-    let mut seen = 0;
-    let mut carry = 0; // bytes of a marker split across reads
-    while seen < count {
-        let n = stream.read(&mut buf[carry..]).unwrap();
-        assert!(n > 0, "closed");
-        let end = carry + n;
-        let mut i = 0;
-        while i + marker.len() <= end {
-            if &buf[i..i + marker.len()] == marker {
-                seen += 1;
-                i += marker.len();
-            } else {
-                i += 1;
-            }
-        }
-        let keep = end.saturating_sub(i).min(marker.len() - 1);
-        buf.copy_within(end - keep..end, 0);
-        carry = keep;
-    }
-    assert_eq!(seen, count);
+    common::read_markers(stream, b"Hello, World!", count, buf);
 }
 
 #[test]
