@@ -119,8 +119,9 @@ pub(crate) struct Http1<S> {
     /// after a panic in it, what follows is a partial response.
     answering: Option<usize>,
     /// The trailer section of the body being read for the handler (field
-    /// lines), and its fields: kept for the connection's life, so that
-    /// trailers cost no allocation per request once they have been seen.
+    /// lines), and its fields: their memory is kept between requests up
+    /// to `trailers::KEPT_BYTES`, so that the usual trailers cost no
+    /// allocation per request once they have been seen.
     trailer_lines: Vec<u8>,
     trailers: Trailers,
 }
@@ -881,7 +882,11 @@ fn body<H: Handler>(
                 {
                     handler.trailers(state, trailers);
                 }
+                trailers.clear_and_trim();
                 lines.clear();
+                if lines.capacity() > crate::trailers::KEPT_BYTES {
+                    *lines = Vec::new();
+                }
             }
             Ok((used, done))
         }

@@ -112,6 +112,17 @@ impl Trailers {
         self.fields.clear();
     }
 
+    /// Drops every field, and the memory too if it grew past what
+    /// [`KEPT_BYTES`] allows (a connection that once got large trailers
+    /// does not hold their memory while idle).
+    pub(crate) fn clear_and_trim(&mut self) {
+        if self.bytes.capacity() > KEPT_BYTES || self.fields.capacity() > KEPT_FIELDS {
+            *self = Self::new();
+        } else {
+            self.clear();
+        }
+    }
+
     /// Appends a field, the value's surrounding whitespace trimmed; `false`
     /// (and nothing appended) if the name is not a token or the value has
     /// a control byte other than tab.
@@ -165,6 +176,14 @@ impl Trailers {
         lines
     }
 }
+
+/// Bytes of trailer names and values a connection keeps room for between
+/// requests (the usual trailers, a status or a checksum, fit: no
+/// allocation per request); larger ones are allocated and freed with
+/// their request.
+pub(crate) const KEPT_BYTES: usize = 1024;
+/// Trailer fields a connection keeps room for between requests.
+const KEPT_FIELDS: usize = 16;
 
 /// Fields a response's trailers never carry (RFC 9110 §6.5.1: framing,
 /// routing, authentication, response control and how to process the
@@ -300,6 +319,23 @@ mod tests {
             assert!(!may_trail(upper.as_bytes()), "{upper}");
         }
         assert!(may_trail(b"grpc-status") && may_trail(b"hostname") && may_trail(b"t"));
+    }
+
+    #[test]
+    fn clear_and_trim_keeps_the_usual_room_and_frees_more() {
+        let mut trailers = Trailers::from_lines(b"grpc-status: 0\nx-sum: 42\n").unwrap();
+        let room = trailers.bytes.capacity();
+        trailers.clear_and_trim();
+        assert!(trailers.is_empty());
+        assert_eq!(trailers.bytes.capacity(), room, "the usual trailers keep their room");
+        let big = format!("x: {}\n", "v".repeat(KEPT_BYTES));
+        assert!(trailers.refill_from_lines(big.as_bytes()));
+        trailers.clear_and_trim();
+        assert_eq!((trailers.bytes.capacity(), trailers.fields.capacity()), (0, 0), "freed");
+        let many: String = (0..=KEPT_FIELDS).map(|i| format!("f{i}: v\n")).collect();
+        assert!(trailers.refill_from_lines(many.as_bytes()));
+        trailers.clear_and_trim();
+        assert_eq!(trailers.fields.capacity(), 0, "many fields: freed too");
     }
 
     #[test]

@@ -1,8 +1,10 @@
 //! A synchronous handler gets each request's trailers (`Handler::trailers`)
 //! with no heap allocation per request in steady state, over HTTP/1.1
 //! (chunked bodies) and HTTP/2 (trailing HEADERS): the worker refills one
-//! `Trailers` per connection. Counted by a global allocator while a real
-//! server answers over TCP.
+//! `Trailers` per connection (whose memory it keeps up to 1 KiB of names
+//! and values: larger trailers are allocated per request and freed, so an
+//! idle connection holds no more). Counted by a global allocator while a
+//! real server answers over TCP.
 
 use std::io::Write;
 use std::net::TcpStream;

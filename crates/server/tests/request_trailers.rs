@@ -461,3 +461,18 @@ fn a_synchronous_handler_gets_http2_trailers() {
         .unwrap();
     assert_eq!(status, b"500");
 }
+
+/// Trailers past what a connection keeps room for (1 KiB) arrive whole,
+/// and the small ones after them too (the room is freed and made again).
+#[test]
+fn large_trailers_then_small_ones_on_one_connection() {
+    let server = common::serve(common::options().workers(1), OnWorker);
+    let mut client = common::Client::connect(server.addr);
+    let big = "v".repeat(6000);
+    for value in [big.as_str(), "small", big.as_str(), "s"] {
+        let mut request = CHUNKED.to_vec();
+        request.extend_from_slice(format!("1\r\na\r\n0\r\nX: {value}\r\n\r\n").as_bytes());
+        client.send(&request);
+        assert_eq!(client.reply().unwrap().text(), format!("1 | X={value}"));
+    }
+}

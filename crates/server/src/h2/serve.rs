@@ -1443,7 +1443,9 @@ impl<H: Handler> Streams for Dispatch<'_, H> {
             let trailers = &mut self.spare.trailers;
             fill(trailers);
             let handler = self.handler;
-            if catch_unwind(AssertUnwindSafe(|| handler.trailers(state, trailers))).is_err() {
+            let panicked = catch_unwind(AssertUnwindSafe(|| handler.trailers(state, trailers)));
+            trailers.clear_and_trim();
+            if panicked.is_err() {
                 exchange.state = None;
                 exchange.refused = Some(Status::INTERNAL_SERVER_ERROR);
                 exchange.ready = true;
