@@ -40,9 +40,8 @@
 //! that is not a field line (whitespace before the colon, obs-fold, CTLs).
 //! Extensions are validated and ignored (RFC 9112 §7.1.1), trailer fields
 //! validated, and handed to the caller only when it asks
-//! ([`decode_keeping`](ChunkedDecoder::decode_keeping): a body the
-//! application reads itself), never merged
-//! into the header section (§7.1.2).
+//! ([`decode_keeping`](ChunkedDecoder::decode_keeping): trailers for the
+//! application), never merged into the header section (§7.1.2).
 //!
 //! Bounds: a size line carries at most [`MAX_EXTENSION`] bytes of
 //! extensions, and over the body, extension bytes may exceed sixteen per
