@@ -93,6 +93,18 @@ pub(crate) const REG_NAME: [bool; 256] = table!(|c| {
 pub(crate) const TARGET: [bool; 256] =
     table!(|c| matches!(c, 0x21..=0x7E) && !matches!(c, b'#' | b'"' | b'<' | b'>'));
 
+/// Whether `name` is a token (RFC 9110 §5.6.2), as a field name must be.
+/// Folds without early exits: short names check in a few instructions.
+pub(crate) fn is_token(name: &[u8]) -> bool {
+    !name.is_empty() && name.iter().fold(true, |ok, &b| ok & TOKEN[usize::from(b)])
+}
+
+/// Whether every byte of `value` may stand in a field value
+/// ([`FIELD_VALUE`]). Folds without early exits: the loop vectorizes.
+pub(crate) fn is_field_value(value: &[u8]) -> bool {
+    value.iter().fold(true, |ok, &b| ok & FIELD_VALUE[usize::from(b)])
+}
+
 /// Whether `byte` is SP or HTAB (`OWS`, `BWS` and `RWS` are made of these).
 pub(crate) const fn is_whitespace(byte: u8) -> bool {
     matches!(byte, b' ' | b'\t')

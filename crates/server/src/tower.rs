@@ -1370,19 +1370,12 @@ impl Asked {
 fn trailer_lines(fields: &HeaderMap) -> Vec<u8> {
     let mut lines = Vec::new();
     for (name, value) in fields {
-        if !crate::trailers::may_trail(name.as_str().as_bytes()) {
-            tracing::debug!(%name, "a trailer field that trailers may not carry; dropped");
-            continue;
+        let name_bytes = name.as_str().as_bytes();
+        if let Err(why) =
+            crate::trailers::push_response_line(&mut lines, name_bytes, value.as_bytes())
+        {
+            tracing::debug!(%name, "{why}; dropped");
         }
-        let value = value.as_bytes();
-        if !value.iter().all(|&b| crate::syntax::FIELD_VALUE[usize::from(b)]) {
-            tracing::warn!(%name, "a trailer field value with a control byte; dropped");
-            continue;
-        }
-        lines.extend_from_slice(name.as_str().as_bytes());
-        lines.extend_from_slice(b": ");
-        lines.extend_from_slice(value);
-        lines.extend_from_slice(b"\r\n");
     }
     lines
 }

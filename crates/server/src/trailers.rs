@@ -29,7 +29,7 @@ use parking_lot::Mutex;
 use std::sync::Arc;
 
 use crate::handler::ResponseError;
-use crate::syntax::{FIELD_VALUE, TOKEN, is_whitespace};
+use crate::syntax::{is_field_value, is_token, is_whitespace};
 
 /// A request's trailer fields, in the order they arrived, names as the
 /// client sent them (HTTP/2's in lower case; compare names without regard
@@ -128,7 +128,7 @@ impl Trailers {
     /// a control byte other than tab.
     pub(crate) fn push(&mut self, name: &[u8], value: &[u8]) -> bool {
         let value = trim(value);
-        if !is_token(name) || !value.iter().all(|&b| FIELD_VALUE[usize::from(b)]) {
+        if !is_token(name) || !is_field_value(value) {
             return false;
         }
         let start = self.bytes.len();
@@ -167,11 +167,9 @@ impl Trailers {
     /// each), without those trailers may not carry ([`may_trail`]).
     pub(crate) fn response_lines(&self) -> Vec<u8> {
         let mut lines = Vec::new();
-        for (name, value) in self.iter().filter(|(name, _)| may_trail(name.as_bytes())) {
-            lines.extend_from_slice(name.as_bytes());
-            lines.extend_from_slice(b": ");
-            lines.extend_from_slice(value);
-            lines.extend_from_slice(b"\r\n");
+        for (name, value) in self.iter() {
+            // Checked by `push`: only `may_trail` can leave one out.
+            let _ = push_response_line(&mut lines, name.as_bytes(), value);
         }
         lines
     }
@@ -210,13 +208,29 @@ const NOT_IN_TRAILERS: [&[u8]; 16] = [
 
 /// Whether a response's trailers may carry a field named `name` (any
 /// case): not one of [`NOT_IN_TRAILERS`].
-pub(crate) fn may_trail(name: &[u8]) -> bool {
+fn may_trail(name: &[u8]) -> bool {
     !NOT_IN_TRAILERS.iter().any(|not| not.eq_ignore_ascii_case(name))
 }
 
-/// Whether `name` is a token (RFC 9110 §5.6.2), as a field name must be.
-fn is_token(name: &[u8]) -> bool {
-    !name.is_empty() && name.iter().all(|&b| TOKEN[usize::from(b)])
+/// Appends `name: value\r\n` to a response's trailer field lines, or
+/// says why not: a field trailers may not carry ([`may_trail`]), or a
+/// value a field line cannot hold.
+pub(crate) fn push_response_line(
+    lines: &mut Vec<u8>,
+    name: &[u8],
+    value: &[u8],
+) -> Result<(), &'static str> {
+    if !may_trail(name) {
+        return Err("a trailer field that trailers may not carry");
+    }
+    if !is_field_value(value) {
+        return Err("a trailer field value with a control byte");
+    }
+    lines.extend_from_slice(name);
+    lines.extend_from_slice(b": ");
+    lines.extend_from_slice(value);
+    lines.extend_from_slice(b"\r\n");
+    Ok(())
 }
 
 /// `value` without the spaces and tabs around it.

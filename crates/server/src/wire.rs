@@ -23,7 +23,7 @@
 
 use crate::date::{FIELDS_LEN, SERVER_FIELD};
 use crate::handler::{Field, ResponseError, Status, Version};
-use crate::syntax::{FIELD_VALUE, TOKEN};
+use crate::syntax::{is_field_value, is_token};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
@@ -95,12 +95,10 @@ impl Encoder {
         name: &str,
         value: &[u8],
     ) -> Result<(), ResponseError> {
-        // Folds without early exits: short names and values check in a
-        // few instructions, and the value loop vectorizes.
-        if name.is_empty() || !name.bytes().fold(true, |ok, b| ok & TOKEN[usize::from(b)]) {
+        if !is_token(name.as_bytes()) {
             return Err(ResponseError::InvalidHeaderName);
         }
-        if !value.iter().fold(true, |ok, &b| ok & FIELD_VALUE[usize::from(b)]) {
+        if !is_field_value(value) {
             return Err(ResponseError::InvalidHeaderValue);
         }
         if is_reserved(name) {
