@@ -476,3 +476,46 @@ fn large_trailers_then_small_ones_on_one_connection() {
         assert_eq!(client.reply().unwrap().text(), format!("1 | X={value}"));
     }
 }
+
+/// Day-one edges of `finish_with_trailers`: a 64 KiB trailer value and
+/// 200 fields go out whole in the last chunk; a client gone before it is
+/// called does not make it wait.
+#[test]
+fn finish_with_trailers_at_the_edges() {
+    let (tx, rx) = mpsc::channel();
+    struct Hands(mpsc::Sender<Responder>);
+    impl Handler for Hands {
+        type State = ();
+        fn head(&self, _: &Request<'_>) {}
+        fn respond(&self, (): (), response: &mut Response<'_>) {
+            let _ = self.0.send(response.defer().expect("defer"));
+        }
+    }
+    let server = common::serve(common::options().workers(1), Hands(tx));
+    let mut big = falconet_server::Trailers::new();
+    let value = "v".repeat(64 * 1024);
+    big.append("x-big", value.as_bytes()).unwrap();
+    for i in 0..200 {
+        big.append(&format!("x-{i}"), b"1").unwrap();
+    }
+    let mut tcp = common::connect(server.addr);
+    std::io::Write::write_all(&mut tcp, b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let responder = rx.recv_timeout(Duration::from_secs(5)).unwrap();
+    responder.finish_with_trailers(&big).unwrap();
+    let (bytes, end) = common::read_for(&mut tcp, Duration::from_secs(10));
+    assert_eq!(end, common::End::Eof);
+    let text = String::from_utf8(bytes).unwrap();
+    let tail = format!("\r\n\r\n0\r\nx-big: {value}\r\nx-0: 1\r\n");
+    assert!(text.contains(&tail) && text.ends_with("x-199: 1\r\n\r\n"), "{}", &text[..200]);
+    // The client leaves before the answer (its FIN, which a client that
+    // half-closes also sends: the server still answers): the call
+    // returns at once, the answer sent or `Closed`, never a wait.
+    let mut tcp = common::connect(server.addr);
+    std::io::Write::write_all(&mut tcp, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    let responder = rx.recv_timeout(Duration::from_secs(5)).unwrap();
+    drop(tcp);
+    std::thread::sleep(Duration::from_millis(100));
+    let result = responder.finish_with_trailers(&big);
+    assert!(matches!(result, Ok(()) | Err(falconet_server::ResponseError::Closed)), "{result:?}");
+}
