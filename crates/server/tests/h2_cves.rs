@@ -209,6 +209,8 @@ fn outcome(raw: &mut Raw, stream: u32, timeout: Duration) -> Outcome {
 /// frames by kind on the way.
 struct Fate {
     end: Outcome,
+    /// The GOAWAY's debug data (the server names its reason there).
+    reason: String,
     rst: usize,
     pings: usize,
     settings_acks: usize,
@@ -218,14 +220,23 @@ struct Fate {
 
 fn fate(raw: &mut Raw, timeout: Duration) -> Fate {
     let deadline = Instant::now() + timeout;
-    let mut f =
-        Fate { end: Outcome::Timeout, rst: 0, pings: 0, settings_acks: 0, heads: 0, frames: 0 };
+    let mut f = Fate {
+        end: Outcome::Timeout,
+        reason: String::new(),
+        rst: 0,
+        pings: 0,
+        settings_acks: 0,
+        heads: 0,
+        frames: 0,
+    };
     loop {
         match raw.next(deadline.saturating_duration_since(Instant::now())) {
             Event::Frame(fr) => {
                 f.frames += 1;
                 match fr.kind {
                     kind::GOAWAY => {
+                        let debug = fr.payload.get(8..).unwrap_or_default();
+                        f.reason = String::from_utf8_lossy(debug).into_owned();
                         f.end = Outcome::GoAway(fr.code());
                         return f;
                     }
@@ -815,6 +826,52 @@ fn empty_data_flood(ctx: &Ctx) -> Result<String, String> {
         out.extend(frame_bytes(kind::DATA, 0, 1, &[]));
     }
     let f = expect_goaway(&mut raw, out, &[EYC], true, ctx)?;
+    Ok(f.end.show())
+}
+
+/// CVE-2019-9518 on a stream the server reset: DATA past the declared
+/// content-length earns a RST_STREAM, then empty DATA frames with
+/// END_STREAM follow forever (an outside review's bypass: they counted
+/// as work, and a reset stream's frames were dropped uncounted).
+/// Documented: the ignored-frame allowance, then GOAWAY(EYC).
+fn empty_data_on_reset_stream(ctx: &Ctx) -> Result<String, String> {
+    let mut raw = ctx.connect();
+    let mut out = headers_frame(1, &req_with("POST", "/echo", &[("content-length", "1")]), false);
+    out.extend(frame_bytes(kind::DATA, 0, 1, b"ab"));
+    for _ in 0..20_000 {
+        out.extend(frame_bytes(kind::DATA, flag::END_STREAM, 1, &[]));
+    }
+    let f = expect_goaway(&mut raw, out, &[EYC], false, ctx)?;
+    if f.rst != 1 || f.reason != "ignored frame flood" {
+        return Err(format!("{} RST_STREAMs (one expected), GOAWAY for {:?}", f.rst, f.reason));
+    }
+    Ok(f.end.show())
+}
+
+/// After the server's final GOAWAY (answering the client's), new streams
+/// are ignored (RFC 9113 6.8), while one slow upload keeps the connection
+/// open: HEADERS and empty DATA on ignored streams forever (an outside
+/// review's bypass). Documented: the ignored-frame allowance, then
+/// GOAWAY(EYC).
+fn ignored_streams_after_goaway(ctx: &Ctx) -> Result<String, String> {
+    let mut raw = ctx.connect();
+    raw.headers(1, &req_with("POST", "/echo", &[]), false);
+    raw.frame(kind::GOAWAY, 0, 0, &[0, 0, 0, 0, 0, 0, 0, 0]);
+    match fate(&mut raw, Duration::from_secs(5)).end {
+        Outcome::GoAway(0) => {}
+        other => return Err(format!("the answer to our GOAWAY: {}", other.show())),
+    }
+    let mut out = Vec::new();
+    for i in 0..20_000u32 {
+        let id = 3 + 2 * i;
+        out.extend(headers_frame(id, &req_with("POST", "/echo", &[]), false));
+        out.extend(frame_bytes(kind::DATA, flag::END_STREAM, id, &[]));
+    }
+    let f = expect_goaway(&mut raw, out, &[EYC], false, ctx)?;
+    // Not the slow upload's response-rate limit, which ends it too, later.
+    if f.reason != "ignored frame flood" {
+        return Err(format!("GOAWAY for {:?}", f.reason));
+    }
     Ok(f.end.show())
 }
 
@@ -1557,6 +1614,8 @@ cases! {
     cve_2019_9517_zero_window_buffering, "CVE-2019-9517", "9113 5.2/10.5", quick_rate, zero_window_buffering;
     cve_2019_9518_empty_data_flood, "CVE-2019-9518", "9113 10.5", base, empty_data_flood;
     cve_2019_9518_unknown_frame_flood, "CVE-2019-9518", "9113 5.5/10.5", base, unknown_frame_flood;
+    cve_2019_9518_empty_data_on_reset_stream, "CVE-2019-9518", "9113 5.1/10.5", base, empty_data_on_reset_stream;
+    cve_2019_9518_ignored_streams_after_goaway, "CVE-2019-9518", "9113 6.8/10.5", base, ignored_streams_after_goaway;
     cve_2023_44487_rapid_reset, "CVE-2023-44487", "9113 5.4.2/10.5", base, rapid_reset;
     cve_2023_44487_rapid_reset_answered, "CVE-2023-44487", "9113 5.1/10.5", base, rapid_reset_answered;
     cve_2025_8671_window_update_zero, "CVE-2025-8671", "9113 6.9", base, myr_window_update_zero;

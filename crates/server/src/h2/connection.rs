@@ -87,9 +87,12 @@
 //!   2,048 banked: PRIORITY and unknown frame types; WINDOW_UPDATE and
 //!   RST_STREAM on a closed stream; a SETTINGS acknowledgement after the
 //!   first, a PING acknowledgement for a PING we did not send, a GOAWAY
-//!   after the first; and frames whose own fault is a stream error (a zero
+//!   after the first; frames whose own fault is a stream error (a zero
 //!   WINDOW_UPDATE, a malformed PRIORITY) on a stream we reset, which are
-//!   discarded, not reset again.
+//!   discarded, not reset again; DATA of fewer than 256 bytes (an empty
+//!   one with END_STREAM too) dropped on a stream we reset; and, after
+//!   our final GOAWAY, the HEADERS of each stream opened past it and such
+//!   DATA on it.
 //! - **HPACK bombs:** the decoder's header-list limit (+32 bytes per
 //!   field) and field-count limit.
 //! - **Stream-id exhaustion:** ids only grow; past 2^31-1 the client must
@@ -331,6 +334,12 @@ const MAX_STREAM_ID: u32 = (1 << 31) - 1;
 const IGNORED_PER_STREAM: u32 = 128;
 /// The most such allowance a connection banks.
 const IGNORED_ALLOWANCE_MAX: u32 = 16 * IGNORED_PER_STREAM;
+
+/// DATA dropped on a stream we reset or ignore (after our GOAWAY) that
+/// carries fewer bytes than this is one of the frames the server ignores;
+/// a bigger frame is free, its sender paying in bytes (h2's DATA-frame
+/// overhead budget draws the same line at 256 bytes).
+const IGNORED_DATA_FREE: usize = 256;
 
 /// The payload of the PING that a graceful shutdown sends after its first
 /// GOAWAY.
@@ -749,8 +758,17 @@ impl Connection {
             if !self.discard(flow_len) {
                 return;
             }
-            // A stream opened after our GOAWAY is ignored, not reset.
-            if !self.recently_reset.contains(id) && !self.ignored(id) {
+            if self.recently_reset.contains(id) || self.ignored(id) {
+                // Sent before the client saw our RST_STREAM, or on a
+                // stream opened after our GOAWAY: dropped, not reset. One
+                // that carries next to nothing (its end alone, a few
+                // bytes) is from the allowance of frames the server
+                // ignores, or a flood of them would cost nothing; a
+                // bigger one costs its sender its bytes, as any upload.
+                if work && data.len() < IGNORED_DATA_FREE {
+                    self.ignore_frame();
+                }
+            } else {
                 self.stream_error(id, ErrorCode::STREAM_CLOSED, streams);
             }
             return;
@@ -962,6 +980,13 @@ impl Connection {
             }
             return;
         }
+        if self.ignored(id) {
+            // 6.8: after our final GOAWAY, new streams are ignored (never
+            // an open stream's: those are at or below the GOAWAY's id),
+            // from the allowance of frames the server ignores: work the
+            // server does not do pays back no empty frame.
+            return self.ignore_frame();
+        }
         self.empty_frames = self.empty_frames.saturating_sub(1);
         if decoded.is_err() {
             // Over the header-list or field limit: the table is in step.
@@ -989,9 +1014,6 @@ impl Connection {
             streams.trailers(id, &self.head);
             streams.data(id, &[], true);
             return self.complete_if_closed(id);
-        }
-        if self.goaway.is_some_and(|last| id > last) {
-            return; // 6.8: after our GOAWAY, new streams are ignored.
         }
         if self.streams.len() >= self.config.max_concurrent_streams as usize {
             if self.free_refusals > 0 {

@@ -1155,6 +1155,104 @@ fn frames_with_nothing_to_do_spend_the_ignored_allowance() {
     }
 }
 
+/// DATA dropped on a stream we reset does no work, END_STREAM or not (an
+/// outside review's flood: 300,000 empty DATA frames with END_STREAM on a
+/// reset stream were taken, uncounted): an empty or small one spends the
+/// ignored allowance, so a flood of them ends the connection, while the
+/// client's own end of the stream, and a bigger frame, each of them sent
+/// before it saw our RST_STREAM, are dropped as before.
+#[test]
+fn small_data_on_a_reset_stream_spends_the_ignored_allowance() {
+    let floods = [
+        ("empty, END_STREAM", raw(kind::DATA, flag::END_STREAM, 1, &[])),
+        ("one byte", raw(kind::DATA, 0, 1, b"x")),
+        ("255 bytes, END_STREAM", raw(kind::DATA, flag::END_STREAM, 1, &[7; 255])),
+    ];
+    for (case, frame) in floods {
+        let mut c = Client::new();
+        let headers = c.request(1, "/", false);
+        c.feed(&headers);
+        c.conn.reset(1, ErrorCode::CANCEL);
+        c.sent();
+        // One stream opened: the connection's allowance and the stream's.
+        for _ in 0..2 * IGNORED_PER_STREAM {
+            c.feed(&frame);
+        }
+        assert_eq!(c.conn.error(), None, "{case}: within the allowance");
+        c.feed(&frame);
+        assert_eq!(c.goaway(), Some(ErrorCode::ENHANCE_YOUR_CALM), "{case}: a flood");
+    }
+    // Frames of 256 bytes or more cost their sender their bytes: dropped,
+    // their credit given back, never a flood.
+    let mut c = Client::new();
+    let headers = c.request(1, "/", false);
+    c.feed(&headers);
+    c.conn.reset(1, ErrorCode::CANCEL);
+    for _ in 0..10_000 {
+        c.feed(&raw(kind::DATA, 0, 1, &[7; IGNORED_DATA_FREE]));
+    }
+    c.feed(&raw(kind::DATA, flag::END_STREAM, 1, &[]));
+    assert_eq!(c.conn.error(), None);
+    assert_eq!(c.events(), ["headers 1 POST / end=false"]);
+    assert!(
+        c.sent().iter().any(|f| matches!(f, Sent::WindowUpdate { stream: 0, .. })),
+        "the dropped bytes' credit goes back to the connection"
+    );
+}
+
+/// After our final GOAWAY, streams opened past it are ignored (6.8), but
+/// not for free (an outside review kept a connection alive with one slow
+/// upload and sent 185,000 ignored HEADERS and 9.3 million empty DATA
+/// frames on them in 10 s): each ignored HEADERS, and small DATA on its
+/// stream, spends the ignored allowance, and an ignored request pays
+/// back no empty frame.
+#[test]
+fn streams_ignored_after_goaway_spend_the_ignored_allowance() {
+    let mut c = Client::new();
+    let headers = c.request(1, "/", false);
+    c.feed(&headers);
+    c.conn.goodbye();
+    assert_eq!(c.goaway(), Some(ErrorCode::NO_ERROR));
+    let mut frames = 0;
+    for stream in (3..).step_by(2).take(1_000) {
+        let headers = c.request(stream, "/", false);
+        c.feed(&headers);
+        c.feed(&raw(kind::DATA, flag::END_STREAM, stream, &[]));
+        frames += 2;
+        if c.conn.error().is_some() {
+            break;
+        }
+    }
+    assert_eq!(c.goaway(), Some(ErrorCode::ENHANCE_YOUR_CALM));
+    assert!(frames > 2 * IGNORED_PER_STREAM, "not before the allowance: {frames}");
+    assert_eq!(c.events(), ["headers 1 POST / end=false"], "none of them reached the sink");
+
+    // Ignored requests pay back no empty frames.
+    let mut c = Client::with(Config { max_empty_frames: 10, ..Config::default() });
+    let headers = c.request(1, "/", false);
+    c.feed(&headers);
+    c.conn.goodbye();
+    c.sent();
+    for round in 0..12u32 {
+        let headers = c.request(3 + 2 * round, "/", false);
+        c.feed(&headers);
+        c.feed(&raw(kind::DATA, 0, 1, &[]));
+    }
+    assert_eq!(c.goaway(), Some(ErrorCode::ENHANCE_YOUR_CALM));
+
+    // The in-flight requests of a well-behaved client are dropped quietly.
+    let mut c = Client::new();
+    let headers = c.request(1, "/", true);
+    c.feed(&headers);
+    c.conn.goodbye();
+    for stream in [3, 5, 7, 9] {
+        let headers = c.request(stream, "/", false);
+        c.feed(&headers);
+        c.feed(&raw(kind::DATA, flag::END_STREAM, stream, b"body"));
+    }
+    assert_eq!(c.conn.error(), None);
+}
+
 /// The ordinary crossings: a cancel and a WINDOW_UPDATE arriving after
 /// each response ended, on every stream of a long connection, and
 /// acknowledgements of our SETTINGS and shutdown PING, are no flood.
