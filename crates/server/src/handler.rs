@@ -191,7 +191,8 @@ impl<'a> Request<'a> {
     /// The request target's path and query: as sent for the usual
     /// origin-form (`/plaintext`, `/a?b=c`); for an absolute-form target
     /// (`http://host/a?b=c`, RFC 9112 §3.2.2) the part after its authority
-    /// (`/a?b=c`, or `/` when that is empty); `*` for `OPTIONS *`.
+    /// (`/a?b=c`, `/` when that is empty, `?q` for `http://host?q`, whose
+    /// [`path`](Self::path) is `/`); `*` for `OPTIONS *`.
     pub fn target(&self) -> &'a str {
         self.target
     }

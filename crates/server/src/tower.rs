@@ -201,7 +201,9 @@
 //! # Errors
 //!
 //! - A request head `http` refuses (a method, URI or header value it
-//!   cannot represent): `400`, the service is not called.
+//!   cannot represent, such as `` ` `` in a path, which the native handler
+//!   is given): `400` and, over HTTP/1, a close, as hyper answers; the
+//!   service is not called.
 //! - The service's error (from `poll_ready` or its future): `500`, and the
 //!   error is logged (`tracing`, level warn).
 //! - A panic in the service or its response body, or the body's error:
@@ -432,7 +434,9 @@ where
             Ok(head) => head,
             Err(error) => {
                 tracing::debug!(%error, "a request head http cannot represent");
+                // A refusal, closed as the parser's are (docs/rfc9112.md).
                 let _ = response.status(Status::BAD_REQUEST);
+                let _ = response.close();
                 return;
             }
         };

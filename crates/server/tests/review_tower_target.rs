@@ -44,3 +44,26 @@ fn review_tower_targets_and_hosts() {
     let (status, text) = answer(addr, b"GET /x HTTP/1.0\r\n\r\n");
     assert_eq!(status, 200, "{text}");
 }
+
+/// `` ` `` in a path: the native handler takes it, the `http` crate does
+/// not (an outside review's case), so a tower service's request is `400`,
+/// a refusal like the parser's: `Connection: close`, and the request
+/// pipelined behind it is not answered. In a query, `http` takes it.
+#[test]
+fn a_target_http_refuses_is_400_and_a_close() {
+    let (server, _rt) = serve_tower(options(), router());
+    let mut stream = std::net::TcpStream::connect(server.addr).unwrap();
+    std::io::Write::write_all(
+        &mut stream,
+        b"GET /pl`ain HTTP/1.1\r\nHost: a\r\n\r\nGET /next HTTP/1.1\r\nHost: a\r\n\r\n",
+    )
+    .unwrap();
+    let (bytes, end) = common::read_for(&mut stream, std::time::Duration::from_secs(5));
+    let text = String::from_utf8_lossy(&bytes);
+    assert!(text.starts_with("HTTP/1.1 400 "), "{text}");
+    assert!(text.contains("\r\nConnection: close\r\n"), "{text}");
+    assert_eq!(text.matches("HTTP/1.1").count(), 1, "nothing answered after it: {text}");
+    assert_eq!(end, common::End::Eof, "{text}");
+    let (status, text) = answer(server.addr, b"GET /q?a=`b` HTTP/1.1\r\nHost: a\r\n\r\n");
+    assert_eq!(status, 200, "{text}");
+}
