@@ -32,6 +32,11 @@ step "rustdoc without warnings"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --all-features
 
 step "tests: unit, integration, proptest, stress, allocation counting, doc"
+# curl for the interop tests (tests/h2.rs: `--http2` and prior knowledge),
+# which skip without it.
+command -v curl >/dev/null ||
+  { apt-get update -q >/dev/null && apt-get install -y -q curl >/dev/null; } ||
+  echo "curl could not be installed: its tests skip"
 cargo test --workspace --all-features
 
 step "examples that check themselves: tokio_frames (a tokio frame server on the primitives)"

@@ -341,6 +341,14 @@ const IGNORED_ALLOWANCE_MAX: u32 = 16 * IGNORED_PER_STREAM;
 /// overhead budget draws the same line at 256 bytes).
 const IGNORED_DATA_FREE: usize = 256;
 
+/// The most DATA an upgrade's response (stream 1) sends before the
+/// client's preface arrives: with our SETTINGS and the response's HEADERS
+/// it stays under the 32 KiB that curl 7.x keeps of what follows the
+/// `101` in the read that brought it ("connection buffer size is too
+/// small to store data following HTTP Upgrade response header"; mod_h2
+/// met the same, icing/mod_h2#144).
+const BEFORE_PREFACE_DATA: usize = 16 * 1024;
+
 /// The payload of the PING that a graceful shutdown sends after its first
 /// GOAWAY.
 const SHUTDOWN_PING: [u8; 8] = *b"goaway\0\0";
@@ -415,6 +423,8 @@ pub struct Connection {
     /// [`request_frames`](Self::request_frames)).
     request_frames: u64,
     empty_frames: u32,
+    /// DATA bytes sent before the client's preface (after an upgrade).
+    before_preface: usize,
     error: Option<ConnectionError>,
 }
 
@@ -502,6 +512,7 @@ impl Connection {
             body_bytes: 0,
             request_frames: 0,
             empty_frames: 0,
+            before_preface: 0,
             error: None,
         })
     }
@@ -1473,8 +1484,18 @@ impl Connection {
             self.reset(id, ErrorCode::INTERNAL_ERROR);
             return len;
         }
-        let credit = stream.output.available().min(self.send.available()).max(0) as usize;
+        let mut credit = stream.output.available().min(self.send.available()).max(0) as usize;
+        if self.phase == Phase::Preface {
+            // An upgrade's response, before the client's preface shows it
+            // has switched: a first flight that fits what curl 7.x keeps
+            // of the bytes after the `101` (32 KiB, or it fails the
+            // transfer); the rest follows the preface, a round trip later.
+            credit = credit.min(BEFORE_PREFACE_DATA.saturating_sub(self.before_preface));
+        }
         let n = len.min(credit);
+        if self.phase == Phase::Preface {
+            self.before_preface += n;
+        }
         let finish = end_stream && n == len;
         if n == 0 && !finish {
             // No credit: nothing to frame (and no window to touch).

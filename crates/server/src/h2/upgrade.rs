@@ -9,7 +9,10 @@
 //! base64url (no padding) of a valid SETTINGS payload. Anything short of
 //! that is served as HTTP/1.1, which RFC 7540 allows (a server may ignore
 //! the upgrade). The server then answers `101 Switching Protocols`, sends
-//! its SETTINGS, and answers the request on stream 1.
+//! its SETTINGS, and answers the request on stream 1: at most 16 KiB of
+//! its body until the client's preface shows it has switched, since curl
+//! 7.x fails the transfer when more than 32 KiB follow the `101` in one
+//! read (`connection.rs`, `BEFORE_PREFACE_DATA`).
 
 use super::frame::PREFACE;
 use super::head::Head;
