@@ -878,3 +878,90 @@ fn a_zero_window_update_on_an_idle_stream_is_a_connection_error() {
     }
     panic!("no GOAWAY: {seen:?}");
 }
+
+/// A TCP proxy to `to` that delays what the server sends by `delay`: a
+/// client that far away learns of a reset a round trip late.
+fn delaying_proxy(to: SocketAddr, delay: Duration) -> SocketAddr {
+    use std::io::Write;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for client in listener.incoming() {
+            let Ok(client) = client else { return };
+            let server = std::net::TcpStream::connect(to).unwrap();
+            let (mut upstream_in, mut upstream_out) =
+                (client.try_clone().unwrap(), server.try_clone().unwrap());
+            std::thread::spawn(move || {
+                let mut buf = vec![0; 65536];
+                while let Ok(n @ 1..) = upstream_in.read(&mut buf) {
+                    if upstream_out.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                }
+            });
+            let (tx, rx) = std::sync::mpsc::channel::<(Instant, Vec<u8>)>();
+            let mut downstream_in = server;
+            std::thread::spawn(move || {
+                let mut buf = vec![0; 65536];
+                while let Ok(n @ 1..) = downstream_in.read(&mut buf) {
+                    let _ = tx.send((Instant::now() + delay, buf[..n].to_vec()));
+                }
+            });
+            let mut downstream_out = client;
+            std::thread::spawn(move || {
+                for (at, bytes) in rx {
+                    std::thread::sleep(at.saturating_duration_since(Instant::now()));
+                    if downstream_out.write_all(&bytes).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+/// A well-behaved client (the `h2` crate) 50 ms away streaming an upload
+/// in 100-byte DATA frames that the server refuses at its HEADERS (413:
+/// content-length past max_body, then RST_STREAM): the frames in flight
+/// when it sees the reset are dropped, and the connection serves the next
+/// request (an adversarial review's case: counting dropped frames under
+/// 256 bytes against the ignored-frame allowance ended it with
+/// GOAWAY(ENHANCE_YOUR_CALM) after 256 of them).
+#[test]
+fn an_upload_in_small_frames_refused_a_round_trip_away_keeps_the_connection() {
+    let server = serve(Options::new().workers(1).max_body(10_000), common::Echo);
+    let proxy = delaying_proxy(server.addr, Duration::from_millis(50));
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let send = common::h2_client(proxy).await;
+        let mut send = send.ready().await.unwrap();
+        let request = http::Request::builder()
+            .method("POST")
+            .uri("http://localhost/echo")
+            .header("content-length", "100000000")
+            .body(())
+            .unwrap();
+        let (response, mut body) = send.send_request(request, false).unwrap();
+        let mut sent = 0;
+        'send: for _ in 0..500 {
+            for _ in 0..40 {
+                if body.send_data(bytes::Bytes::from_static(&[b'a'; 100]), false).is_err() {
+                    break 'send;
+                }
+                sent += 1;
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        let response = response.await.unwrap();
+        assert_eq!(response.status(), 413);
+        assert!(sent > 300, "{sent} frames sent: more than the allowance was in flight");
+        drop(body);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let mut send = send.ready().await.expect("the connection lives");
+        let request = http::Request::builder().uri("http://localhost/x").body(()).unwrap();
+        let (response, _) = send.send_request(request, true).expect("a second request");
+        let response = response.await.expect("the second request is answered");
+        assert_eq!(response.status(), 200);
+    });
+}

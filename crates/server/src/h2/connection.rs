@@ -89,10 +89,10 @@
 //!   first, a PING acknowledgement for a PING we did not send, a GOAWAY
 //!   after the first; frames whose own fault is a stream error (a zero
 //!   WINDOW_UPDATE, a malformed PRIORITY) on a stream we reset, which are
-//!   discarded, not reset again; DATA of fewer than 256 bytes (an empty
-//!   one with END_STREAM too) dropped on a stream we reset; and, after
-//!   our final GOAWAY, the HEADERS of each stream opened past it and such
-//!   DATA on it.
+//!   discarded, not reset again; and, after our final GOAWAY, the
+//!   HEADERS of each stream opened past it. An empty DATA frame with
+//!   END_STREAM on a stream that no longer takes DATA (reset, ignored, or
+//!   its body given up) is an empty frame: it ends nothing.
 //! - **HPACK bombs:** the decoder's header-list limit (+32 bytes per
 //!   field) and field-count limit.
 //! - **Stream-id exhaustion:** ids only grow; past 2^31-1 the client must
@@ -334,12 +334,6 @@ const MAX_STREAM_ID: u32 = (1 << 31) - 1;
 const IGNORED_PER_STREAM: u32 = 128;
 /// The most such allowance a connection banks.
 const IGNORED_ALLOWANCE_MAX: u32 = 16 * IGNORED_PER_STREAM;
-
-/// DATA dropped on a stream we reset or ignore (after our GOAWAY) that
-/// carries fewer bytes than this is one of the frames the server ignores;
-/// a bigger frame is free, its sender paying in bytes (h2's DATA-frame
-/// overhead budget draws the same line at 256 bytes).
-const IGNORED_DATA_FREE: usize = 256;
 
 /// The most DATA an upgrade's response (stream 1) sends before the
 /// client's preface arrives: with our SETTINGS and the response's HEADERS
@@ -771,14 +765,8 @@ impl Connection {
             }
             if self.recently_reset.contains(id) || self.ignored(id) {
                 // Sent before the client saw our RST_STREAM, or on a
-                // stream opened after our GOAWAY: dropped, not reset. One
-                // that carries next to nothing (its end alone, a few
-                // bytes) is from the allowance of frames the server
-                // ignores, or a flood of them would cost nothing; a
-                // bigger one costs its sender its bytes, as any upload.
-                if work && data.len() < IGNORED_DATA_FREE {
-                    self.ignore_frame();
-                }
+                // stream opened after our GOAWAY: dropped, not reset.
+                self.dropped_data(data, end_stream);
             } else {
                 self.stream_error(id, ErrorCode::STREAM_CLOSED, streams);
             }
@@ -800,7 +788,12 @@ impl Connection {
                     self.request_frames += 1;
                 }
             }
-            Ok((Advance::Aborted, update)) => return self.connection_update(update),
+            Ok((Advance::Aborted, update)) => {
+                // The application gave the body up: dropped, as on a
+                // stream we reset.
+                self.connection_update(update);
+                return self.dropped_data(data, end_stream);
+            }
             Err(error) => {
                 self.connection_update(error.connection_update);
                 if error.scope == Scope::Connection {
@@ -843,6 +836,21 @@ impl Connection {
             Err(_) => self.fail(ErrorCode::INTERNAL_ERROR, "receive window accounting"),
         }
         self.complete_if_closed(id);
+    }
+
+    /// DATA dropped on a stream that no longer takes it (reset, ignored
+    /// after our GOAWAY, or its body given up): bytes cost the client what
+    /// they cost us, and a client may have a window's worth of frames of
+    /// any size in flight when it learns (an early `413` to an upload in
+    /// 100-byte frames, a round trip away), so DATA that carries bytes is
+    /// free. An empty one that ends the stream carries nothing: an empty
+    /// frame (the client's one end of each stream is paid back by the
+    /// request that opened it), so that a flood of them ends. An empty
+    /// one without END_STREAM was counted already.
+    fn dropped_data(&mut self, data: &[u8], end_stream: bool) {
+        if data.is_empty() && end_stream {
+            self.empty_frame();
+        }
     }
 
     /// Counts DATA on a stream that no longer takes it against the
