@@ -90,9 +90,10 @@
 //!   after the first; frames whose own fault is a stream error (a zero
 //!   WINDOW_UPDATE, a malformed PRIORITY) on a stream we reset, which are
 //!   discarded, not reset again; and, after our final GOAWAY, the
-//!   HEADERS of each stream opened past it. An empty DATA frame with
-//!   END_STREAM on a stream that no longer takes DATA (reset, ignored, or
-//!   its body given up) is an empty frame: it ends nothing.
+//!   HEADERS of each stream opened past it. DATA dropped on a stream we
+//!   reset, ignore, or whose body the application gave up is free (its
+//!   bytes cost the client as much), but after its END_STREAM more DATA is
+//!   a stream error, from the reset budget.
 //! - **HPACK bombs:** the decoder's header-list limit (+32 bytes per
 //!   field) and field-count limit.
 //! - **Stream-id exhaustion:** ids only grow; past 2^31-1 the client must
@@ -763,11 +764,21 @@ impl Connection {
             if !self.discard(flow_len) {
                 return;
             }
-            if self.recently_reset.contains(id) || self.ignored(id) {
+            if !self.recently_closed.contains(id)
+                && (self.recently_reset.contains(id) || self.ignored(id))
+            {
                 // Sent before the client saw our RST_STREAM, or on a
-                // stream opened after our GOAWAY: dropped, not reset.
-                self.dropped_data(data, end_stream);
+                // stream opened after our GOAWAY: dropped, not reset
+                // (bytes cost the client what they cost us, and a window's
+                // worth of small frames may be in flight). Its end is the
+                // client's last word: DATA after it is STREAM_CLOSED, so
+                // that repeated empty ends are not free.
+                if end_stream {
+                    self.remember_closed(id);
+                }
             } else {
+                // Ended by the client (its END_STREAM or RST_STREAM), or
+                // never reset by us: STREAM_CLOSED (5.1).
                 self.stream_error(id, ErrorCode::STREAM_CLOSED, streams);
             }
             return;
@@ -790,9 +801,17 @@ impl Connection {
             }
             Ok((Advance::Aborted, update)) => {
                 // The application gave the body up: dropped, as on a
-                // stream we reset.
+                // stream we reset, but the stream is open: its end still
+                // ends the request (DATA after it is STREAM_CLOSED).
+                if end_stream {
+                    stream.remote_closed = true;
+                }
                 self.connection_update(update);
-                return self.dropped_data(data, end_stream);
+                if end_stream {
+                    streams.data(id, &[], true);
+                    self.complete_if_closed(id);
+                }
+                return;
             }
             Err(error) => {
                 self.connection_update(error.connection_update);
@@ -836,21 +855,6 @@ impl Connection {
             Err(_) => self.fail(ErrorCode::INTERNAL_ERROR, "receive window accounting"),
         }
         self.complete_if_closed(id);
-    }
-
-    /// DATA dropped on a stream that no longer takes it (reset, ignored
-    /// after our GOAWAY, or its body given up): bytes cost the client what
-    /// they cost us, and a client may have a window's worth of frames of
-    /// any size in flight when it learns (an early `413` to an upload in
-    /// 100-byte frames, a round trip away), so DATA that carries bytes is
-    /// free. An empty one that ends the stream carries nothing: an empty
-    /// frame (the client's one end of each stream is paid back by the
-    /// request that opened it), so that a flood of them ends. An empty
-    /// one without END_STREAM was counted already.
-    fn dropped_data(&mut self, data: &[u8], end_stream: bool) {
-        if data.is_empty() && end_stream {
-            self.empty_frame();
-        }
     }
 
     /// Counts DATA on a stream that no longer takes it against the
