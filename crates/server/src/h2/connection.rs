@@ -802,7 +802,10 @@ impl Connection {
             Ok((Advance::Aborted, update)) => {
                 // The application gave the body up: dropped, as on a
                 // stream we reset, but the stream is open: its end still
-                // ends the request (DATA after it is STREAM_CLOSED).
+                // ends the request (DATA after it is STREAM_CLOSED), and
+                // its bytes count toward its content-length, which its
+                // trailers are checked against.
+                stream.received += data.len() as u64;
                 if end_stream {
                     stream.remote_closed = true;
                 }

@@ -1232,6 +1232,34 @@ fn a_given_up_body_ends_once() {
     assert_eq!(c.conn.error().map(|e| e.code), Some(ErrorCode::ENHANCE_YOUR_CALM));
 }
 
+/// A given-up body with a content-length, ended by trailers (an
+/// adversarial review's case): the bytes dropped after the application
+/// gave the body up still count toward the length the trailers are
+/// checked against, so the response goes on (it was reset with
+/// PROTOCOL_ERROR).
+#[test]
+fn a_given_up_body_ended_by_trailers_keeps_its_response() {
+    let mut c = Client::new();
+    let block = c.block(&[
+        (":method", "POST"),
+        (":scheme", "http"),
+        (":path", "/"),
+        ("content-length", "300"),
+    ]);
+    c.feed(&raw(kind::HEADERS, flag::END_HEADERS, 1, &block));
+    c.feed(&raw(kind::DATA, 0, 1, &[b'a'; 100]));
+    c.conn.send_headers(1, 200, [], false);
+    c.seen.inputs.last().unwrap().abort().unwrap();
+    c.sent();
+    c.feed(&raw(kind::DATA, 0, 1, &[b'a'; 200]));
+    let trailers = c.block(&[("x-checksum", "1")]);
+    c.feed(&raw(kind::HEADERS, flag::END_HEADERS | flag::END_STREAM, 1, &trailers));
+    let sent = c.sent();
+    assert!(!sent.iter().any(|f| matches!(f, Sent::Rst { .. } | Sent::GoAway { .. })), "{sent:?}");
+    assert_eq!(c.conn.send_data(1, b"rest", true), 4, "the response still streams");
+    assert_eq!(c.conn.open_streams(), 0);
+}
+
 /// Graceful shutdown while early answers' ends are in flight (an
 /// adversarial review's case: counting each end as an empty frame, 120
 /// of them at most 100 streams at a time cut the connection off, and its
