@@ -806,9 +806,7 @@ impl Connection {
                 // its bytes count toward its content-length, which its
                 // trailers are checked against.
                 stream.received += data.len() as u64;
-                if end_stream {
-                    stream.remote_closed = true;
-                }
+                stream.remote_closed |= end_stream;
                 self.connection_update(update);
                 if end_stream {
                     streams.data(id, &[], true);

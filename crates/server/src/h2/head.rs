@@ -147,8 +147,8 @@ impl Head {
         // Checks that cost the same for every byte (they vectorize): an
         // indexed reference of one byte may bring a 4 KiB field.
         if !crate::syntax::is_field_value(value)
-            || value.first().is_some_and(|&b| b == b' ' || b == b'\t')
-            || value.last().is_some_and(|&b| b == b' ' || b == b'\t')
+            || value.first().is_some_and(|&b| crate::syntax::is_whitespace(b))
+            || value.last().is_some_and(|&b| crate::syntax::is_whitespace(b))
         {
             return self.fail(Malformed::Value);
         }
