@@ -417,6 +417,10 @@ pub enum ResponseError {
     /// cannot be deferred (one already deferred, or a connection being
     /// driven without an application link).
     CannotDefer,
+    /// A status, field or body written to a [`Response`](crate::Response)
+    /// after [`defer`](crate::Response::defer): the answer is its
+    /// [`Responder`](crate::Responder)'s to write now. Nothing was written.
+    Deferred,
     /// [`Responder::write_blocking`](crate::Responder::write_blocking) (or
     /// [`write`](crate::Responder::write) driven by a `block_on`) on a
     /// server worker's thread (a handler writing its deferred response
@@ -446,6 +450,9 @@ impl fmt::Display for ResponseError {
             Self::Closed => f.write_str("the connection is closed"),
             Self::NoMemory => f.write_str("no buffer memory for the response"),
             Self::CannotDefer => f.write_str("this response cannot be deferred"),
+            Self::Deferred => {
+                f.write_str("the response was deferred: write it through its Responder")
+            }
             Self::Deadlock => f.write_str(
                 "write_blocking on the server's worker thread would wait for that same thread",
             ),

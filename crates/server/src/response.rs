@@ -167,7 +167,8 @@ impl AppSlots {
 /// in DATA frames over HTTP/2). A body already in `Bytes` goes through
 /// [`body_bytes`](Self::body_bytes) or [`write_bytes`](Self::write_bytes)
 /// instead, which HTTP/2 sends without copying it. Or, before any of it,
-/// [`defer`](Self::defer) the answer to another thread.
+/// [`defer`](Self::defer) the answer to another thread; every call after
+/// that fails with [`ResponseError::Deferred`].
 ///
 /// Body bytes go out only where a response has content: not for a `HEAD`
 /// request, nor with status 204, 205 or 304. There `body` and `write`
@@ -354,18 +355,19 @@ impl<'a> Response<'a> {
     /// (which is `Send`) writes the response whenever it is ready, while
     /// the worker serves its other connections. Requests pipelined behind
     /// this one wait for it. Nothing may have been written to this
-    /// `Response`; after `defer` it writes nothing more.
+    /// `Response`; after `defer` it writes nothing more: its calls fail
+    /// with [`ResponseError::Deferred`].
     ///
     /// # Errors
     /// [`ResponseError::HeadSent`] when something was already written,
     /// [`ResponseError::CannotDefer`] on a second `defer`,
     /// [`ResponseError::NoMemory`] when no output pipe can be made.
     pub fn defer(&mut self) -> Result<Responder, ResponseError> {
-        if !self.encoder.is_untouched() {
-            return Err(ResponseError::HeadSent);
-        }
         if self.app.deferred.is_some() || self.app.polled.is_some() {
             return Err(ResponseError::CannotDefer);
+        }
+        if !self.encoder.is_untouched() {
+            return Err(ResponseError::HeadSent);
         }
         let (pause, resume) = if self.encoder.is_http2() {
             (STREAM_OUTPUT_PAUSE_AT, STREAM_OUTPUT_PAUSE_AT / 2)
@@ -380,14 +382,9 @@ impl<'a> Response<'a> {
         let (abandon, wanted) = crate::wanted::notice();
         self.app.deferred = Some(Deferred { reader, abandon });
         let link = Arc::clone(self.app.link());
-        Ok(Responder {
-            writer: Some(writer),
-            encoder: self.encoder,
-            fields: None,
-            buf: Vec::new(),
-            link,
-            wanted,
-        })
+        let encoder = self.encoder;
+        self.encoder.hand_off();
+        Ok(Responder { writer: Some(writer), encoder, fields: None, buf: Vec::new(), link, wanted })
     }
 
     /// The request body, for a request whose head called
@@ -406,13 +403,14 @@ impl<'a> Response<'a> {
     /// been written. (Only the tokio demo and the tower path poll.)
     #[cfg(any(feature = "tokio", feature = "tower"))]
     pub(crate) fn poll_later(&mut self, polled: Box<dyn Polled>) -> Result<(), ResponseError> {
-        if !self.encoder.is_untouched() {
-            return Err(ResponseError::HeadSent);
-        }
         if self.app.deferred.is_some() || self.app.polled.is_some() {
             return Err(ResponseError::CannotDefer);
         }
+        if !self.encoder.is_untouched() {
+            return Err(ResponseError::HeadSent);
+        }
         self.app.polled = Some((polled, self.encoder));
+        self.encoder.hand_off();
         Ok(())
     }
 
@@ -442,7 +440,8 @@ impl<'a> Response<'a> {
 /// dropped, as [`Response`]'s is). Pieces wait while 256 KiB of the response
 /// (64 KiB on an HTTP/2 stream, about one window) are not yet sent (the
 /// output pipe's back-pressure), so a slow client slows the producer
-/// instead of filling memory.
+/// instead of filling memory: the wait is before each piece, and a piece
+/// goes in whole, so stream a large body in pieces of about that size.
 ///
 /// Dropped without finishing (an error, a panic), the connection answers
 /// `500` if nothing was sent yet, and otherwise closes (the client sees a
@@ -588,7 +587,12 @@ impl Responder {
     /// Sends a piece of a streamed body, first waiting while the client is
     /// 256 KiB behind (64 KiB on an HTTP/2 stream). Polled on the server's
     /// worker (a `block_on` inside `respond`), it does not wait: see
-    /// [`write_blocking`](Self::write_blocking).
+    /// [`write_blocking`](Self::write_blocking). The wait comes before
+    /// the piece, which then goes in whole (or not at all, if the future
+    /// is dropped while it waits): write a large body in pieces of the
+    /// pause's size or so, and a slow client holds up the producer with
+    /// no more than that buffered; one piece larger than the pool has room
+    /// for fails with [`ResponseError::NoMemory`].
     ///
     /// # Errors
     /// [`ResponseError::Finished`] after [`body`](Self::body) or

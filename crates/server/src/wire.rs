@@ -34,6 +34,9 @@ enum Phase {
     /// A chunked (or, for HTTP/1.0, close-delimited) body is being written.
     Streaming,
     Done,
+    /// Deferred or handed to the worker to poll: this copy writes nothing
+    /// more (the response's own copy went with it).
+    HandedOff,
 }
 
 /// Where a response's encoding stands, and how it is framed.
@@ -75,10 +78,23 @@ impl Encoder {
         self.version == Version::Http2
     }
 
+    /// This copy writes nothing more: every call fails with
+    /// [`ResponseError::Deferred`] (the copy taken before goes on).
+    pub(crate) fn hand_off(&mut self) {
+        self.phase = Phase::HandedOff;
+    }
+
+    /// The error of a call made too late: `otherwise`, or
+    /// [`ResponseError::Deferred`] once handed off.
+    #[cold]
+    fn too_late(&self, otherwise: ResponseError) -> ResponseError {
+        if self.phase == Phase::HandedOff { ResponseError::Deferred } else { otherwise }
+    }
+
     /// Sets the status (200 unless set).
     pub(crate) fn status(&mut self, status: Status) -> Result<(), ResponseError> {
         if self.phase != Phase::Status {
-            return Err(ResponseError::HeadSent);
+            return Err(self.too_late(ResponseError::HeadSent));
         }
         if status.code() < 200 {
             return Err(ResponseError::InformationalStatus(status.code()));
@@ -138,8 +154,8 @@ impl Encoder {
 
     /// Asks to close the connection after this response.
     pub(crate) fn close(&mut self) -> Result<(), ResponseError> {
-        if matches!(self.phase, Phase::Streaming | Phase::Done) {
-            return Err(ResponseError::HeadSent);
+        if matches!(self.phase, Phase::Streaming | Phase::Done | Phase::HandedOff) {
+            return Err(self.too_late(ResponseError::HeadSent));
         }
         self.keep_alive = false;
         Ok(())
@@ -200,6 +216,7 @@ impl Encoder {
         match self.phase {
             Phase::Streaming => return Err(ResponseError::HeadSent),
             Phase::Done => return Err(ResponseError::Finished),
+            Phase::HandedOff => return Err(ResponseError::Deferred),
             Phase::Status | Phase::Headers => {}
         }
         self.start_head(out, fields)?;
@@ -231,6 +248,7 @@ impl Encoder {
         match self.phase {
             Phase::Streaming => Err(ResponseError::HeadSent),
             Phase::Done => Err(ResponseError::Finished),
+            Phase::HandedOff => Err(ResponseError::Deferred),
             Phase::Status | Phase::Headers => {
                 self.declared = Some(length);
                 Ok(())
@@ -247,6 +265,7 @@ impl Encoder {
     ) -> Result<(), ResponseError> {
         match self.phase {
             Phase::Done => Err(ResponseError::Finished),
+            Phase::HandedOff => Err(ResponseError::Deferred),
             Phase::Streaming => Ok(()),
             Phase::Status | Phase::Headers => {
                 self.start_head(out, fields)?;
@@ -357,7 +376,7 @@ impl Encoder {
                 }
                 self.phase = Phase::Done;
             }
-            Phase::Done => {}
+            Phase::Done | Phase::HandedOff => {}
         }
         self.keep_alive
     }
@@ -425,6 +444,7 @@ impl Encoder {
             Phase::Headers => Ok(()),
             Phase::Streaming => Err(ResponseError::HeadSent),
             Phase::Done => Err(ResponseError::Finished),
+            Phase::HandedOff => Err(ResponseError::Deferred),
         }
     }
 
