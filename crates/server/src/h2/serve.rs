@@ -604,8 +604,14 @@ impl<S: Send + 'static> Http2<S> {
             let mut room = budget.min(credit.saturating_sub(unsent));
             match source {
                 Source::Pipe { reader, readable, held, abandon } => loop {
+                    // A head not staged whole yet is read whatever the
+                    // room: HEADERS need no credit, and the head is what
+                    // the application wrote (as a synchronous answer's
+                    // head, staged at once). Only the body counts.
+                    let mut head_open =
+                        !exchange.head_sent && find_head_end(&exchange.staged).is_none();
                     let unsent = exchange.staged.len() - exchange.sent;
-                    if room == 0 && (unsent > 0 || *held) {
+                    if room == 0 && !head_open && (unsent > 0 || *held) {
                         // No room, and bytes to send first: a stream that
                         // waits for credit costs no read of its pipe (a
                         // WINDOW_UPDATE on the connection pumps them all).
@@ -625,17 +631,27 @@ impl<S: Send + 'static> Http2<S> {
                         }
                         Err(_) => break,
                     };
-                    let mut taken = 0;
+                    // Bytes taken, and of them those of the body (the
+                    // head's are free).
+                    let (mut taken, mut counted) = (0, 0);
                     for chunk in guard.chunks() {
-                        let n = chunk.len().min(room - taken);
+                        let free = if head_open {
+                            let end = head_end_in(&exchange.staged, chunk);
+                            head_open = end.is_none();
+                            end.unwrap_or(chunk.len())
+                        } else {
+                            0
+                        };
+                        let n = chunk.len().min(free + room - counted);
                         exchange.staged.extend_from_slice(&chunk[..n]);
                         taken += n;
-                        if taken == room {
+                        counted += n - free;
+                        if n < chunk.len() {
                             break;
                         }
                     }
-                    room -= taken;
-                    budget -= taken;
+                    room -= counted;
+                    budget -= counted;
                     let all = taken == guard.len();
                     *held = !all;
                     let (completed, error) = (guard.is_completed(), guard.error().is_some());
@@ -1318,6 +1334,22 @@ fn find_head_end(staged: &[u8]) -> Option<usize> {
     staged.windows(4).position(|w| w == b"\r\n\r\n").map(|at| at + 4)
 }
 
+/// How many bytes of `chunk` a head begun in `staged` (not ended there)
+/// still takes: up to and with its blank line, if that is in `chunk`.
+fn head_end_in(staged: &[u8], chunk: &[u8]) -> Option<usize> {
+    const BLANK_LINE: u32 = u32::from_be_bytes(*b"\r\n\r\n");
+    // The last four bytes seen, the staged head's last three first.
+    let tail = &staged[staged.len().saturating_sub(3)..];
+    let mut last = tail.iter().fold(0u32, |last, &b| last << 8 | u32::from(b));
+    chunk
+        .iter()
+        .position(|&b| {
+            last = last << 8 | u32::from(b);
+            last == BLANK_LINE
+        })
+        .map(|at| at + 1)
+}
+
 /// The status of a staged head (`HTTP/1.1 NNN ...`).
 fn staged_status(staged: &[u8]) -> u16 {
     staged
@@ -1675,6 +1707,21 @@ impl<H: Handler> Dispatch<'_, H> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_head_ends_at_its_blank_line_across_pieces() {
+        let head = b"HTTP/1.1 200 OK\r\nA: b\r\n\r\nbody";
+        let end = find_head_end(head).unwrap();
+        // Every split of the head between what was staged and the next
+        // piece finds the same end, and a piece without it takes it all.
+        for at in 0..end {
+            let (staged, chunk) = head.split_at(at);
+            assert_eq!(head_end_in(staged, chunk), Some(end - at), "split at {at}");
+            assert_eq!(head_end_in(staged, &chunk[..end - at - 1]), None, "split at {at}");
+        }
+        assert_eq!(head_end_in(b"", b"\r\n"), None);
+        assert_eq!(head_end_in(b"\r", b"\n\r\n"), Some(3));
+    }
 
     #[test]
     fn staged_heads_become_fields() {
