@@ -181,3 +181,59 @@ fn a_zero_window_client_of_a_polled_body_is_closed_by_the_rate() {
     assert_eq!(fate, u32::from(ErrorCode::ENHANCE_YOUR_CALM));
     assert!(began.elapsed() < Duration::from_secs(5), "closed after {:?}", began.elapsed());
 }
+
+/// A client whose stream window is exactly the echoed body's length owes
+/// no more credit: the body's end (an empty DATA with END_STREAM, which
+/// needs none, RFC 9113 §6.9.1) goes out without any WINDOW_UPDATE, and
+/// the rate guard does not close the connection. (Review, 2026-12-06: the
+/// polled body was not polled again at zero credit, so its end waited for
+/// a byte of credit, and the guard closed the connection after 5 s.)
+#[test]
+fn a_body_that_fills_the_window_ends_without_more_credit() {
+    use common::h2raw::{Raw, req_with};
+    use falconet_server::h2::frame::{kind, setting};
+    use std::time::Instant;
+
+    let app_rt =
+        tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let server =
+        serve(Options::new().workers(1), TowerHandler::new(app(), app_rt.handle().clone()));
+    for (round, size) in [100usize, 20_000, 65_535].into_iter().enumerate() {
+        let mut raw = Raw::handshake(server.addr, &[(setting::INITIAL_WINDOW_SIZE, size as u32)]);
+        // Connection credit to spare: only the stream's window binds.
+        raw.window_update(0, 1 << 20);
+        let length = size.to_string();
+        raw.headers(1, &req_with("POST", "/echo", &[("content-length", &length)]), false);
+        // The last piece a moment later: the end comes after the echo
+        // has sent every byte (the case that waited).
+        let body = pattern(size);
+        let (first, last) = body.split_at(size / 2);
+        for piece in first.chunks(16_384) {
+            raw.data(1, piece, false);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        let mut pieces = last.chunks(16_384).peekable();
+        while let Some(piece) = pieces.next() {
+            raw.data(1, piece, pieces.peek().is_none());
+        }
+        let began = Instant::now();
+        let mut echoed = 0;
+        let ended = loop {
+            let Some(frame) = raw.next_frame(Duration::from_secs(2)) else { break false };
+            assert_ne!(
+                frame.kind,
+                kind::GOAWAY,
+                "round {round}: closed after {:?}",
+                began.elapsed()
+            );
+            if frame.stream == 1 && frame.kind == kind::DATA {
+                echoed += frame.payload.len();
+            }
+            if frame.stream == 1 && frame.end_stream() {
+                break true;
+            }
+        };
+        assert!(ended, "round {round}: {echoed} of {size} bytes echoed, then no END_STREAM");
+        assert_eq!(echoed, size, "round {round}");
+    }
+}

@@ -589,7 +589,6 @@ impl<S: Send + 'static> Http2<S> {
         let mut budget = cx.limits.max_pending_output.saturating_sub(self.pending().0);
         let mut failed = Vec::new();
         let mut sources = false;
-        let input_ended = self.input_ended;
         for (&id, exchange) in &mut self.exchanges {
             let unsent = exchange.unsent();
             let Some(source) = &mut exchange.source else { continue };
@@ -676,16 +675,17 @@ impl<S: Send + 'static> Http2<S> {
                     }
                 },
                 Source::Polled { body: polled, encoder, starved } => loop {
-                    // A body frame comes whole: poll only with room for
-                    // some. Once the client's input has ended, though, no
-                    // credit can come: poll with nothing unsent, so that a
-                    // frame waiting for credit shows (`all_need_credit`)
-                    // and an end that needs none goes out.
+                    // A body frame comes whole: with no room, poll only
+                    // with nothing unsent (as the pipe is read), so that
+                    // the body's end, which needs no credit (an empty DATA
+                    // with END_STREAM, RFC 9113 §6.9.1), goes out when it
+                    // comes, for a client that granted exactly the body's
+                    // length and owes nothing more; a frame that comes
+                    // instead waits for credit (one past the window at
+                    // most), and shows (`all_need_credit`).
+                    // (A head not begun has nothing unsent either.)
                     *starved = room == 0
-                        && !(exchange.staged.len() == exchange.sent && encoder.is_untouched())
-                        && !(input_ended
-                            && exchange.staged.len() == exchange.sent
-                            && exchange.shared.is_empty());
+                        && !(exchange.staged.len() == exchange.sent && exchange.shared.is_empty());
                     if *starved {
                         break;
                     }
