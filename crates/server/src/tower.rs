@@ -152,7 +152,8 @@
 //! `date` fields are not copied: falconet frames the body and writes
 //! `Date` itself. A body whose size is exact (`size_hint`: a `Vec`, a
 //! `String`, `Json`, `Full`) goes out with `Content-Length`, as hyper
-//! sends it: in one piece when it is all ready and at most 1 MiB,
+//! sends it: in one piece when it is all ready and at most 1 MiB (with
+//! the length of what it yielded, should that differ from what it said),
 //! otherwise streamed as its frames come, and cut (a close, an HTTP/2
 //! reset) if it yields more or less than it said. A body of unknown size
 //! goes out with `Content-Length` when its frames came ready at once (up
@@ -1023,7 +1024,7 @@ fn panicked(response: &mut Response<'_>) {
 async fn call_later<S, B>(
     mut service: S,
     request: http::Request<Body>,
-    mut responder: Responder,
+    responder: Responder,
     asked: Asked,
 ) where
     S: Service<http::Request<Body>, Response = http::Response<B>>,
@@ -1033,13 +1034,13 @@ async fn call_later<S, B>(
 {
     match responder.unless_closed(poll_fn(|cx| service.poll_ready(cx))).await {
         None => return,
-        Some(Err(error)) => return fail_later(&mut responder, error.into()),
+        Some(Err(error)) => return fail_later(responder, error.into()),
         Some(Ok(())) => {}
     }
     let answer = match responder.unless_closed(service.call(request)).await {
         None => return,
         Some(Ok(answer)) => answer,
-        Some(Err(error)) => return fail_later(&mut responder, error.into()),
+        Some(Err(error)) => return fail_later(responder, error.into()),
     };
     let (parts, body) = answer.into_parts();
     respond_later(parts, pin!(body), Held::Nothing, responder, asked).await;
@@ -1073,11 +1074,8 @@ fn told_if_dropped(task: impl Future<Output = ()>) -> impl Future<Output = ()> {
 }
 
 /// The task of a request whose future was not ready at its first poll.
-async fn await_later<F, B, E>(
-    mut future: Pin<Box<Option<F>>>,
-    mut responder: Responder,
-    asked: Asked,
-) where
+async fn await_later<F, B, E>(mut future: Pin<Box<Option<F>>>, responder: Responder, asked: Asked)
+where
     F: Future<Output = Result<http::Response<B>, E>>,
     E: Into<BoxError>,
     B: http_body::Body,
@@ -1087,20 +1085,19 @@ async fn await_later<F, B, E>(
     let answer = match responder.unless_closed(pinned).await {
         None => return,
         Some(Ok(answer)) => answer,
-        Some(Err(error)) => return fail_later(&mut responder, error.into()),
+        Some(Err(error)) => return fail_later(responder, error.into()),
     };
-    if let Some(error) = not_final(answer.status()) {
-        return fail_later(&mut responder, error);
-    }
     drop(future);
     let (parts, body) = answer.into_parts();
     respond_later(parts, pin!(body), Held::Nothing, responder, asked).await;
 }
 
-/// The service failed, in a task: `500`.
-fn fail_later(responder: &mut Responder, error: BoxError) {
+/// The service failed, in a task: `500`, and the connection goes on, as
+/// when it fails on the worker ([`failed`]).
+fn fail_later(mut responder: Responder, error: BoxError) {
     tracing::warn!(%error, "the service failed; answered 500");
     let _ = responder.status(Status::INTERNAL_SERVER_ERROR);
+    let _ = responder.finish();
 }
 
 /// Writes the head, then the body: sized when every frame came at once
@@ -1117,6 +1114,9 @@ async fn respond_later<B>(
     B: http_body::Body,
     B::Error: Into<BoxError>,
 {
+    if let Some(error) = not_final(parts.status) {
+        return fail_later(responder, error);
+    }
     let length = write_head(&mut responder, &parts);
     // The body's size as it says before any frame is taken (as hyper
     // reads it; nothing is held yet).
