@@ -10,7 +10,8 @@
 //! ```
 //!
 //! Its peer in the benchmark is the same `Router` on hyper (`axum::serve`
-//! with one tokio worker thread). Ctrl-C shuts it down gracefully.
+//! with one tokio worker thread). Ctrl-C or SIGTERM shuts it down
+//! gracefully.
 
 use std::process::ExitCode;
 
@@ -21,6 +22,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use falconet_server::tower::TowerHandler;
 use falconet_server::{Options, Server};
+use tokio::signal::unix::SignalKind;
 
 const USAGE: &str = "usage: axum_hello [--addr HOST:PORT] [--workers N] [--app-threads N]";
 
@@ -108,7 +110,14 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
     println!("axum on falconet listening on http://{}", server.local_addr());
     let handle = server.handle();
     let running = server.start()?;
-    runtime.block_on(tokio::signal::ctrl_c())?;
+    // Ctrl-C, or the SIGTERM a service manager or `docker stop` sends.
+    runtime.block_on(async {
+        let mut terminate = tokio::signal::unix::signal(SignalKind::terminate())?;
+        tokio::select! {
+            interrupted = tokio::signal::ctrl_c() => interrupted,
+            _ = terminate.recv() => Ok(()),
+        }
+    })?;
     println!("shutting down");
     handle.shutdown();
     running.join()?;

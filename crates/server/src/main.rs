@@ -350,7 +350,8 @@ fn main() -> ExitCode {
                 return ExitCode::FAILURE;
             }
         };
-    println!("falconet listening on http://{} ({workers} workers)", server.local_addr());
+    let plural = if workers == 1 { "" } else { "s" };
+    println!("falconet listening on http://{} ({workers} worker{plural})", server.local_addr());
     let handle = server.handle();
     let mut signals = match Signals::new([SIGINT, SIGTERM]) {
         Ok(signals) => signals,
