@@ -206,7 +206,11 @@
 //!   is given): `400` and, over HTTP/1, a close, as hyper answers; the
 //!   service is not called.
 //! - The service's error (from `poll_ready` or its future): `500`, and the
-//!   error is logged (`tracing`, level warn).
+//!   error is logged (`tracing`, level warn). Where it comes in the
+//!   request's task (the service was not ready, or its future not done,
+//!   at the worker's first poll), the client's error instead when the
+//!   request body failed (`400`, `413`: a service that read the body and
+//!   passed its error on), and over HTTP/1 the connection closes after it.
 //! - A panic in the service or its response body, or the body's error:
 //!   `500` before anything of the response was written, otherwise the
 //!   connection closes (the client sees a cut response, never a wrong
@@ -1092,12 +1096,13 @@ where
     respond_later(parts, pin!(body), Held::Nothing, responder, asked).await;
 }
 
-/// The service failed, in a task: `500`, and the connection goes on, as
-/// when it fails on the worker ([`failed`]).
-fn fail_later(mut responder: Responder, error: BoxError) {
-    tracing::warn!(%error, "the service failed; answered 500");
-    let _ = responder.status(Status::INTERNAL_SERVER_ERROR);
-    let _ = responder.finish();
+/// The service failed, in a task: the responder is dropped, so the
+/// worker answers `500`, or the client's error that failed the request
+/// body (a service that read it and passed its error on), which only the
+/// worker knows; over HTTP/1 the connection then closes.
+fn fail_later(responder: Responder, error: BoxError) {
+    tracing::warn!(%error, "the service failed; answered 500, or the body's error");
+    drop(responder);
 }
 
 /// Writes the head, then the body: sized when every frame came at once

@@ -3,11 +3,15 @@
 //! response. Found: a `Response` written after `defer` put a second
 //! response on the wire; an HTTP/2 deferred head larger than the stream's
 //! window never went out; a tower 1xx answered after `poll_ready` was
-//! pending went out as 200; a `poll_ready` error after pending closed the
-//! connection. The rest held.
+//! pending went out as 200. A `poll_ready` error after pending closes the
+//! connection after its 500 (not after an error on the worker): kept, and
+//! documented, since only the worker knows a body's client error (a
+//! second review). The rest held.
 #![cfg(feature = "tower")]
 
 mod common;
+
+use common::exchange;
 
 use std::convert::Infallible;
 use std::future::Future as _;
@@ -176,31 +180,6 @@ fn parse_all(mut bytes: &[u8], heads: &[bool]) -> (Vec<Reply>, Vec<u8>) {
         out.push((status, fields, body));
         bytes = rest;
         i += 1;
-    }
-}
-
-/// Sends `request` and reads until the server closes or goes quiet.
-fn exchange(addr: std::net::SocketAddr, request: &[u8], quiet: Duration) -> (Vec<u8>, bool) {
-    let mut stream = TcpStream::connect(addr).unwrap();
-    stream.set_nodelay(true).unwrap();
-    stream.write_all(request).unwrap();
-    stream.set_read_timeout(Some(quiet)).unwrap();
-    let mut got = Vec::new();
-    let mut buf = vec![0; 1 << 16];
-    loop {
-        match stream.read(&mut buf) {
-            Ok(0) => return (got, true),
-            Ok(n) => got.extend_from_slice(&buf[..n]),
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) =>
-            {
-                return (got, false);
-            }
-            Err(_) => return (got, true),
-        }
     }
 }
 
@@ -630,8 +609,8 @@ fn tower_never_ready_is_503_at_the_response_timeout() {
     assert!(closed, "{:?}", text(&bytes));
 }
 
-/// `poll_ready` errors (at once, and after pending once): 500, and the
-/// pipelined request is answered.
+/// `poll_ready` errors (at once, and after pending once): 500; the
+/// pipelined request is answered after the first, not after the second.
 #[derive(Clone)]
 struct ReadyFails {
     slow: bool,
@@ -662,12 +641,11 @@ fn tower_poll_ready_error_is_500_either_way() {
         eprintln!("ready error slow={slow}: {:?} closed={closed}", text(&bytes));
         assert!(rest.is_empty(), "{:?}", text(&bytes));
         assert!(replies.iter().all(|r| r.0 == 500), "{:?}", text(&bytes));
-        assert_eq!(
-            replies.len(),
-            2,
-            "slow={slow}: the service's error is 500 and the connection goes on: {:?}",
-            text(&bytes)
-        );
+        // On the worker the connection goes on; in the request's task
+        // the dropped responder's 500 closes it (the tower docs).
+        let expected = if slow { 1 } else { 2 };
+        assert_eq!(replies.len(), expected, "slow={slow}: {:?}", text(&bytes));
+        assert!(closed, "slow={slow}: {:?}", text(&bytes));
     }
 }
 

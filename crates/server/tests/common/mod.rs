@@ -188,6 +188,27 @@ pub fn read_for(stream: &mut TcpStream, limit: Duration) -> (Vec<u8>, End) {
     }
 }
 
+/// Sends `request` on a new connection and reads until the server closes
+/// it (`true`) or sends nothing for `quiet` (`false`).
+pub fn exchange(addr: SocketAddr, request: &[u8], quiet: Duration) -> (Vec<u8>, bool) {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream.set_nodelay(true).unwrap();
+    stream.write_all(request).unwrap();
+    stream.set_read_timeout(Some(quiet)).unwrap();
+    let mut got = Vec::new();
+    let mut buf = vec![0; 1 << 16];
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) => return (got, true),
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
+                return (got, false);
+            }
+            Err(_) => return (got, true),
+        }
+    }
+}
+
 /// A raw TCP connection to `addr`, with Nagle off.
 pub fn connect(addr: SocketAddr) -> TcpStream {
     let stream = TcpStream::connect(addr).expect("connect");
