@@ -444,8 +444,10 @@ impl<'a> Response<'a> {
 /// goes in whole, so stream a large body in pieces of about that size.
 ///
 /// Dropped without finishing (an error, a panic), the connection answers
-/// `500` if nothing was sent yet, and otherwise closes (the client sees a
-/// cut response, never a wrong one). [`closed`](Self::closed) tells slow
+/// `500` if nothing was sent yet (or `400`, `413` when the request body
+/// had failed by the client's fault), then over HTTP/1 closes; once
+/// something was sent, the connection closes (an HTTP/2 stream is reset):
+/// the client sees a cut response, never a wrong one. [`closed`](Self::closed) tells slow
 /// work that the answer can go nowhere (the connection closed, or
 /// `response_timeout` answered for it), so it can stop.
 ///
