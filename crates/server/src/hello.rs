@@ -148,13 +148,18 @@ impl fmt::Display for JsonString<'_> {
 /// tokio runtime) while the worker serves its other connections:
 ///
 /// - `GET /delay?ms=N` answers `delayed N ms` after `N` milliseconds
-///   (`0..=10000`; any other query is `400`), without blocking its worker;
+///   (`0..=10000`; a missing, repeated or other `ms` is `400`, other
+///   parameters are ignored), without blocking its worker;
 /// - `POST /echo` streams the request body back (sized or chunked, any
 ///   length up to `max_body`), read straight out of the connection's pipe
 ///   by a task on the runtime, and written back through a
-///   [`Responder`](crate::Responder) as it is read;
-/// - `GET /bytes?n=N` answers `N` bytes of `x` (`0..=67108864`; any other
-///   query is `400`), written on the worker: a download of a given size,
+///   [`Responder`](crate::Responder) as it is read (so a client must read
+///   while it sends: one that writes a whole large body first, as
+///   python's `requests` does, stalls once the socket buffers on both
+///   sides are full, about 10 MB on loopback, until
+///   `min_response_rate` closes the connection);
+/// - `GET /bytes?n=N` answers `N` bytes of `x` (`0..=67108864`; `n` as
+///   `ms` above), written on the worker: a download of a given size,
 ///   for flow-control and throughput tests;
 /// - `POST /upload` reads the request body on the worker, as it arrives
 ///   (no application thread), and answers its length in decimal: the
@@ -214,26 +219,58 @@ impl Demo {
         Self { runtime }
     }
 
-    /// `ms=N` from a query, if it is the only parameter and `N` is
-    /// `0..=MAX_DELAY_MS` in plain digits.
+    /// The `ms` of `/delay?ms=N`, when it is a number up to
+    /// [`MAX_DELAY_MS`] (see [`query_number`]).
     fn delay(target: &str) -> Option<u64> {
-        let query = target.split_once('?')?.1;
-        let digits = query.strip_prefix("ms=")?;
-        if digits.is_empty() || digits.len() > 5 || !digits.bytes().all(|b| b.is_ascii_digit()) {
-            return None;
-        }
-        digits.parse().ok().filter(|&ms| ms <= MAX_DELAY_MS)
+        query_number(target, "ms", MAX_DELAY_MS)
     }
 
     /// The `n` of `/bytes?n=N`, when it is a number up to [`MAX_BYTES`].
     fn bytes(target: &str) -> Option<u64> {
-        let query = target.split_once('?')?.1;
-        let digits = query.strip_prefix("n=")?;
-        if digits.is_empty() || digits.len() > 9 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        query_number(target, "n", MAX_BYTES)
+    }
+}
+
+/// The value of the query parameter `name` in `target` as a number up to
+/// `max`: decimal digits, plain or percent-encoded (RFC 3986 §2.3: `%31`
+/// is `1`). Other parameters are ignored (a client's cache-buster,
+/// `&_=1700000000`); `None` when `name` is missing, given twice
+/// (ambiguous), empty, or not such a number.
+#[cfg(feature = "tokio")]
+fn query_number(target: &str, name: &str, max: u64) -> Option<u64> {
+    let query = target.split_once('?')?.1;
+    let mut found = None;
+    for pair in query.split('&') {
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        if !percent_decoded(key).eq(name.bytes().map(Some)) {
+            continue;
+        }
+        if found.is_some() {
             return None;
         }
-        digits.parse().ok().filter(|&n| n <= MAX_BYTES)
+        let mut digits = percent_decoded(value).peekable();
+        digits.peek()?;
+        found = Some(digits.try_fold(0u64, |n, digit| {
+            let digit = digit.filter(u8::is_ascii_digit)?;
+            n.checked_mul(10)?.checked_add(u64::from(digit - b'0')).filter(|&n| n <= max)
+        })?);
     }
+    found
+}
+
+/// The bytes of a query component with its `%XX` escapes decoded; `None`
+/// for a `%` not followed by two hex digits.
+#[cfg(feature = "tokio")]
+fn percent_decoded(component: &str) -> impl Iterator<Item = Option<u8>> + '_ {
+    let mut bytes = component.bytes();
+    std::iter::from_fn(move || {
+        let byte = bytes.next()?;
+        if byte != b'%' {
+            return Some(Some(byte));
+        }
+        let hex = |b: Option<u8>| char::from(b?).to_digit(16);
+        Some(hex(bytes.next()).zip(hex(bytes.next())).map(|(high, low)| (high * 16 + low) as u8))
+    })
 }
 
 #[cfg(feature = "tokio")]
@@ -290,6 +327,7 @@ impl Handler for Demo {
             DemoRoute::BadDelay => {
                 let _ = response
                     .status(Status::BAD_REQUEST)
+                    .and_then(|r| r.field(TEXT_PLAIN))
                     .and_then(|r| r.body(format!("ms must be 0..={MAX_DELAY_MS}\n").as_bytes()));
             }
             DemoRoute::Delay(ms) => {
@@ -305,6 +343,7 @@ impl Handler for Demo {
             DemoRoute::BadBytes => {
                 let _ = response
                     .status(Status::BAD_REQUEST)
+                    .and_then(|r| r.field(TEXT_PLAIN))
                     .and_then(|r| r.body(format!("n must be 0..={MAX_BYTES}\n").as_bytes()));
             }
             DemoRoute::Bytes(n) => {
@@ -462,6 +501,40 @@ impl fmt::Write for StackBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(feature = "tokio")]
+    #[test]
+    fn query_numbers_ignore_other_parameters_and_decode_escapes() {
+        let ms = |target| query_number(target, "ms", MAX_DELAY_MS);
+        for (target, expected) in [
+            ("/delay?ms=200", Some(200)),
+            ("/delay?ms=200&i=1", Some(200)),
+            ("/delay?i=1&ms=200&_=1700000000", Some(200)),
+            ("/delay?%6Ds=%31%30", Some(10)),
+            ("/delay?ms=0", Some(0)),
+            ("/delay?ms=10000", Some(10_000)),
+            ("/delay?ms=00010", Some(10)),
+            ("/delay?ms=10001", None),
+            ("/delay?ms=99999999999999999999999", None),
+            ("/delay?ms=", None),
+            ("/delay?ms", None),
+            ("/delay", None),
+            ("/delay?", None),
+            ("/delay?n=1", None),
+            ("/delay?ms=1&ms=2", None),
+            ("/delay?ms=-1", None),
+            ("/delay?ms=+1", None),
+            ("/delay?ms=1x", None),
+            ("/delay?ms=%3", None),
+            ("/delay?ms=%zz", None),
+            ("/delay?ms=%2D1", None),
+            ("/delay?mss=1", None),
+        ] {
+            assert_eq!(ms(target), expected, "{target}");
+        }
+        assert_eq!(query_number("/bytes?n=67108864", "n", MAX_BYTES), Some(MAX_BYTES));
+        assert_eq!(query_number("/bytes?n=67108865", "n", MAX_BYTES), None);
+    }
 
     #[test]
     fn json_strings_are_escaped() {

@@ -53,8 +53,15 @@ fn delay_queries_are_checked() {
     {
         assert_eq!(client.get(bad).status, 400, "{bad}");
     }
+    let bad = client.get("/delay?ms=10001");
+    assert_eq!(bad.header("content-type"), Some("text/plain"), "a body says its type");
     assert_eq!(client.get("/delay?ms=0").text(), "delayed 0 ms");
     assert_eq!(client.get("/delay?ms=10").text(), "delayed 10 ms");
+    // Other parameters (a client's cache-buster) are ignored; an escaped
+    // digit is a digit (RFC 3986 §2.3); `ms` twice is ambiguous.
+    assert_eq!(client.get("/delay?ms=10&_=1700000000").text(), "delayed 10 ms");
+    assert_eq!(client.get("/delay?i=7&ms=%31%30").text(), "delayed 10 ms");
+    assert_eq!(client.get("/delay?ms=10&ms=20").status, 400);
     // `OPTIONS *` (RFC 9110 §9.3.7): what the demo serves, POST included.
     client.send(b"OPTIONS * HTTP/1.1\r\nHost: t\r\n\r\n");
     let options = client.reply().unwrap();
