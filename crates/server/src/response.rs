@@ -494,6 +494,14 @@ impl Responder {
     /// go nowhere, as hyper drops a service's future with its connection
     /// (the tower path does so).
     ///
+    /// Cancel-safe: a `closed()` future dropped before it is ready loses
+    /// nothing, and a new one sees the close. One waiter at a time,
+    /// though: each poll registers its task in place of the one before (as
+    /// `futures`' `AtomicWaker` does), so of two tasks awaiting `closed()`
+    /// on one responder at once only the last one polled is woken. Await
+    /// it in one place, and tell other tasks through a channel (a
+    /// `tokio::sync::watch`, a `CancellationToken`).
+    ///
     /// ```
     /// # async fn query() -> Vec<u8> { Vec::new() }
     /// # async fn example(mut responder: falconet_server::Responder) {
