@@ -495,12 +495,8 @@ impl Responder {
     /// (the tower path does so).
     ///
     /// Cancel-safe: a `closed()` future dropped before it is ready loses
-    /// nothing, and a new one sees the close. One waiter at a time,
-    /// though: each poll registers its task in place of the one before (as
-    /// `futures`' `AtomicWaker` does), so of two tasks awaiting `closed()`
-    /// on one responder at once only the last one polled is woken. Await
-    /// it in one place, and tell other tasks through a channel (a
-    /// `tokio::sync::watch`, a `CancellationToken`).
+    /// nothing, and a new one sees the close. Every task awaiting it is
+    /// woken (the responder is `Sync`: several may await one close).
     ///
     /// ```
     /// # async fn query() -> Vec<u8> { Vec::new() }
@@ -512,8 +508,7 @@ impl Responder {
     /// # }
     /// ```
     pub fn closed(&self) -> impl Future<Output = ()> + Send + '_ {
-        let wanted = &self.wanted;
-        std::future::poll_fn(move |cx| wanted.poll_given_up(cx))
+        self.wanted.given_up()
     }
 
     /// `work`, unless the response is given up first

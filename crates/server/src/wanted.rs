@@ -15,10 +15,13 @@
 //! work once the answer can go nowhere, as hyper drops a service's future
 //! with its connection.
 //!
-//! The flag and the waker sit under one lock that both sides take: a
+//! The flag and the wakers sit under one lock that both sides take: a
 //! registration either sees the flag or is there for the drop to wake. The
 //! loom model below (cfg `falconet_server_loom`, run by `scripts/loom.sh`)
-//! checks exactly that.
+//! checks exactly that. Each waiting future ([`Closed`]) keeps a slot of
+//! its own, freed when it is dropped, so every waiter is woken (two tasks
+//! may await one responder's close) and the slots are as many as the
+//! futures alive at once.
 //!
 //! One thing travels the other way, under the same lock: an HTTP/2
 //! answer's trailer fields ([`Wanted::set_trailers`]), which the task sets
@@ -29,6 +32,8 @@
 //!
 //! [`Response::defer`]: crate::Response::defer
 
+use std::future::Future;
+use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 
 #[cfg(falconet_server_loom)]
@@ -42,7 +47,8 @@ type Mutex<T> = parking_lot::Mutex<T>;
 #[derive(Default)]
 struct State {
     given_up: bool,
-    waker: Option<Waker>,
+    /// One slot per waiting [`Closed`] future; `None` once it is freed.
+    wakers: Vec<Option<Waker>>,
     /// The answer's trailer fields (field lines), from the task.
     trailers: Option<Vec<u8>>,
 }
@@ -79,13 +85,13 @@ impl Abandon {
 
 impl Drop for Abandon {
     fn drop(&mut self) {
-        let waker = {
+        let wakers = {
             let mut state = self.0.lock();
             state.given_up = true;
-            state.waker.take()
+            std::mem::take(&mut state.wakers)
         };
         // Woken outside the lock: a waker may run the task at once.
-        if let Some(waker) = waker {
+        for waker in wakers.into_iter().flatten() {
             waker.wake();
         }
     }
@@ -101,18 +107,43 @@ impl std::fmt::Debug for Abandon {
 pub(crate) struct Wanted(Arc<Notice>);
 
 impl Wanted {
+    /// A future ready once the worker gave the response up.
+    pub(crate) fn given_up(&self) -> Closed<'_> {
+        Closed { wanted: self, slot: None }
+    }
+
     /// Ready once the worker gave the response up; otherwise `cx`'s waker
-    /// is woken when it does.
-    pub(crate) fn poll_given_up(&self, cx: &mut Context<'_>) -> Poll<()> {
+    /// is kept in `slot` (taken on the first call) and woken when it does.
+    fn poll_given_up(&self, slot: &mut Option<usize>, cx: &mut Context<'_>) -> Poll<()> {
         let mut state = self.0.lock();
         if state.given_up {
             return Poll::Ready(());
         }
-        match &mut state.waker {
-            Some(waker) => waker.clone_from(cx.waker()),
-            None => state.waker = Some(cx.waker().clone()),
+        let waker = cx.waker();
+        match *slot {
+            Some(at) => match &mut state.wakers[at] {
+                Some(kept) => kept.clone_from(waker),
+                kept => *kept = Some(waker.clone()),
+            },
+            None => {
+                let free = state.wakers.iter().position(Option::is_none);
+                let at = free.unwrap_or(state.wakers.len());
+                if at == state.wakers.len() {
+                    state.wakers.push(None);
+                }
+                state.wakers[at] = Some(waker.clone());
+                *slot = Some(at);
+            }
         }
         Poll::Pending
+    }
+
+    /// Frees the slot of a future dropped while it waited.
+    fn release(&self, slot: usize) {
+        // After the drop woke them all, the slots are gone.
+        if let Some(kept) = self.0.lock().wakers.get_mut(slot) {
+            *kept = None;
+        }
     }
 
     /// Whether the worker gave the response up.
@@ -124,6 +155,30 @@ impl Wanted {
     /// output pipe ends (see the module docs).
     pub(crate) fn set_trailers(&self, trailers: Vec<u8>) {
         self.0.lock().trailers = Some(trailers);
+    }
+}
+
+/// The future of [`Wanted::given_up`]: each keeps its own waker slot, so
+/// every waiter is woken.
+pub(crate) struct Closed<'a> {
+    wanted: &'a Wanted,
+    slot: Option<usize>,
+}
+
+impl Future for Closed<'_> {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let this = self.get_mut();
+        this.wanted.poll_given_up(&mut this.slot, cx)
+    }
+}
+
+impl Drop for Closed<'_> {
+    fn drop(&mut self) {
+        if let Some(slot) = self.slot {
+            self.wanted.release(slot);
+        }
     }
 }
 
@@ -147,22 +202,51 @@ mod tests {
         }
     }
 
+    fn count() -> (std::sync::Arc<Count>, Waker) {
+        let count = std::sync::Arc::new(Count(AtomicUsize::new(0)));
+        (count.clone(), Waker::from(count))
+    }
+
+    fn pending(closed: &mut Closed<'_>, waker: &Waker) -> bool {
+        Pin::new(closed).poll(&mut Context::from_waker(waker)).is_pending()
+    }
+
+    /// Each future's last waker is woken once: two waiters both are, a
+    /// future polled again with another waker wakes that one only.
     #[test]
-    fn the_drop_wakes_the_last_registration_once() {
+    fn the_drop_wakes_every_waiter_once() {
         let (abandon, wanted) = notice();
-        let (first, last) = (
-            std::sync::Arc::new(Count(AtomicUsize::new(0))),
-            std::sync::Arc::new(Count(AtomicUsize::new(0))),
-        );
-        let waker = Waker::from(first.clone());
-        assert!(wanted.poll_given_up(&mut Context::from_waker(&waker)).is_pending());
-        let waker = Waker::from(last.clone());
-        assert!(wanted.poll_given_up(&mut Context::from_waker(&waker)).is_pending());
+        let ((first, first_waker), (second, second_waker), (moved, moved_waker)) =
+            (count(), count(), count());
+        let (mut a, mut b) = (wanted.given_up(), wanted.given_up());
+        assert!(pending(&mut a, &moved_waker));
+        assert!(pending(&mut a, &first_waker));
+        assert!(pending(&mut b, &second_waker));
         assert!(!wanted.is_given_up());
         drop(abandon);
-        assert_eq!((first.0.load(Ordering::Relaxed), last.0.load(Ordering::Relaxed)), (0, 1));
-        assert!(wanted.is_given_up());
-        assert!(wanted.poll_given_up(&mut Context::from_waker(Waker::noop())).is_ready());
+        let woken = |c: &Count| c.0.load(Ordering::Relaxed);
+        assert_eq!((woken(&first), woken(&second), woken(&moved)), (1, 1, 0));
+        assert!(!pending(&mut a, Waker::noop()) && !pending(&mut b, Waker::noop()));
+        assert!(!pending(&mut wanted.given_up(), Waker::noop()));
+    }
+
+    /// A future dropped while it waits frees its slot for the next one,
+    /// and is not woken: the slots stay as many as the futures alive.
+    #[test]
+    fn a_dropped_waiter_frees_its_slot() {
+        let (abandon, wanted) = notice();
+        let (gone, gone_waker) = count();
+        for _ in 0..1000 {
+            let mut closed = wanted.given_up();
+            assert!(pending(&mut closed, &gone_waker));
+        }
+        assert_eq!(wanted.0.lock().wakers.len(), 1);
+        let (kept, kept_waker) = count();
+        let mut closed = wanted.given_up();
+        assert!(pending(&mut closed, &kept_waker));
+        drop(abandon);
+        assert_eq!((gone.0.load(Ordering::Relaxed), kept.0.load(Ordering::Relaxed)), (0, 1));
+        drop(closed); // after the drop took the slots: nothing to free
     }
 }
 
@@ -209,10 +293,37 @@ mod loom_models {
             let worker = thread::spawn(move || drop(abandon));
             let woken = std::sync::Arc::new(Flag(AtomicBool::new(false)));
             let waker = Waker::from(woken.clone());
-            let ready = wanted.poll_given_up(&mut Context::from_waker(&waker)).is_ready();
+            let mut closed = wanted.given_up();
+            let ready = Pin::new(&mut closed).poll(&mut Context::from_waker(&waker)).is_ready();
             worker.join().unwrap();
             assert!(ready || woken.0.load(Ordering::Acquire), "a lost wakeup");
             assert!(wanted.is_given_up());
+        });
+    }
+
+    /// Two waiters, on two threads, while the worker drops its side: each
+    /// sees the flag or is woken (one slot each; the second registration
+    /// does not take the first one's place).
+    #[test]
+    fn two_waiters_against_the_drop() {
+        loom::model(|| {
+            let (abandon, wanted) = notice();
+            let wanted = Arc::new(wanted);
+            let worker = thread::spawn(move || drop(abandon));
+            let poll = |wanted: &Wanted| {
+                let woken = std::sync::Arc::new(Flag(AtomicBool::new(false)));
+                let waker = Waker::from(woken.clone());
+                // The slot stays taken: the waiter waits on.
+                let mut slot = None;
+                (wanted.poll_given_up(&mut slot, &mut Context::from_waker(&waker)), woken)
+            };
+            let other = Arc::clone(&wanted);
+            let waiter = thread::spawn(move || poll(&other));
+            let (ready, woken) = poll(&wanted);
+            let (other_ready, other_woken) = waiter.join().unwrap();
+            worker.join().unwrap();
+            assert!(ready.is_ready() || woken.0.load(Ordering::Acquire), "a lost wakeup");
+            assert!(other_ready.is_ready() || other_woken.0.load(Ordering::Acquire), "lost");
         });
     }
 }

@@ -3,15 +3,15 @@
 //! aborted task, a dropped runtime), on falconet-server's public async
 //! surface: `RequestBody` as `AsyncRead`, `tower::Body` as
 //! `http_body::Body`, `Responder::write`, `Responder::closed`. All held
-//! (2026-12-06) but one: `closed()` wakes only its last waiter, now
-//! documented on the method (one waiter at a time).
+//! (2026-12-06) but one: `closed()` woke only its last waiter (one waker
+//! kept); now each `closed()` future keeps its own slot.
 #![cfg(feature = "tokio")]
 
 mod common;
 
 use std::io::Write;
-use std::sync::Mutex;
 use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{Client, serve};
@@ -800,4 +800,83 @@ fn h2_closed_after_a_cancelled_write_when_the_client_leaves() {
     });
     assert!(outcome.0, "closed() did not resolve after the client's FIN");
     assert_eq!(outcome.1, Ok(Err(falconet_server::ResponseError::Closed)));
+}
+
+/// `closed()` takes `&self` and returns a `Send` future: two tasks may
+/// wait on it at once (an `Arc<Responder>` shared with a watchdog and a
+/// worker task, or two `closed()` futures in a `FuturesUnordered`). Each
+/// must be woken when the response is given up (here by
+/// `response_timeout`), as tokio's `Notify`/`CancellationToken` wake every
+/// waiter.
+#[test]
+fn closed_wakes_every_waiter_not_only_the_last() {
+    let (park, rx) = park();
+    let options = Options::new().workers(1).response_timeout(Some(Duration::from_millis(500)));
+    let server = serve(options, park);
+    let mut client = Client::connect(server.addr);
+    client.send(b"GET /slow HTTP/1.1\r\nHost: x\r\n\r\n");
+    let (responder, _) = parked(&rx);
+    let responder = Arc::new(responder);
+    let runtime = rt(2);
+    let first = runtime.spawn({
+        let responder = Arc::clone(&responder);
+        async move { responder.closed().await }
+    });
+    std::thread::sleep(Duration::from_millis(50));
+    let second = runtime.spawn({
+        let responder = Arc::clone(&responder);
+        async move { responder.closed().await }
+    });
+    let reply = client.reply().expect("response_timeout's answer");
+    assert_eq!(reply.status, 503);
+    let (first, second) = runtime.block_on(async {
+        let second = timeout(Duration::from_secs(5), second).await.is_ok();
+        let first = timeout(Duration::from_secs(5), first).await.is_ok();
+        (first, second)
+    });
+    assert!(responder.is_closed());
+    assert!(second, "the last waiter of closed() was not woken");
+    assert!(first, "the first waiter of closed() was never woken (only the last waker is kept)");
+}
+
+/// The same with one task: two `closed()` futures polled with different
+/// wakers, as `FuturesUnordered`, `JoinSet`-less combinators and
+/// hand-written executors poll them (each child has its own waker).
+#[test]
+fn closed_futures_with_distinct_wakers_all_complete() {
+    let (park, rx) = park();
+    let options = Options::new().workers(1).response_timeout(Some(Duration::from_millis(300)));
+    let server = serve(options, park);
+    let mut client = Client::connect(server.addr);
+    client.send(b"GET /slow HTTP/1.1\r\nHost: x\r\n\r\n");
+    let (responder, _) = parked(&rx);
+    struct Flag(std::sync::atomic::AtomicBool);
+    impl std::task::Wake for Flag {
+        fn wake(self: Arc<Self>) {
+            self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+    let (a, b) = (
+        Arc::new(Flag(std::sync::atomic::AtomicBool::new(false))),
+        Arc::new(Flag(std::sync::atomic::AtomicBool::new(false))),
+    );
+    let (wa, wb) = (std::task::Waker::from(a.clone()), std::task::Waker::from(b.clone()));
+    let mut fa = Box::pin(responder.closed());
+    let mut fb = Box::pin(responder.closed());
+    assert!(fa.as_mut().poll(&mut std::task::Context::from_waker(&wa)).is_pending());
+    assert!(fb.as_mut().poll(&mut std::task::Context::from_waker(&wb)).is_pending());
+    let reply = client.reply().expect("response_timeout's answer");
+    assert_eq!(reply.status, 503);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !(a.0.load(std::sync::atomic::Ordering::SeqCst)
+        && b.0.load(std::sync::atomic::Ordering::SeqCst))
+        && Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(b.0.load(std::sync::atomic::Ordering::SeqCst), "the last registration not woken");
+    assert!(
+        a.0.load(std::sync::atomic::Ordering::SeqCst),
+        "the first closed() future's waker was dropped without a wake: a lost wakeup"
+    );
 }
