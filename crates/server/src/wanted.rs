@@ -10,8 +10,8 @@
 //! with that reader: when the response is all sent, when `response_timeout`
 //! answered `503` for it, when its connection closed (the client left, a
 //! timeout, the server's shutdown). That drop is the one transition. The
-//! task that computes the answer asks [`Wanted::poll_given_up`] while it
-//! waits for the application (a tower service's future), and drops that
+//! task that computes the answer awaits [`Wanted::given_up`] (a
+//! [`Closed`] future) while it waits for the application (a tower service's future), and drops that
 //! work once the answer can go nowhere, as hyper drops a service's future
 //! with its connection.
 //!
@@ -115,6 +115,10 @@ impl Wanted {
     /// Ready once the worker gave the response up; otherwise `cx`'s waker
     /// is kept in `slot` (taken on the first call) and woken when it does.
     fn poll_given_up(&self, slot: &mut Option<usize>, cx: &mut Context<'_>) -> Poll<()> {
+        // A waker replaced is dropped after the lock (declared before its
+        // guard): its drop may run a task's, and so a `Closed`'s, drop,
+        // which takes the lock.
+        let _replaced: Option<Waker>;
         let mut state = self.0.lock();
         if state.given_up {
             return Poll::Ready(());
@@ -122,8 +126,8 @@ impl Wanted {
         let waker = cx.waker();
         match *slot {
             Some(at) => match &mut state.wakers[at] {
-                Some(kept) => kept.clone_from(waker),
-                kept => *kept = Some(waker.clone()),
+                Some(kept) if kept.will_wake(waker) => {}
+                kept => _replaced = kept.replace(waker.clone()),
             },
             None => {
                 let free = state.wakers.iter().position(Option::is_none);
@@ -140,10 +144,10 @@ impl Wanted {
 
     /// Frees the slot of a future dropped while it waited.
     fn release(&self, slot: usize) {
-        // After the drop woke them all, the slots are gone.
-        if let Some(kept) = self.0.lock().wakers.get_mut(slot) {
-            *kept = None;
-        }
+        // After the give-up woke them all, the slots are gone. The waker
+        // is dropped after the lock (see `poll_given_up`).
+        let kept = self.0.lock().wakers.get_mut(slot).and_then(Option::take);
+        drop(kept);
     }
 
     /// Whether the worker gave the response up.
@@ -228,6 +232,57 @@ mod tests {
         assert_eq!((woken(&first), woken(&second), woken(&moved)), (1, 1, 0));
         assert!(!pending(&mut a, Waker::noop()) && !pending(&mut b, Waker::noop()));
         assert!(!pending(&mut wanted.given_up(), Waker::noop()));
+    }
+
+    /// A task whose only owner is its waker (async-book style executors),
+    /// holding a waiting `closed()` future.
+    struct Task {
+        _future: std::sync::Mutex<Option<Closed<'static>>>,
+    }
+
+    impl Wake for Task {
+        fn wake(self: std::sync::Arc<Self>) {}
+    }
+
+    /// Runs `f` on a thread; false if it has not finished in 3 s.
+    fn finishes(f: impl FnOnce() + Send + 'static) -> bool {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            f();
+            let _ = tx.send(());
+        });
+        rx.recv_timeout(std::time::Duration::from_secs(3)).is_ok()
+    }
+
+    /// A waker dropped by `release` or by a poll that replaces it may be
+    /// a task's last owner, whose future holds another `Closed`: its drop
+    /// takes the lock again, so wakers are dropped after the lock (a
+    /// review's deadlock, re-entering the lock on one thread).
+    #[test]
+    fn a_waker_dropped_by_release_or_a_poll_may_take_the_lock() {
+        for repoll in [false, true] {
+            let (abandon, wanted) = notice();
+            let wanted: &'static Wanted = Box::leak(Box::new(wanted));
+            let done = finishes(move || {
+                let mut inner = wanted.given_up();
+                assert!(pending(&mut inner, Waker::noop())); // a `now_or_never`
+                let task =
+                    std::sync::Arc::new(Task { _future: std::sync::Mutex::new(Some(inner)) });
+                let task_waker = Waker::from(task);
+                let mut outer = wanted.given_up();
+                assert!(pending(&mut outer, &task_waker));
+                drop(task_waker); // the slot's waker owns the task now
+                if repoll {
+                    assert!(pending(&mut outer, Waker::noop())); // polled elsewhere
+                } else {
+                    drop(outer);
+                }
+            });
+            if !done {
+                std::mem::forget(abandon); // its drop would wait for the lock
+            }
+            assert!(done, "a deadlock (repoll: {repoll})");
+        }
     }
 
     /// A future dropped while it waits frees its slot for the next one,
@@ -324,6 +379,39 @@ mod loom_models {
             worker.join().unwrap();
             assert!(ready.is_ready() || woken.0.load(Ordering::Acquire), "a lost wakeup");
             assert!(other_ready.is_ready() || other_woken.0.load(Ordering::Acquire), "lost");
+        });
+    }
+
+    /// A waiter that leaves (polls, then drops: `release`) and a new one
+    /// that may take its slot, on one thread; a second waiter on another;
+    /// the worker drops its side. Every waiter still alive is woken or saw
+    /// the flag (a review's model).
+    #[test]
+    fn a_leaver_a_newcomer_and_a_waiter_against_the_drop() {
+        loom::model(|| {
+            let (abandon, wanted) = notice();
+            let wanted = Arc::new(wanted);
+            let worker = thread::spawn(move || drop(abandon));
+            let other = Arc::clone(&wanted);
+            let leaver = thread::spawn(move || {
+                let mut gone = other.given_up();
+                let _ = Pin::new(&mut gone).poll(&mut Context::from_waker(Waker::noop()));
+                drop(gone);
+                let woken = std::sync::Arc::new(Flag(AtomicBool::new(false)));
+                let waker = Waker::from(woken.clone());
+                let mut slot = None;
+                let ready = other.poll_given_up(&mut slot, &mut Context::from_waker(&waker));
+                (ready.is_ready(), woken)
+            });
+            let woken = std::sync::Arc::new(Flag(AtomicBool::new(false)));
+            let waker = Waker::from(woken.clone());
+            let mut slot = None;
+            let ready =
+                wanted.poll_given_up(&mut slot, &mut Context::from_waker(&waker)).is_ready();
+            let (new_ready, new_woken) = leaver.join().unwrap();
+            worker.join().unwrap();
+            assert!(ready || woken.0.load(Ordering::Acquire), "waiter: a lost wakeup");
+            assert!(new_ready || new_woken.0.load(Ordering::Acquire), "newcomer: a lost wakeup");
         });
     }
 }
