@@ -1,4 +1,4 @@
-//! The per-thread `HeadCache` of the tower path (`tower.rs`), pushed past
+//! The per-thread `HeadCache` of the tower path (`tower/head.rs`), pushed past
 //! its 4 KiB chunk: long targets and values, many and duplicate fields,
 //! values a service keeps across requests, HTTP/1.1 and HTTP/2 through one
 //! worker, heads `http` refuses, panics, answers with many fields.
