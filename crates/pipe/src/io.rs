@@ -291,7 +291,7 @@ mod tokio_io {
         ///
         /// ```
         /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
-        /// let pool = falconet_pool::Pool::new();
+        /// let pool = falconet_pipe::Pool::new();
         /// let (mut writer, reader) = falconet_pipe::pipe(&pool, falconet_pipe::Options::new())?;
         /// let mut socket: &[u8] = b"GET / HTTP/1.1\r\n\r\n"; // any AsyncRead
         /// while writer.read_from_async(&mut socket).await? > 0 {}

@@ -3,8 +3,7 @@
 //! socket to the code that parses requests, without a lock on the data path.
 //!
 //! ```
-//! use falconet_pipe::{pipe, Options};
-//! use falconet_pool::Pool;
+//! use falconet_pipe::{Options, Pool, pipe};
 //!
 //! let pool = Pool::new();
 //! let (mut writer, reader) = pipe(&pool, Options::new())?;
@@ -112,12 +111,16 @@ pub use reader::{ReadFuture, Readable, Reader};
 pub use view::{Chunks, ReadGuard, View};
 pub use writer::{Flush, MAX_READ_BLOCKS, VectoredRead, Writer};
 
+/// The block pool a pipe leases its blocks from, re-exported so that a
+/// pipe needs no other dependency: [`Pool`] to make one, and the crate
+/// for the rest ([`WriteError::Lease`] carries its
+/// [`LeaseError`](falconet_pool::LeaseError)).
+pub use falconet_pool::{self, Pool};
+
 /// The waker slot, for its own loom model (loom builds only).
 #[cfg(falconet_pipe_loom)]
 #[doc(hidden)]
 pub use waker::WakerSlot;
-
-use falconet_pool::Pool;
 
 use crate::primitive::Arc;
 use crate::shared::Shared;

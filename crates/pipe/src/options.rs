@@ -14,7 +14,7 @@ pub const DEFAULT_RESUME_AT: u64 = DEFAULT_PAUSE_AT / 2;
 ///
 /// ```
 /// let options = falconet_pipe::Options::new().pause_at(128 * 1024).resume_at(16 * 1024);
-/// let pool = falconet_pool::Pool::new();
+/// let pool = falconet_pipe::Pool::new();
 /// let (_writer, _reader) = falconet_pipe::pipe(&pool, options)?;
 /// # Ok::<(), falconet_pipe::OptionsError>(())
 /// ```

@@ -93,7 +93,7 @@ impl<'a> ReadGuard<'a> {
     /// against the pipe's thresholds, once consumed.
     ///
     /// ```
-    /// let pool = falconet_pool::Pool::new();
+    /// let pool = falconet_pipe::Pool::new();
     /// let (mut writer, reader) = falconet_pipe::pipe(&pool, falconet_pipe::Options::new())?;
     /// writer.put_slice(b"\x00\x05hello\x00\x05world")?; // length-prefixed frames
     /// let mut read = reader.try_read()?.unwrap();

@@ -438,7 +438,7 @@ impl Writer {
     ///
     /// ```
     /// use falconet_pipe::{Options, pipe};
-    /// use falconet_pool::Pool;
+    /// use falconet_pipe::Pool;
     ///
     /// let pool = Pool::new();
     /// let (mut writer, reader) = pipe(&pool, Options::new())?;

@@ -147,6 +147,13 @@ pub use session::{Context, Session};
 pub use stopped::Stopped;
 pub use trailers::Trailers;
 
+/// The primitives the server is built from, re-exported so that the types
+/// its API names need no other dependency: [`Pool`] for
+/// [`Session::new`], [`falconet_pipe::OptionsError`] its error, the
+/// `falconet_flow` types of [`h2::connection`].
+pub use falconet_pool::{self, Pool};
+pub use {falconet_flow, falconet_pipe, falconet_registry};
+
 #[cfg(all(doctest, not(miri)))]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;

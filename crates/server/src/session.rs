@@ -120,7 +120,7 @@ impl Context {
 /// ```
 /// use falconet_server::{Context, Options, Session, hello::Hello};
 ///
-/// let pool = falconet_pool::Pool::new();
+/// let pool = falconet_server::Pool::new();
 /// let mut cx = Context::new(&Options::new())?;
 /// let mut session = Session::<Hello>::new(&pool)?;
 /// session.receive(b"GET /plaintext HTTP/1.1\r\nHost: a\r\n\r\nGET /json HTTP/1.1\r\nHost: a\r\n\r\n")?;
