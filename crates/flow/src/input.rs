@@ -159,7 +159,9 @@ impl InputWindow {
         &self,
         rule: impl Fn(&mut InputState) -> Result<R, FlowError>,
     ) -> Result<R, FlowError> {
-        // A load is enough to aim the CAS, which checks it.
+        // A load is enough to aim the CAS, which checks it. Acquire pairs
+        // with the Release half of the last RMW, as the CAS's own read does,
+        // so a first guess is seldom stale.
         let mut current = self.word.load(Ordering::Acquire);
         loop {
             let mut state = unpack(current);
@@ -227,6 +229,9 @@ impl InputWindow {
 
     /// The whole state, as one snapshot.
     pub fn state(&self) -> InputState {
+        // Acquire pairs with the Release half of the RMW that wrote the
+        // word: a composed window's caller that sees this state sees what
+        // was done before it (module docs).
         unpack(self.word.load(Ordering::Acquire))
     }
 

@@ -489,6 +489,8 @@ impl OutputWindow {
 
     /// The whole state, as one snapshot.
     pub fn state(&self) -> OutputState {
+        // Acquire pairs with the Release half of the RMW that wrote the
+        // word (every change is an AcqRel RMW, module docs).
         unpack(self.word.load(Ordering::Acquire))
     }
 

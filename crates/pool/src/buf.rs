@@ -124,6 +124,12 @@ unsafe impl BufMut for BlockBuf {
         self.capacity() - self.len
     }
 
+    /// Counts `cnt` more bytes of the block as filled.
+    ///
+    /// # Panics
+    /// If `cnt` is more than [`remaining_mut`](BufMut::remaining_mut), as
+    /// `bytes` asks of implementations: past the block, the bytes would
+    /// be neither written nor initialised.
     unsafe fn advance_mut(&mut self, cnt: usize) {
         let remaining = self.remaining_mut();
         assert!(cnt <= remaining, "advance_mut({cnt}) past the block's {remaining} spare bytes");

@@ -195,6 +195,9 @@ impl<T> Registry<T> {
 
     /// Whether `id` is live right now.
     pub fn contains(&self, id: ConnectionId) -> bool {
+        // Acquire pairs with the insert's Release store of `OCCUPIED` and
+        // the remover's SeqCst marking (slot.rs, "Ordering"): a caller that
+        // sees the id live sees its insert.
         self.locate(id)
             .is_some_and(|(_, state)| slot::is_live(state.load(Ordering::Acquire), id.generation()))
     }

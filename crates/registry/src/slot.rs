@@ -69,12 +69,12 @@ const TAKING: u64 = 1 << 2;
 const REFS_SHIFT: u32 = 3;
 /// One reference.
 const REF_ONE: u64 = 1 << REFS_SHIFT;
+/// Where the generation starts: the reference count is the bits between.
+const GENERATION_SHIFT: u32 = 32;
 /// The most references one entry can have at once.
-const MAX_REFS: u64 = (1 << (32 - REFS_SHIFT)) - 1;
+const MAX_REFS: u64 = (1 << (GENERATION_SHIFT - REFS_SHIFT)) - 1;
 /// Mask of the reference count.
 const REFS_MASK: u64 = MAX_REFS << REFS_SHIFT;
-/// Where the generation starts.
-const GENERATION_SHIFT: u32 = 32;
 
 /// The word of a vacant slot of generation `generation`.
 pub(crate) const fn vacant(generation: u32) -> u64 {

@@ -209,7 +209,7 @@ fn upgrade_with(addr: std::net::SocketAddr, value: &[u8]) -> (String, String) {
     out.extend_from_slice(value);
     out.extend_from_slice(b"\r\n\r\n");
     out.extend_from_slice(PREFACE);
-    frame::encode_settings(&mut out, &[]);
+    frame::encode_settings(&mut out, &[]).unwrap();
     raw.send(&out);
     let head = raw.read_http1_head();
     let code = head.get(9..12).unwrap_or("").to_string();

@@ -646,7 +646,7 @@ fn an_upgrade_sends_a_first_flight_then_waits_for_the_preface() {
     assert!(data > 0, "a first flight of the response");
     assert!(early < 32 * 1024, "{early} bytes after the 101 before the preface");
     let mut out = PREFACE.to_vec();
-    frame::encode_settings(&mut out, &[]);
+    frame::encode_settings(&mut out, &[]).unwrap();
     raw.send(&out);
     raw.window_update(0, (1 << 31) - 1 - 65_535);
     loop {

@@ -179,7 +179,7 @@ fn the_http2_limits_are_options() {
     let server = serve(Options::new().workers(1).http2(config), Held::default());
     let mut raw = Raw::connect(server.addr);
     let mut out = falconet_server::h2::frame::PREFACE.to_vec();
-    falconet_server::h2::frame::encode_settings(&mut out, &[]);
+    falconet_server::h2::frame::encode_settings(&mut out, &[]).unwrap();
     raw.send(&out);
     let settings = frames_until(&mut raw, Duration::from_secs(3), |f| {
         f.kind == kind::SETTINGS && f.flags & 1 == 0

@@ -34,7 +34,7 @@ fn timers_only() -> Options {
 /// Frames that move no request on, each as the client would send it.
 fn idle_frames() -> Vec<(&'static str, Vec<u8>)> {
     let mut settings = Vec::new();
-    frame::encode_settings(&mut settings, &[]);
+    frame::encode_settings(&mut settings, &[]).unwrap();
     vec![
         ("PING", h2raw::frame_bytes(kind::PING, 0, 0, &[7; 8])),
         ("SETTINGS", settings),

@@ -197,7 +197,7 @@ fn a_settings_that_fails_the_connection_is_not_acknowledged() {
     raw.headers(1, &post("/x", &[]), false);
     raw.window_update(1, 0x7fff_ffff - 65_535);
     let mut settings = Vec::new();
-    falconet_server::h2::frame::encode_settings(&mut settings, &[(4, 65_536)]);
+    falconet_server::h2::frame::encode_settings(&mut settings, &[(4, 65_536)]).unwrap();
     raw.send(&settings);
     let frames = frames_until(&mut raw, Duration::from_secs(5), |_| false);
     let goaway = frames.iter().position(is_goaway).expect("a GOAWAY");

@@ -257,8 +257,8 @@ fn steady_slow_download_is_not_cut_off() {
             Event::Timeout => {
                 // Give back what arrived, to both windows.
                 let mut out = Vec::new();
-                frame::encode_window_update(&mut out, 0, window);
-                frame::encode_window_update(&mut out, 1, window);
+                frame::encode_window_update(&mut out, 0, window).unwrap();
+                frame::encode_window_update(&mut out, 1, window).unwrap();
                 raw.send(&out);
             }
         }
@@ -527,7 +527,7 @@ fn upgrade_with_the_preface_pipelined() {
     let mut raw = Raw::connect(server.addr);
     let mut out = b"GET /up HTTP/1.1\r\nHost: h\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABk\r\n\r\n".to_vec();
     out.extend_from_slice(PREFACE);
-    frame::encode_settings(&mut out, &[]);
+    frame::encode_settings(&mut out, &[]).unwrap();
     raw.send(&out);
     // The 101 head, then frames.
     let mut head = Vec::new();
@@ -647,7 +647,7 @@ fn upgrade_behind_a_deferred_response() {
     let second = raw.read_http1_head();
     assert!(second.starts_with("HTTP/1.1 101"), "second: {second:?}");
     out = PREFACE.to_vec();
-    frame::encode_settings(&mut out, &[]);
+    frame::encode_settings(&mut out, &[]).unwrap();
     raw.send(&out);
     let (status, _, body) = raw.response(1);
     assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
@@ -812,7 +812,7 @@ fn frames_in_the_upgrade_requests_segment_are_answered_without_more_input() {
     let mut raw = Raw::connect(server.addr);
     let mut out = upgrade_request();
     out.extend_from_slice(PREFACE);
-    frame::encode_settings(&mut out, &[]);
+    frame::encode_settings(&mut out, &[]).unwrap();
     frame::encode_ping(&mut out, *b"pingpong", false);
     raw.send(&out);
     raw.read_switch();

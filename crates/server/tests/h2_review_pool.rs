@@ -62,7 +62,7 @@ fn upload(pool: usize, size: usize) -> String {
     let mut tcp = TcpStream::connect(server.addr).unwrap();
     tcp.set_nodelay(true).unwrap();
     let mut out = PREFACE.to_vec();
-    frame::encode_settings(&mut out, &[]);
+    frame::encode_settings(&mut out, &[]).unwrap();
     let length = size.to_string();
     let block = block(&[
         (":method", "POST"),

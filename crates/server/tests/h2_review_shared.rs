@@ -495,7 +495,7 @@ fn upgrade_answered_with_shared_pieces() {
     let mut raw = Raw::connect(server.addr);
     let mut out = b"GET /pieces?n=20&s=100 HTTP/1.1\r\nHost: h\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABk\r\n\r\n".to_vec();
     out.extend_from_slice(PREFACE);
-    frame::encode_settings(&mut out, &[]);
+    frame::encode_settings(&mut out, &[]).unwrap();
     raw.send(&out);
     raw.read_switch();
     let answer = raw.response(1, Duration::from_secs(3));

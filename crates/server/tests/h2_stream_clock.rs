@@ -513,7 +513,7 @@ fn a_request_waiting_for_room_is_not_the_applications_delay() {
     while began.elapsed() < Duration::from_secs(8) && !credit.done.iter().any(|&(s, _)| s == 5) {
         if !granted && began.elapsed() >= Duration::from_millis(2_500) {
             let mut settings = Vec::new();
-            frame::encode_settings(&mut settings, &[(0x4, 0x7fff_ffff)]);
+            frame::encode_settings(&mut settings, &[(0x4, 0x7fff_ffff)]).unwrap();
             raw.send(&settings);
             granted = true;
         }

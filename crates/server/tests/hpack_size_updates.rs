@@ -387,7 +387,7 @@ fn server_encoder_follows_the_peers_table_size_changes() {
     check(&mut raw, &mut id);
     for size in [0u32, 4096, 100, 4096] {
         let mut out = Vec::new();
-        frame::encode_settings(&mut out, &[(frame::setting::HEADER_TABLE_SIZE, size)]);
+        frame::encode_settings(&mut out, &[(frame::setting::HEADER_TABLE_SIZE, size)]).unwrap();
         raw.send(&out);
         check(&mut raw, &mut id);
     }

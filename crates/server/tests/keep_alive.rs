@@ -129,7 +129,7 @@ fn an_upgrade_as_the_first_request_is_an_exchange() {
     );
     raw.read_switch();
     let mut preface = PREFACE.to_vec();
-    falconet_server::h2::frame::encode_settings(&mut preface, &[]);
+    falconet_server::h2::frame::encode_settings(&mut preface, &[]).unwrap();
     raw.send(&preface);
     assert!(answered_within(&mut raw, 1, Duration::from_secs(3)));
     std::thread::sleep(Duration::from_millis(400));

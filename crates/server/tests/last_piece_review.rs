@@ -655,7 +655,7 @@ fn h2c_upgrade_stream_one_polled_body() {
         );
         raw.read_switch();
         let mut bytes = PREFACE.to_vec();
-        falconet_server::h2::frame::encode_settings(&mut bytes, &[(4, 0x7fff_ffff)]);
+        falconet_server::h2::frame::encode_settings(&mut bytes, &[(4, 0x7fff_ffff)]).unwrap();
         raw.send(&bytes);
         raw.window_update(0, 0x7fff_0000);
         let frames =

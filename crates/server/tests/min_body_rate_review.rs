@@ -946,7 +946,7 @@ fn h2c_upgraded_connection_slow_body_gets_goaway() {
     );
     raw.read_switch();
     let mut out = falconet_server::h2::frame::PREFACE.to_vec();
-    frame::encode_settings(&mut out, &[]);
+    frame::encode_settings(&mut out, &[]).unwrap();
     raw.send(&out);
     raw.headers(3, &req("POST", "/count"), false);
     let data = data_frames(3, 100, 10, false);

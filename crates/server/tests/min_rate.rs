@@ -171,7 +171,7 @@ fn dribble(
         if Instant::now() >= next_grant {
             let mut out = Vec::new();
             for &id in streams {
-                frame::encode_window_update(&mut out, id, credit);
+                frame::encode_window_update(&mut out, id, credit).unwrap();
             }
             if raw.try_send(&out).is_err() {
                 return (Some("EOF".into()), received);
@@ -291,8 +291,8 @@ fn a_paused_stream_beside_a_flowing_one_is_not_cut_off() {
     let mut received = 0;
     while began.elapsed() < Duration::from_secs(3) {
         grants.clear();
-        frame::encode_window_update(&mut grants, 0, 16384);
-        frame::encode_window_update(&mut grants, 3, 16384);
+        frame::encode_window_update(&mut grants, 0, 16384).unwrap();
+        frame::encode_window_update(&mut grants, 3, 16384).unwrap();
         raw.send(&grants);
         let step = Instant::now() + Duration::from_millis(100);
         loop {
@@ -326,7 +326,7 @@ fn an_upgraded_connection_owes_the_rate_too() {
         Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAQAAAAA\r\n\r\n"
         .to_vec();
     out.extend_from_slice(frame::PREFACE);
-    frame::encode_settings(&mut out, &[]);
+    frame::encode_settings(&mut out, &[]).unwrap();
     raw.send(&out);
     raw.read_switch();
     let began = Instant::now();

@@ -479,7 +479,7 @@ mod tower_path {
             if Instant::now() >= next_grant {
                 let mut out = Vec::new();
                 for i in 0..20u32 {
-                    frame::encode_window_update(&mut out, 1 + 2 * i, 1);
+                    frame::encode_window_update(&mut out, 1 + 2 * i, 1).unwrap();
                 }
                 if raw.try_send(&out).is_err() {
                     break Some("EOF".to_string());

@@ -378,7 +378,7 @@ fn upgraded(addr: SocketAddr) -> Raw {
     raw.send(b"GET /x HTTP/1.1\r\nHost: h\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAQAAAAA\r\n\r\n");
     raw.read_switch();
     let mut out = frame::PREFACE.to_vec();
-    frame::encode_settings(&mut out, &[(INITIAL_WINDOW_SIZE, 0)]);
+    frame::encode_settings(&mut out, &[(INITIAL_WINDOW_SIZE, 0)]).unwrap();
     raw.send(&out);
     raw.frame(kind::SETTINGS, 1, 0, &[]);
     raw

@@ -655,7 +655,7 @@ fn h2c_upgrade_first_request_deferred_then_written() {
     raw.send(b"GET /x HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQAAP__\r\n\r\n");
     raw.read_switch();
     let mut preface = falconet_server::h2::frame::PREFACE.to_vec();
-    falconet_server::h2::frame::encode_settings(&mut preface, &[]);
+    falconet_server::h2::frame::encode_settings(&mut preface, &[]).unwrap();
     raw.send(&preface);
     let (headers, data, ended, bad) = watch(&mut raw, 1, Duration::from_secs(3));
     assert!(headers && data == 4 && ended && bad.is_none(), "{headers} {data} {ended} {bad:?}");

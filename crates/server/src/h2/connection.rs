@@ -462,7 +462,7 @@ impl Connection {
         local.encode_changes(&Settings::INITIAL, &mut out);
         let extra = connection_window - frame::DEFAULT_INITIAL_WINDOW_SIZE;
         if extra > 0 {
-            frame::encode_window_update(&mut out, 0, extra);
+            window_update(&mut out, 0, extra);
         }
         let reset_memory = usize::try_from(config.max_concurrent_streams)
             .unwrap_or(usize::MAX)
@@ -871,7 +871,7 @@ impl Connection {
                 // An answer to the client's own frames, as an
                 // acknowledgement is: not a response it takes.
                 let start = self.out.len();
-                frame::encode_window_update(&mut self.out, 0, n);
+                window_update(&mut self.out, 0, n);
                 self.answer_bytes += (self.out.len() - start) as u64;
             }
             Ok(_) => {}
@@ -1132,7 +1132,7 @@ impl Connection {
         }
         for (&id, stream) in &self.streams {
             if !stream.remote_closed {
-                frame::encode_window_update(&mut self.out, id, lift);
+                window_update(&mut self.out, id, lift);
             }
         }
     }
@@ -1308,13 +1308,13 @@ impl Connection {
 
     fn connection_update(&mut self, update: Option<u32>) {
         if let Some(n) = update {
-            frame::encode_window_update(&mut self.out, 0, n);
+            window_update(&mut self.out, 0, n);
         }
     }
 
     fn updates(&mut self, id: u32, updates: Updates) {
         if let Some(n) = updates.stream {
-            frame::encode_window_update(&mut self.out, id, n);
+            window_update(&mut self.out, id, n);
         }
         self.connection_update(updates.connection);
     }
@@ -1528,7 +1528,12 @@ impl Connection {
             if len == 0 && !(last && finish) {
                 break;
             }
-            let header = frame::data_header(id, len as u32, last && finish);
+            // `len` is at most the client's SETTINGS_MAX_FRAME_SIZE, which
+            // SETTINGS checking kept at most MAX_FRAME_LEN.
+            let Ok(header) = frame::data_header(id, len as u32, last && finish) else {
+                debug_assert!(false, "a DATA frame of {len} bytes");
+                break;
+            };
             self.out.put_slice(&header);
             if last && 0 < len && len < max_frame && n == credit {
                 // Cut short by the client's credit, not by the data: its
@@ -1599,7 +1604,7 @@ impl Connection {
         if let Some(n) = updates.stream
             && self.streams.contains_key(&id)
         {
-            frame::encode_window_update(&mut self.out, id, n);
+            window_update(&mut self.out, id, n);
         }
         self.connection_update(updates.connection);
     }
@@ -1911,6 +1916,14 @@ impl Connection {
             .get(&id)
             .map_or(0, |s| s.output.available().min(self.send.available()).max(0) as usize)
     }
+}
+
+/// Appends a WINDOW_UPDATE the windows decided on: a release, a lift or
+/// the connection's extra credit, each 1..=2^31-1 bytes (their types keep
+/// them there), so the encoder never refuses one.
+fn window_update(out: &mut Vec<u8>, stream: u32, increment: u32) {
+    let written = frame::encode_window_update(out, stream, increment);
+    debug_assert!(written.is_ok(), "{written:?}");
 }
 
 #[cfg(test)]

@@ -227,6 +227,10 @@ impl FrameHeader {
     /// before the payload is read: a longer frame of any type is a
     /// connection error FRAME_SIZE_ERROR (§4.2; see the module docs for
     /// why DATA is no exception).
+    ///
+    /// # Errors
+    /// A connection [`FrameError`], FRAME_SIZE_ERROR
+    /// ([`Violation::TooLarge`]), for a length over `max_frame_size`.
     pub fn check_length(&self, max_frame_size: u32) -> Result<(), FrameError> {
         if self.length > max_frame_size {
             return Err(FrameError::connection(ErrorCode::FRAME_SIZE_ERROR, Violation::TooLarge));
@@ -448,6 +452,40 @@ impl fmt::Display for FrameError {
 
 impl std::error::Error for FrameError {}
 
+/// A frame the encoders refuse to write because one of its fields cannot
+/// hold the value given: nothing is written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum EncodeError {
+    /// A WINDOW_UPDATE increment outside `1..=2^31-1` (§6.9: the peer
+    /// answers 0 with PROTOCOL_ERROR, and no window holds more).
+    WindowIncrement(u32),
+    /// A payload longer than its frame may be: a DATA frame's length
+    /// field holds 24 bits ([`MAX_FRAME_LEN`]); a SETTINGS frame must fit
+    /// the smallest SETTINGS_MAX_FRAME_SIZE ([`DEFAULT_MAX_FRAME_SIZE`]).
+    TooLong {
+        /// The payload's length.
+        length: usize,
+        /// The most the frame may carry.
+        max: usize,
+    },
+}
+
+impl fmt::Display for EncodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Self::WindowIncrement(n) => {
+                write!(f, "a WINDOW_UPDATE increment of {n}, outside 1..=2^31-1")
+            }
+            Self::TooLong { length, max } => {
+                write!(f, "a frame payload of {length} bytes, over its {max}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for EncodeError {}
+
 /// A priority signal of HEADERS or PRIORITY (§5.3, deprecated by §5.3.2 and
 /// decoded only to check §5.3.1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -599,6 +637,12 @@ impl<'a> Frame<'a> {
     ///
     /// Checks every rule of RFC 9113 §6 that one frame decides (see the
     /// module docs); flags a type does not define are ignored (§4.1).
+    ///
+    /// # Errors
+    /// A [`FrameError`] for the first rule the frame breaks: its
+    /// [`code`](FrameError::code), whether it ends the connection or one
+    /// stream ([`scope`](FrameError::scope)), and the rule
+    /// ([`violation`](FrameError::violation), one of [`Violation`]).
     pub fn parse(
         header: FrameHeader,
         payload: &'a [u8],
@@ -827,6 +871,10 @@ impl Settings {
     /// This only records the value: applying a new INITIAL_WINDOW_SIZE to
     /// open streams (§6.9.2) or HEADER_TABLE_SIZE to the HPACK encoder is
     /// the connection's job.
+    ///
+    /// # Errors
+    /// A connection [`FrameError`] ([`Violation::SettingValue`]) for a
+    /// value out of its range, as above; nothing is recorded.
     pub fn apply(&mut self, id: u16, value: u32) -> Result<(), FrameError> {
         validate_setting(id, value)?;
         match id {
@@ -876,7 +924,9 @@ impl Settings {
             *slot = change;
             n += 1;
         }
-        encode_settings(out, params.get(..n).unwrap_or_default());
+        // Six parameters at most: the encoder never refuses them.
+        let written = encode_settings(out, params.get(..n).unwrap_or_default());
+        debug_assert!(written.is_ok(), "{written:?}");
     }
 }
 
@@ -888,21 +938,24 @@ impl Default for Settings {
 
 /// Appends a SETTINGS frame with `params`, `(identifier, value)` in order.
 ///
-/// At most 2,730 parameters, so the frame fits the smallest
-/// SETTINGS_MAX_FRAME_SIZE (checked in debug builds).
-pub fn encode_settings(out: &mut impl BufMut, params: &[(u16, u32)]) {
+/// # Errors
+/// [`EncodeError::TooLong`], writing nothing, for more than 2,730
+/// parameters: the frame must fit the smallest SETTINGS_MAX_FRAME_SIZE.
+pub fn encode_settings(out: &mut impl BufMut, params: &[(u16, u32)]) -> Result<(), EncodeError> {
     let length = params.len().saturating_mul(SETTING_LEN);
-    debug_assert!(
-        length <= DEFAULT_MAX_FRAME_SIZE as usize,
-        "{} SETTINGS parameters",
-        params.len()
-    );
-    let length = u32::try_from(length).unwrap_or(u32::MAX);
+    let max = DEFAULT_MAX_FRAME_SIZE as usize;
+    let Ok(length) = u32::try_from(length)
+        .map_err(drop)
+        .and_then(|n| if n <= DEFAULT_MAX_FRAME_SIZE { Ok(n) } else { Err(()) })
+    else {
+        return Err(EncodeError::TooLong { length, max });
+    };
     FrameHeader { length, kind: kind::SETTINGS, flags: 0, stream: 0 }.encode(out);
     for &(id, value) in params {
         out.put_u16(id);
         out.put_u32(value);
     }
+    Ok(())
 }
 
 /// Appends a SETTINGS frame acknowledging the client's (§6.5.3).
@@ -937,12 +990,20 @@ pub fn encode_goaway(out: &mut impl BufMut, last_stream: u32, code: ErrorCode, d
 /// Appends a WINDOW_UPDATE frame (§6.9) for `stream`, or for the connection
 /// with 0.
 ///
-/// `increment` must be 1..=2^31-1 (checked in debug builds; the reserved bit
-/// is cleared).
-pub fn encode_window_update(out: &mut impl BufMut, stream: u32, increment: u32) {
-    debug_assert!((1..=MAX_WINDOW_SIZE).contains(&increment), "window increment {increment}");
+/// # Errors
+/// [`EncodeError::WindowIncrement`], writing nothing, for an `increment`
+/// outside `1..=2^31-1`.
+pub fn encode_window_update(
+    out: &mut impl BufMut,
+    stream: u32,
+    increment: u32,
+) -> Result<(), EncodeError> {
+    if !(1..=MAX_WINDOW_SIZE).contains(&increment) {
+        return Err(EncodeError::WindowIncrement(increment));
+    }
     FrameHeader { length: 4, kind: kind::WINDOW_UPDATE, flags: 0, stream }.encode(out);
-    out.put_u32(increment & !RESERVED_BIT);
+    out.put_u32(increment);
+    Ok(())
 }
 
 /// Appends a RST_STREAM frame (§6.4).
@@ -954,12 +1015,22 @@ pub fn encode_rst_stream(out: &mut impl BufMut, stream: u32, code: ErrorCode) {
 /// The header of an unpadded DATA frame (§6.1) whose `length` payload bytes
 /// the caller sends after it (e.g. in the same writev).
 ///
-/// `length` must be at most the client's SETTINGS_MAX_FRAME_SIZE and the
-/// windows' room; that is the caller's to know.
-#[must_use]
-pub fn data_header(stream: u32, length: u32, end_stream: bool) -> [u8; HEADER_LEN] {
+/// `length` must also be at most the client's SETTINGS_MAX_FRAME_SIZE and
+/// the windows' room; that is the caller's to know.
+///
+/// # Errors
+/// [`EncodeError::TooLong`] for a `length` over [`MAX_FRAME_LEN`], which
+/// the frame's 24-bit length field cannot hold.
+pub fn data_header(
+    stream: u32,
+    length: u32,
+    end_stream: bool,
+) -> Result<[u8; HEADER_LEN], EncodeError> {
+    if length > MAX_FRAME_LEN {
+        return Err(EncodeError::TooLong { length: length as usize, max: MAX_FRAME_LEN as usize });
+    }
     let flags = if end_stream { flag::END_STREAM } else { 0 };
-    FrameHeader { length, kind: kind::DATA, flags, stream }.to_bytes()
+    Ok(FrameHeader { length, kind: kind::DATA, flags, stream }.to_bytes())
 }
 
 /// Appends a field block (already HPACK-encoded) as one HEADERS frame, or
@@ -1580,7 +1651,7 @@ mod tests {
     #[test]
     fn settings_round_trip() {
         let mut out = Vec::new();
-        encode_settings(&mut out, &[(setting::MAX_CONCURRENT_STREAMS, 100), (0x42, 7)]);
+        encode_settings(&mut out, &[(setting::MAX_CONCURRENT_STREAMS, 100), (0x42, 7)]).unwrap();
         assert_eq!(out.len(), HEADER_LEN + 12);
         let Ok(Frame::Settings { ack: false, params }) = parse(&out, DEFAULT_MAX_FRAME_SIZE) else {
             panic!("not SETTINGS");
@@ -1588,7 +1659,7 @@ mod tests {
         assert_eq!(params.collect::<Vec<_>>(), [(3, 100), (0x42, 7)]);
 
         out.clear();
-        encode_settings(&mut out, &[]);
+        encode_settings(&mut out, &[]).unwrap();
         assert_eq!(out, [0, 0, 0, 4, 0, 0, 0, 0, 0]);
         out.clear();
         encode_settings_ack(&mut out);
@@ -1671,7 +1742,7 @@ mod tests {
     fn window_update_round_trip() {
         for (stream_id, increment) in [(0, 1), (1, 1), (3, MAX_WINDOW_SIZE), (0, MAX_WINDOW_SIZE)] {
             let mut out = Vec::new();
-            encode_window_update(&mut out, stream_id, increment);
+            encode_window_update(&mut out, stream_id, increment).unwrap();
             assert_eq!(
                 parse(&out, DEFAULT_MAX_FRAME_SIZE),
                 Ok(Frame::WindowUpdate { stream: stream_id, increment })
@@ -1691,10 +1762,40 @@ mod tests {
         }
     }
 
+    /// Values a frame cannot carry are refused with a typed error, and
+    /// nothing is written: never a frame the peer would take for another.
+    #[test]
+    fn encoders_refuse_what_a_frame_cannot_carry() {
+        let mut out = Vec::new();
+        for increment in [0, MAX_WINDOW_SIZE + 1, u32::MAX] {
+            assert_eq!(
+                encode_window_update(&mut out, 1, increment),
+                Err(EncodeError::WindowIncrement(increment))
+            );
+        }
+        assert_eq!(
+            data_header(1, MAX_FRAME_LEN + 1, true),
+            Err(EncodeError::TooLong { length: 1 << 24, max: MAX_FRAME_LEN as usize })
+        );
+        let most = vec![(setting::MAX_CONCURRENT_STREAMS, 1); DEFAULT_MAX_FRAME_SIZE as usize / 6];
+        let one_more = [&most[..], &[(setting::MAX_CONCURRENT_STREAMS, 1)]].concat();
+        assert_eq!(
+            encode_settings(&mut out, &one_more),
+            Err(EncodeError::TooLong { length: 16_386, max: 16_384 })
+        );
+        assert!(out.is_empty(), "a refused frame wrote {} bytes", out.len());
+        // The edges themselves are frames.
+        encode_window_update(&mut out, 1, MAX_WINDOW_SIZE).unwrap();
+        encode_window_update(&mut out, 0, 1).unwrap();
+        encode_settings(&mut out, &most).unwrap();
+        assert_eq!(out.len(), 2 * (HEADER_LEN + 4) + HEADER_LEN + 16_380);
+        assert!(EncodeError::WindowIncrement(0).to_string().contains("1..=2^31-1"));
+    }
+
     #[test]
     fn data_header_round_trip() {
         for (length, end_stream) in [(0, true), (1, false), (DEFAULT_MAX_FRAME_SIZE, true)] {
-            let mut out = data_header(7, length, end_stream).to_vec();
+            let mut out = data_header(7, length, end_stream).unwrap().to_vec();
             out.extend((0..length).map(|i| i as u8));
             assert_eq!(
                 parse(&out, DEFAULT_MAX_FRAME_SIZE),
@@ -1706,7 +1807,7 @@ mod tests {
                 })
             );
         }
-        let header = FrameHeader::parse(&data_header(1, MAX_FRAME_LEN, false));
+        let header = FrameHeader::parse(&data_header(1, MAX_FRAME_LEN, false).unwrap());
         assert_eq!(header.length, MAX_FRAME_LEN);
     }
 

@@ -130,7 +130,7 @@ impl Raw {
     pub fn handshake(addr: SocketAddr, params: &[(u16, u32)]) -> Self {
         let mut raw = Self::connect(addr);
         let mut out = PREFACE.to_vec();
-        frame::encode_settings(&mut out, params);
+        frame::encode_settings(&mut out, params).unwrap();
         raw.send(&out);
         match raw.next(Duration::from_secs(5)) {
             Event::Frame(f) if f.kind == kind::SETTINGS => {}

@@ -16,17 +16,11 @@
 //! decoder in steady state does not allocate.
 
 use super::table::{DynamicTable, STATIC_LEN, static_entry};
-use super::{DEFAULT_TABLE_SIZE, DecodeError, Field, HUFFMAN, decode_integer, huffman};
-
-/// Indexed field: `1xxxxxxx`.
-const INDEXED: u8 = 0x80;
-/// Literal with incremental indexing: `01xxxxxx`.
-const LITERAL_INDEXED: u8 = 0x40;
-/// Dynamic table size update: `001xxxxx`.
-const SIZE_UPDATE: u8 = 0x20;
-/// Literal never indexed: `0001xxxx` (otherwise `0000xxxx`, without
-/// indexing).
-const NEVER_INDEXED: u8 = 0x10;
+use super::{
+    DEFAULT_TABLE_SIZE, DecodeError, Field, HUFFMAN, INDEXED, INDEXED_PREFIX, LITERAL_INDEXED,
+    LITERAL_INDEXED_PREFIX, LITERAL_NEVER_INDEXED, LITERAL_PREFIX, SIZE_UPDATE, SIZE_UPDATE_PREFIX,
+    STRING_LENGTH_PREFIX, decode_integer, huffman,
+};
 
 /// The default field-count limit of a decoder.
 pub const DEFAULT_MAX_FIELDS: usize = 128;
@@ -135,7 +129,7 @@ impl Decoder {
                 if fields > 0 {
                     return Err(DecodeError::TableSizeUpdateTooLate);
                 }
-                let size = decode_integer(block, &mut pos, 5)?;
+                let size = decode_integer(block, &mut pos, SIZE_UPDATE_PREFIX)?;
                 if size as usize > self.max_table_size {
                     return Err(DecodeError::TableSizeTooLarge { size, max: self.max_table_size });
                 }
@@ -144,14 +138,14 @@ impl Decoder {
             }
             fields += 1;
             let field = if first & INDEXED != 0 {
-                let index = decode_integer(block, &mut pos, 7)?;
+                let index = decode_integer(block, &mut pos, INDEXED_PREFIX)?;
                 let (name, value) = lookup(&self.table, index)?;
                 Field::new(name, value)
             } else {
                 let (prefix, never_indexed) = if first & LITERAL_INDEXED != 0 {
-                    (6, false)
+                    (LITERAL_INDEXED_PREFIX, false)
                 } else {
-                    (4, first & NEVER_INDEXED != 0)
+                    (LITERAL_PREFIX, first & LITERAL_NEVER_INDEXED != 0)
                 };
                 let index = decode_integer(block, &mut pos, prefix)?;
                 let name = if index == 0 {
@@ -200,7 +194,7 @@ fn string<'a>(
     scratch: &'a mut Vec<u8>,
 ) -> Result<&'a [u8], DecodeError> {
     let huffman_coded = block.get(*pos).ok_or(DecodeError::Truncated)? & HUFFMAN != 0;
-    let len = decode_integer(block, pos, 7)? as usize;
+    let len = decode_integer(block, pos, STRING_LENGTH_PREFIX)? as usize;
     let raw = block.get(*pos..).and_then(|rest| rest.get(..len)).ok_or(DecodeError::Truncated)?;
     *pos += len;
     if huffman_coded {

@@ -16,22 +16,15 @@
 //! then the final one (RFC 7541 4.2).
 
 use super::table::{DynamicTable, STATIC_LEN, static_entry, static_name};
-use super::{DEFAULT_TABLE_SIZE, Field, encode_integer, encode_string};
+use super::{
+    DEFAULT_TABLE_SIZE, Field, INDEXED, INDEXED_PREFIX, LITERAL_INDEXED, LITERAL_INDEXED_PREFIX,
+    LITERAL_NEVER_INDEXED, LITERAL_NOT_INDEXED, LITERAL_PREFIX, SIZE_UPDATE, SIZE_UPDATE_PREFIX,
+    encode_integer, encode_string,
+};
 
 /// The most dynamic table this encoder keeps, whatever the peer allows:
 /// a larger one costs memory per connection and a longer search.
 pub const ENCODER_MAX_TABLE_SIZE: usize = DEFAULT_TABLE_SIZE;
-
-/// Indexed field: `1xxxxxxx`, 7-bit index.
-const INDEXED: u8 = 0x80;
-/// Literal with incremental indexing: `01xxxxxx`, 6-bit name index.
-const LITERAL_INDEXED: u8 = 0x40;
-/// Literal without indexing: `0000xxxx`, 4-bit name index.
-const LITERAL_NOT_INDEXED: u8 = 0x00;
-/// Literal never indexed: `0001xxxx`, 4-bit name index.
-const LITERAL_NEVER_INDEXED: u8 = 0x10;
-/// Dynamic table size update: `001xxxxx`, 5-bit size.
-const SIZE_UPDATE: u8 = 0x20;
 
 /// An HPACK encoder: one per connection, every header block it encodes
 /// sent in order.
@@ -97,9 +90,9 @@ impl Encoder {
     {
         if let Some(smallest) = self.smallest_pending.take() {
             if smallest < self.table.max_size() {
-                encode_integer(smallest, 5, SIZE_UPDATE, dst);
+                encode_integer(smallest, SIZE_UPDATE_PREFIX, SIZE_UPDATE, dst);
             }
-            encode_integer(self.table.max_size(), 5, SIZE_UPDATE, dst);
+            encode_integer(self.table.max_size(), SIZE_UPDATE_PREFIX, SIZE_UPDATE, dst);
         }
         for field in fields {
             self.encode_field(field, dst);
@@ -114,7 +107,7 @@ impl Encoder {
             if !never_indexed {
                 for index in first..first + count {
                     if static_entry(index).is_some_and(|(_, v)| v == value) {
-                        encode_integer(index, 7, INDEXED, dst);
+                        encode_integer(index, INDEXED_PREFIX, INDEXED, dst);
                         return;
                     }
                 }
@@ -123,18 +116,18 @@ impl Encoder {
         if !never_indexed && let Some((position, full)) = self.table.find(name, value) {
             let index = STATIC_LEN + 1 + position;
             if full {
-                encode_integer(index, 7, INDEXED, dst);
+                encode_integer(index, INDEXED_PREFIX, INDEXED, dst);
                 return;
             }
             name_index.get_or_insert(index);
         }
         let index_it = !never_indexed && field.size() * 2 <= self.table.max_size();
         let (flags, prefix) = if never_indexed {
-            (LITERAL_NEVER_INDEXED, 4)
+            (LITERAL_NEVER_INDEXED, LITERAL_PREFIX)
         } else if index_it {
-            (LITERAL_INDEXED, 6)
+            (LITERAL_INDEXED, LITERAL_INDEXED_PREFIX)
         } else {
-            (LITERAL_NOT_INDEXED, 4)
+            (LITERAL_NOT_INDEXED, LITERAL_PREFIX)
         };
         match name_index {
             Some(index) => encode_integer(index, prefix, flags, dst),

@@ -24,6 +24,19 @@ const EOS: usize = 256;
 const MAX_CODE_BITS: u32 = 30;
 /// Padding longer than this is an error (RFC 7541 section 5.2).
 const MAX_PADDING_BITS: u32 = 7;
+/// The shortest code, in bits: where the decoder's length search starts.
+const MIN_CODE_BITS: u32 = 5;
+/// The input bits a code is looked up in, left-justified: room for the
+/// longest code ([`MAX_CODE_BITS`]); the tables have an entry per length
+/// below it.
+const LOOKUP_BITS: u32 = 32;
+const LENGTHS: usize = LOOKUP_BITS as usize;
+/// The decoder's accumulator: input bits left-justified in a `u64`, a
+/// byte added while one fits below the bits held.
+const ACC_BITS: u32 = u64::BITS;
+const BYTE_BITS: u32 = u8::BITS;
+/// The most bits the accumulator may hold before a byte is added.
+const FILL_BELOW: u32 = ACC_BITS - BYTE_BITS;
 
 /// `(code, bits)` for each symbol: the 256 octets, then EOS (Appendix B).
 #[rustfmt::skip]
@@ -78,17 +91,18 @@ struct Canonical {
     /// Symbols ordered by code (length first, then value).
     sorted: [u16; 257],
     /// The first code of each length.
-    first: [u32; 32],
+    first: [u32; LENGTHS],
     /// Where each length's symbols start in `sorted`.
-    offset: [u16; 32],
-    /// One past the last code of each length, left-justified to 32 bits
-    /// (`0` for a length with no codes, so it never matches).
-    limit: [u64; 32],
+    offset: [u16; LENGTHS],
+    /// One past the last code of each length, left-justified to
+    /// [`LOOKUP_BITS`] (`0` for a length with no codes, so it never
+    /// matches).
+    limit: [u64; LENGTHS],
 }
 
 const fn canonical() -> Canonical {
-    let mut count = [0u16; 32];
-    let mut first = [u32::MAX; 32];
+    let mut count = [0u16; LENGTHS];
+    let mut first = [u32::MAX; LENGTHS];
     let mut symbol = 0;
     while symbol < CODES.len() {
         let (code, bits) = CODES[symbol];
@@ -98,15 +112,15 @@ const fn canonical() -> Canonical {
         }
         symbol += 1;
     }
-    let mut offset = [0u16; 32];
-    let mut limit = [0u64; 32];
+    let mut offset = [0u16; LENGTHS];
+    let mut limit = [0u64; LENGTHS];
     let mut start = 0u16;
     let mut bits = 1;
-    while bits < 32 {
+    while bits < LENGTHS {
         offset[bits] = start;
         if count[bits] > 0 {
             let end = first[bits] as u64 + count[bits] as u64;
-            limit[bits] = end << (32 - bits);
+            limit[bits] = end << (LENGTHS - bits);
         }
         start += count[bits];
         bits += 1;
@@ -128,7 +142,7 @@ static TABLES: Canonical = canonical();
 /// The Huffman-encoded length of `src`, in bytes.
 pub(crate) fn encoded_len(src: &[u8]) -> usize {
     let bits: usize = src.iter().map(|&b| usize::from(CODES[usize::from(b)].1)).sum();
-    bits.div_ceil(8)
+    bits.div_ceil(BYTE_BITS as usize)
 }
 
 /// Appends the Huffman encoding of `src` to `dst`, padded with ones.
@@ -141,14 +155,14 @@ pub(crate) fn encode(src: &[u8], dst: &mut Vec<u8>) {
         let (code, len) = CODES[usize::from(byte)];
         acc = (acc << len) | u64::from(code);
         bits += u32::from(len);
-        while bits >= 8 {
-            bits -= 8;
+        while bits >= BYTE_BITS {
+            bits -= BYTE_BITS;
             dst.push((acc >> bits) as u8);
         }
     }
     if bits > 0 {
         // The padding: the high bits of EOS, all ones.
-        let pad = 8 - bits;
+        let pad = BYTE_BITS - bits;
         dst.push(((acc << pad) | ((1 << pad) - 1)) as u8);
     }
 }
@@ -160,26 +174,26 @@ pub(crate) fn encode(src: &[u8], dst: &mut Vec<u8>) {
 /// [`DecodeError::HuffmanPadding`] for padding longer than 7 bits or not
 /// all ones. `dst` may hold a prefix of the string after an error.
 pub(crate) fn decode(src: &[u8], dst: &mut Vec<u8>) -> Result<(), DecodeError> {
-    // 5 bits is the shortest code: at most 8/5 symbols per byte.
-    dst.reserve(src.len() * 8 / 5);
+    // At most 8/5 symbols per byte (the shortest code's 5 bits).
+    dst.reserve(src.len() * BYTE_BITS as usize / MIN_CODE_BITS as usize);
     // Input bits are left-justified in `acc`: the next bit is bit 63.
     let mut acc: u64 = 0;
     let mut bits: u32 = 0;
     let mut input = src.iter();
     loop {
-        while bits <= 56 {
+        while bits <= FILL_BELOW {
             let Some(&byte) = input.next() else { break };
-            acc |= u64::from(byte) << (56 - bits);
-            bits += 8;
+            acc |= u64::from(byte) << (FILL_BELOW - bits);
+            bits += BYTE_BITS;
         }
         if bits == 0 {
             return Ok(());
         }
         // Past the input, pretend ones follow (EOS's bits): a complete code
         // never reads them, and padding is recognised by them.
-        let padded = if bits >= 64 { acc } else { acc | (u64::MAX >> bits) };
-        let top = padded >> 32;
-        let mut len = 5;
+        let padded = if bits >= ACC_BITS { acc } else { acc | (u64::MAX >> bits) };
+        let top = padded >> (ACC_BITS - LOOKUP_BITS);
+        let mut len = MIN_CODE_BITS;
         while len < MAX_CODE_BITS && top >= TABLES.limit[len as usize] {
             len += 1;
         }
@@ -192,7 +206,7 @@ pub(crate) fn decode(src: &[u8], dst: &mut Vec<u8>) -> Result<(), DecodeError> {
                 Err(DecodeError::HuffmanPadding)
             };
         }
-        let code = (top >> (32 - len)) as u32;
+        let code = (top >> (LOOKUP_BITS - len)) as u32;
         let at = u32::from(TABLES.offset[len as usize]) + (code - TABLES.first[len as usize]);
         let symbol = usize::from(TABLES.sorted[at as usize]);
         if symbol == EOS {

@@ -165,7 +165,37 @@ impl fmt::Display for DecodeError {
 impl std::error::Error for DecodeError {}
 
 /// The most continuation bytes a 32-bit integer can need after any prefix.
-const MAX_INTEGER_CONTINUATIONS: usize = 5;
+const MAX_INTEGER_CONTINUATIONS: u32 = 5;
+
+/// The first byte of each representation (RFC 7541 section 6): its
+/// pattern's high bits, and the width of the integer prefix after them.
+///
+/// Indexed field: `1xxxxxxx`, 7-bit index.
+const INDEXED: u8 = 0x80;
+const INDEXED_PREFIX: u32 = 7;
+/// Literal with incremental indexing: `01xxxxxx`, 6-bit name index.
+const LITERAL_INDEXED: u8 = 0x40;
+const LITERAL_INDEXED_PREFIX: u32 = 6;
+/// Dynamic table size update: `001xxxxx`, 5-bit size.
+const SIZE_UPDATE: u8 = 0x20;
+const SIZE_UPDATE_PREFIX: u32 = 5;
+/// Literal never indexed: `0001xxxx`; without indexing: `0000xxxx`; a
+/// 4-bit name index either way.
+const LITERAL_NEVER_INDEXED: u8 = 0x10;
+const LITERAL_NOT_INDEXED: u8 = 0x00;
+const LITERAL_PREFIX: u32 = 4;
+
+/// A string literal's length: the Huffman flag, then a 7-bit prefix
+/// (RFC 7541 5.2).
+const HUFFMAN: u8 = 0x80;
+const STRING_LENGTH_PREFIX: u32 = 7;
+
+/// An integer's continuation bytes past its prefix (RFC 7541 5.1): 7 bits
+/// of value each, least significant first, the top bit set on every byte
+/// but the last.
+const CONTINUATION_BITS: u32 = 7;
+const CONTINUATION_VALUE: u8 = 0x7f;
+const CONTINUATION_MORE: u8 = 0x80;
 
 /// Decodes an integer with an `prefix_bits`-bit prefix (RFC 7541 5.1)
 /// starting at `block[*pos]`, advancing `pos` past it.
@@ -180,11 +210,11 @@ fn decode_integer(block: &[u8], pos: &mut usize, prefix_bits: u32) -> Result<u32
     for i in 0..MAX_INTEGER_CONTINUATIONS {
         let byte = *block.get(*pos).ok_or(DecodeError::Truncated)?;
         *pos += 1;
-        value += u64::from(byte & 0x7f) << (7 * i);
+        value += u64::from(byte & CONTINUATION_VALUE) << (CONTINUATION_BITS * i);
         if value > u64::from(u32::MAX) {
             return Err(DecodeError::IntegerOverflow);
         }
-        if byte & 0x80 == 0 {
+        if byte & CONTINUATION_MORE == 0 {
             return Ok(value as u32);
         }
     }
@@ -201,25 +231,22 @@ fn encode_integer(value: usize, prefix_bits: u32, flags: u8, dst: &mut Vec<u8>) 
     }
     dst.push(flags | max_prefix as u8);
     let mut rest = value - max_prefix;
-    while rest >= 0x80 {
-        dst.push((rest as u8 & 0x7f) | 0x80);
-        rest >>= 7;
+    while rest > usize::from(CONTINUATION_VALUE) {
+        dst.push((rest as u8 & CONTINUATION_VALUE) | CONTINUATION_MORE);
+        rest >>= CONTINUATION_BITS;
     }
     dst.push(rest as u8);
 }
-
-/// The Huffman flag of a string literal's length (RFC 7541 5.2).
-const HUFFMAN: u8 = 0x80;
 
 /// Appends a string literal, Huffman-coded unless that is longer (a tie goes
 /// to Huffman, as the RFC 7541 Appendix C examples do).
 fn encode_string(value: &[u8], dst: &mut Vec<u8>) {
     let huffman_len = huffman::encoded_len(value);
     if huffman_len <= value.len() {
-        encode_integer(huffman_len, 7, HUFFMAN, dst);
+        encode_integer(huffman_len, STRING_LENGTH_PREFIX, HUFFMAN, dst);
         huffman::encode(value, dst);
     } else {
-        encode_integer(value.len(), 7, 0, dst);
+        encode_integer(value.len(), STRING_LENGTH_PREFIX, 0, dst);
         dst.extend_from_slice(value);
     }
 }
