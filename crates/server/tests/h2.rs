@@ -372,7 +372,7 @@ fn curl_prior_knowledge() {
         .args(["-s", "--http2-prior-knowledge", "-w", "\n%{http_version}", &url])
         .output()
     else {
-        eprintln!("curl not installed: skipped");
+        common::skip_without("curl");
         return;
     };
     let text = String::from_utf8_lossy(&output.stdout);
@@ -579,7 +579,7 @@ fn curl_upgrade() {
             .output()
     };
     let Ok(output) = run(&[&format!("{base}/abc")]) else {
-        eprintln!("curl not installed: skipped");
+        common::skip_without("curl");
         return;
     };
     let text = String::from_utf8_lossy(&output.stdout);
@@ -608,7 +608,7 @@ fn curl_upgrade_with_a_big_response() {
             .arg(format!("http://{}/{path}?n={n}", server.addr))
             .output()
         else {
-            eprintln!("curl not installed: skipped");
+            common::skip_without("curl");
             return;
         };
         let text = String::from_utf8_lossy(&output.stdout);

@@ -251,6 +251,16 @@ pub fn current_thread() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
 }
 
+/// An external tool a test drives (curl) is not installed: the test is
+/// skipped, unless `FALCONET_REQUIRE_TOOLS=1` (`scripts/test.sh` sets it
+/// once it has installed them), where a skip would let a test that never
+/// ran pass.
+pub fn skip_without(tool: &str) {
+    let required = std::env::var_os("FALCONET_REQUIRE_TOOLS").is_some_and(|v| v == "1");
+    assert!(!required, "{tool} is not installed, and FALCONET_REQUIRE_TOOLS=1 requires it");
+    eprintln!("{tool} not installed: skipped");
+}
+
 /// A server on 127.0.0.1 with a free port.
 pub fn serve<H: Handler>(options: Options, handler: H) -> TestServer<H> {
     let server = Server::bind("127.0.0.1:0", options, handler).expect("bind");
