@@ -38,7 +38,9 @@
 //! The loom models below (cfg `falconet_server_loom`, run by
 //! `scripts/loom.sh`) check each race: a read against the worker's 100
 //! and the head's end, on the worker and on another thread, with the
-//! timer's question asked at every step of the worker.
+//! timer's question asked at every step of the worker; a proptest model
+//! (`model` below) follows random sequences of every move against the
+//! diagram above.
 
 #[cfg(falconet_server_loom)]
 use loom::sync::atomic::{AtomicU8, Ordering};
@@ -165,6 +167,93 @@ impl ContinueWord {
         // the rest.
         self.0.load(Ordering::Relaxed) == from
             && self.0.compare_exchange(from, to, Ordering::Relaxed, Ordering::Relaxed).is_ok()
+    }
+}
+
+/// The word against the module docs' diagram, as a sequential model:
+/// random sequences of every move, each step's answer and `pending`
+/// compared with the diagram's.
+#[cfg(all(test, not(falconet_server_loom)))]
+mod model {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The diagram's states.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    enum State {
+        None,
+        Owed,
+        Wanted,
+        InFlight,
+    }
+
+    #[derive(Clone, Copy, Debug)]
+    enum Op {
+        Lend(bool),
+        Want,
+        TakeWanted,
+        SettleHere,
+        SettleElsewhere,
+        HeadTaken,
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            any::<bool>().prop_map(Op::Lend),
+            Just(Op::Want),
+            Just(Op::TakeWanted),
+            Just(Op::SettleHere),
+            Just(Op::SettleElsewhere),
+            Just(Op::HeadTaken),
+        ]
+    }
+
+    /// One move of the diagram: the next state and the answer, as the
+    /// caller reads it (a `bool` for the moves that say whether they
+    /// moved, a `Continue` for the settles).
+    fn step(state: State, op: Op) -> (State, Option<bool>, Option<Continue>) {
+        use State::*;
+        match (op, state) {
+            (Op::Lend(expects), _) => {
+                (if expects { Owed } else { None }, Option::None, Option::None)
+            }
+            (Op::Want, Owed) => (Wanted, Some(true), Option::None),
+            (Op::Want, s) => (s, Some(false), Option::None),
+            (Op::TakeWanted, Wanted) => (None, Some(true), Option::None),
+            (Op::TakeWanted, s) => (s, Some(false), Option::None),
+            (Op::SettleHere, Wanted) => (None, Option::None, Some(Continue::Send)),
+            (Op::SettleHere, Owed) => (None, Option::None, Some(Continue::Unsolicited)),
+            // A head on the worker ends whatever was in flight too.
+            (Op::SettleHere, _) => (None, Option::None, Some(Continue::Nothing)),
+            (Op::SettleElsewhere, Wanted) => (InFlight, Option::None, Some(Continue::Send)),
+            (Op::SettleElsewhere, Owed) => (InFlight, Option::None, Some(Continue::Unsolicited)),
+            (Op::SettleElsewhere, s) => (s, Option::None, Some(Continue::Nothing)),
+            (Op::HeadTaken, InFlight) => (None, Option::None, Option::None),
+            (Op::HeadTaken, s) => (s, Option::None, Option::None),
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn the_word_follows_its_diagram(ops in proptest::collection::vec(op(), 1..40)) {
+            let word = ContinueWord::new();
+            let mut state = State::None;
+            for op in ops {
+                let (next, moved, settled) = step(state, op);
+                match op {
+                    Op::Lend(expects) => word.lend(expects),
+                    Op::Want => prop_assert_eq!(Some(word.want()), moved),
+                    Op::TakeWanted => prop_assert_eq!(Some(word.take_wanted()), moved),
+                    Op::SettleHere => prop_assert_eq!(Some(word.settle_here()), settled),
+                    Op::SettleElsewhere => {
+                        prop_assert_eq!(Some(word.settle_elsewhere()), settled);
+                    }
+                    Op::HeadTaken => word.head_taken(),
+                }
+                state = next;
+                prop_assert_eq!(word.pending(), state != State::None, "{:?} after {:?}", state, op);
+            }
+        }
     }
 }
 

@@ -246,7 +246,9 @@ fn trim(value: &[u8]) -> &[u8] {
 /// [`take`](Self::take)s them after it saw that end, so the pipe's end
 /// (a release by the writer, an acquire by the reader) orders the two,
 /// and the lock is never contended. The loom model below (cfg
-/// `falconet_server_loom`, `scripts/loom.sh`) checks the pairing.
+/// `falconet_server_loom`, `scripts/loom.sh`) checks the pairing; a
+/// proptest model (`model`) the fields and the slot against a list and an
+/// `Option`.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct TrailerSlot(Arc<Mutex<Option<Trailers>>>);
 
@@ -359,6 +361,125 @@ mod tests {
         assert!(!trailers.push(b"", b"x"));
         assert!(!trailers.push(b"x", b"\r"));
         assert_eq!(trailers, Trailers::from_lines(b"ok: 1\n").unwrap());
+    }
+}
+
+/// `Trailers` and its slot against a sequential model (a list of
+/// fields, an `Option`): random appends (valid or not), clears, refills
+/// from lines, stores and takes.
+#[cfg(all(test, not(falconet_server_loom)))]
+mod model {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        Append(String, Vec<u8>),
+        Clear,
+        Refill(Vec<(String, Vec<u8>)>),
+        Store,
+        Take,
+    }
+
+    /// Names: tokens mostly, with a space or colon now and then; values:
+    /// text with spaces and tabs around it, and now and then a control byte.
+    fn name() -> impl Strategy<Value = String> {
+        prop_oneof![8 => "[A-Za-z0-9!#$%&'*+.^_`|~-]{1,8}", 1 => "[a-z]{0,3}[ :][a-z]{0,3}"]
+    }
+
+    fn value() -> impl Strategy<Value = Vec<u8>> {
+        prop_oneof![
+            8 => "[ \t]{0,2}[ -~]{0,12}[ \t]{0,2}".prop_map(String::into_bytes),
+            1 => "[a-z]{0,3}[\x00-\x08\n\r\x7f][a-z]{0,3}".prop_map(String::into_bytes),
+        ]
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            5 => (name(), value()).prop_map(|(n, v)| Op::Append(n, v)),
+            1 => Just(Op::Clear),
+            2 => proptest::collection::vec((name(), value()), 0..4).prop_map(Op::Refill),
+            1 => Just(Op::Store),
+            1 => Just(Op::Take),
+        ]
+    }
+
+    /// The model's verdict on a field: its trimmed value, if valid.
+    fn valid(name: &str, value: &[u8]) -> Option<Vec<u8>> {
+        let blank = |b: &u8| *b == b' ' || *b == b'\t';
+        let start = value.iter().position(|b| !blank(b)).unwrap_or(value.len());
+        let end = value.iter().rposition(|b| !blank(b)).map_or(start, |at| at + 1);
+        let value = &value[start..end];
+        let token = !name.is_empty()
+            && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
+        let text = value.iter().all(|&b| b == b'\t' || (b >= 0x20 && b != 0x7f));
+        (token && text).then(|| value.to_vec())
+    }
+
+    proptest! {
+        #[test]
+        fn trailers_and_their_slot_behave_as_lists(ops in proptest::collection::vec(op(), 1..30)) {
+            let mut trailers = Trailers::new();
+            let mut fields: Vec<(String, Vec<u8>)> = Vec::new();
+            let slot = TrailerSlot::default();
+            let mut stored: Option<Vec<(String, Vec<u8>)>> = None;
+            for op in ops {
+                match op {
+                    Op::Append(name, value) => {
+                        let expected = valid(&name, &value);
+                        prop_assert_eq!(trailers.append(&name, &value).is_ok(), expected.is_some());
+                        if let Some(value) = expected {
+                            fields.push((name, value));
+                        }
+                    }
+                    Op::Clear => {
+                        trailers.clear_and_trim();
+                        fields.clear();
+                    }
+                    Op::Refill(lines) => {
+                        let text: Vec<u8> = lines
+                            .iter()
+                            .flat_map(|(n, v)| [n.as_bytes(), b":", v, b"\r\n"].concat())
+                            .collect();
+                        let parsed: Option<Vec<_>> = lines
+                            .iter()
+                            .map(|(n, v)| valid(n, v).map(|v| (n.clone(), v)))
+                            .collect();
+                        // A name with a colon splits at it, a value with a
+                        // line end ends its line: the text is then other
+                        // lines, whose verdict the model does not predict
+                        // (the fields seen are still checked below).
+                        let reshaped = |(n, v): &(String, Vec<u8>)| {
+                            n.contains(':') || v.contains(&b'\n') || v.contains(&b'\r')
+                        };
+                        if lines.iter().any(reshaped) {
+                            let _ = trailers.refill_from_lines(&text);
+                            fields = trailers.iter().map(|(n, v)| (n.to_string(), v.to_vec())).collect();
+                        } else {
+                            prop_assert_eq!(trailers.refill_from_lines(&text), parsed.is_some());
+                            fields = parsed.unwrap_or_default();
+                        }
+                    }
+                    Op::Store => {
+                        slot.store(trailers.clone());
+                        stored = Some(fields.clone());
+                    }
+                    Op::Take => {
+                        let taken = slot
+                            .take()
+                            .map(|t| t.iter().map(|(n, v)| (n.to_string(), v.to_vec())).collect());
+                        prop_assert_eq!(taken, stored.take());
+                    }
+                }
+                let seen: Vec<_> = trailers.iter().map(|(n, v)| (n.to_string(), v.to_vec())).collect();
+                prop_assert_eq!(&seen, &fields);
+                prop_assert_eq!(trailers.len(), fields.len());
+                for (name, _) in &fields {
+                    let first = fields.iter().find(|(n, _)| n.eq_ignore_ascii_case(name));
+                    prop_assert_eq!(trailers.get(&name.to_uppercase()), first.map(|(_, v)| &v[..]));
+                }
+            }
+        }
     }
 }
 

@@ -21,7 +21,9 @@
 //! checks exactly that. Each waiting future ([`Closed`]) keeps a slot of
 //! its own, freed when it is dropped, so every waiter is woken (two tasks
 //! may await one responder's close) and the slots are as many as the
-//! futures alive at once.
+//! futures alive at once. A proptest model (`model` below) checks random
+//! sequences of futures made, polled, dropped and the give-up against a
+//! sequential one: every poll's answer, every waker's wakes, the slots.
 //!
 //! One thing travels the other way, under the same lock: an HTTP/2
 //! answer's trailer fields ([`Wanted::set_trailers`]), which the task sets
@@ -302,6 +304,127 @@ mod tests {
         drop(abandon);
         assert_eq!((gone.0.load(Ordering::Relaxed), kept.0.load(Ordering::Relaxed)), (0, 1));
         drop(closed); // after the drop took the slots: nothing to free
+    }
+}
+
+/// The notice against a sequential model: random sequences of futures
+/// made, polled (each with one of a few wakers), dropped, trailers set and
+/// taken, and the worker's drop, checking after each step every poll's
+/// answer, every waker's wakes and the slots' count.
+#[cfg(all(test, not(falconet_server_loom)))]
+mod model {
+    use super::*;
+    use proptest::prelude::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::task::Wake;
+
+    /// Futures alive at once, at most.
+    const FUTURES: usize = 4;
+    /// Distinct wakers the polls use.
+    const WAKERS: usize = 3;
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        Make(usize),
+        Poll(usize, usize),
+        Drop(usize),
+        SetTrailers(u8),
+        TakeTrailers,
+        GiveUp,
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            3 => (0..FUTURES).prop_map(Op::Make),
+            4 => (0..FUTURES, 0..WAKERS).prop_map(|(i, w)| Op::Poll(i, w)),
+            2 => (0..FUTURES).prop_map(Op::Drop),
+            1 => any::<u8>().prop_map(Op::SetTrailers),
+            1 => Just(Op::TakeTrailers),
+            1 => Just(Op::GiveUp),
+        ]
+    }
+
+    struct Count(AtomicUsize);
+
+    impl Wake for Count {
+        fn wake(self: std::sync::Arc<Self>) {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// The model: which futures exist, the waker each last registered
+    /// (while not given up), the wakes each waker is owed.
+    #[derive(Default)]
+    struct Model {
+        alive: [bool; FUTURES],
+        registered: [Option<usize>; FUTURES],
+        wakes: [usize; WAKERS],
+        given_up: bool,
+        trailers: Option<Vec<u8>>,
+        /// The most futures registered at once so far: the slots needed.
+        peak: usize,
+    }
+
+    proptest! {
+        #[test]
+        fn the_notice_behaves_as_its_model(ops in proptest::collection::vec(op(), 1..60)) {
+            let (abandon, wanted) = notice();
+            let mut abandon = Some(abandon);
+            let counts: Vec<_> =
+                (0..WAKERS).map(|_| std::sync::Arc::new(Count(AtomicUsize::new(0)))).collect();
+            let wakers: Vec<Waker> = counts.iter().map(|c| Waker::from(c.clone())).collect();
+            let mut futures: Vec<Option<Closed<'_>>> = (0..FUTURES).map(|_| None).collect();
+            let mut model = Model::default();
+            for op in ops {
+                match op {
+                    Op::Make(i) => {
+                        if !model.alive[i] {
+                            futures[i] = Some(wanted.given_up());
+                            model.alive[i] = true;
+                        }
+                    }
+                    Op::Poll(i, w) => {
+                        if let Some(future) = futures[i].as_mut() {
+                            let polled =
+                                Pin::new(future).poll(&mut Context::from_waker(&wakers[w]));
+                            prop_assert_eq!(polled.is_ready(), model.given_up, "poll {}", i);
+                            if !model.given_up {
+                                model.registered[i] = Some(w);
+                                let now = model.registered.iter().flatten().count();
+                                model.peak = model.peak.max(now);
+                            }
+                        }
+                    }
+                    Op::Drop(i) => {
+                        futures[i] = None;
+                        model.alive[i] = false;
+                        model.registered[i] = None;
+                    }
+                    Op::SetTrailers(byte) => {
+                        wanted.set_trailers(vec![byte]);
+                        model.trailers = Some(vec![byte]);
+                    }
+                    Op::TakeTrailers => {
+                        if let Some(abandon) = &abandon {
+                            prop_assert_eq!(abandon.take_trailers(), model.trailers.take());
+                        }
+                    }
+                    Op::GiveUp => {
+                        if abandon.take().is_some() {
+                            for w in model.registered.iter_mut().filter_map(Option::take) {
+                                model.wakes[w] += 1;
+                            }
+                            model.given_up = true;
+                        }
+                    }
+                }
+                let woken: Vec<_> = counts.iter().map(|c| c.0.load(Ordering::Relaxed)).collect();
+                prop_assert_eq!(&woken[..], &model.wakes[..]);
+                prop_assert_eq!(wanted.is_given_up(), model.given_up);
+                let slots = wanted.0.lock().wakers.len();
+                prop_assert!(slots <= model.peak, "{} slots for at most {} waiters", slots, model.peak);
+            }
+        }
     }
 }
 
