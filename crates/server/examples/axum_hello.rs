@@ -11,8 +11,10 @@
 //!
 //! Its peer in the benchmark is the same `Router` on hyper (`axum::serve`
 //! with one tokio worker thread). Ctrl-C or SIGTERM shuts it down
-//! gracefully.
+//! gracefully; a second one exits at once (130 or 143, as a shell reports
+//! the signal).
 
+use std::io::Write;
 use std::process::ExitCode;
 
 use axum::body::Body;
@@ -24,7 +26,22 @@ use falconet_server::tower::TowerHandler;
 use falconet_server::{Options, Server};
 use tokio::signal::unix::SignalKind;
 
-const USAGE: &str = "usage: axum_hello [--addr HOST:PORT] [--workers N] [--app-threads N]";
+const USAGE: &str =
+    "usage: axum_hello [--addr HOST:PORT] [--workers N] [--app-threads N (1..=256)]";
+
+/// The most application threads (falconet's own binary takes as many).
+const MAX_APP_THREADS: usize = 256;
+
+/// A line to stderr that cannot panic (`eprintln!` does when stderr is a
+/// closed pipe or a full disk).
+fn complain(line: &str) {
+    let _ = writeln!(std::io::stderr(), "{line}");
+}
+
+/// A line to stdout that cannot panic (see [`complain`]).
+fn say(line: &str) {
+    let _ = writeln!(std::io::stdout(), "{line}");
+}
 
 /// The JSON endpoint's message, serialized per request.
 #[derive(serde::Serialize)]
@@ -67,7 +84,13 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
                 parsed.workers = Some(value()?.parse().map_err(|e| format!("--workers: {e}"))?);
             }
             "--app-threads" => {
-                parsed.app_threads = value()?.parse().map_err(|e| format!("--app-threads: {e}"))?;
+                let threads: usize = value()?.parse().map_err(|e| format!("--app-threads: {e}"))?;
+                if !(1..=MAX_APP_THREADS).contains(&threads) {
+                    return Err(format!(
+                        "--app-threads: {threads} is not in 1..={MAX_APP_THREADS}"
+                    ));
+                }
+                parsed.app_threads = threads;
             }
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other:?}")),
@@ -81,16 +104,16 @@ fn main() -> ExitCode {
         Ok(args) => args,
         Err(error) => {
             if !error.is_empty() {
-                eprintln!("{error}");
+                complain(&error);
             }
-            eprintln!("{USAGE}");
+            complain(USAGE);
             return ExitCode::from(2);
         }
     };
     match run(&args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("axum_hello: {error}");
+            complain(&format!("axum_hello: {error}"));
             ExitCode::FAILURE
         }
     }
@@ -98,7 +121,7 @@ fn main() -> ExitCode {
 
 fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(args.app_threads.max(1))
+        .worker_threads(args.app_threads)
         .enable_all()
         .build()?;
     let mut options = Options::new();
@@ -107,18 +130,29 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
     }
     let handler = TowerHandler::new(app(), runtime.handle().clone());
     let server = Server::bind(args.addr.as_str(), options, handler)?;
-    println!("axum on falconet listening on http://{}", server.local_addr());
+    say(&format!("axum on falconet listening on http://{}", server.local_addr()));
     let handle = server.handle();
     let running = server.start()?;
-    // Ctrl-C, or the SIGTERM a service manager or `docker stop` sends.
+    // Ctrl-C, or the SIGTERM a service manager or `docker stop` sends;
+    // a second one while the requests in flight finish exits at once.
+    let _runtime = runtime.enter(); // the signal streams need its driver
+    let mut interrupt = tokio::signal::unix::signal(SignalKind::interrupt())?;
+    let mut terminate = tokio::signal::unix::signal(SignalKind::terminate())?;
     runtime.block_on(async {
-        let mut terminate = tokio::signal::unix::signal(SignalKind::terminate())?;
         tokio::select! {
-            interrupted = tokio::signal::ctrl_c() => interrupted,
-            _ = terminate.recv() => Ok(()),
+            _ = interrupt.recv() => {}
+            _ = terminate.recv() => {}
         }
-    })?;
-    println!("shutting down");
+    });
+    runtime.spawn(async move {
+        let code = tokio::select! {
+            _ = interrupt.recv() => 128 + 2,
+            _ = terminate.recv() => 128 + 15,
+        };
+        complain("second signal: exiting now");
+        std::process::exit(code);
+    });
+    say("shutting down");
     handle.shutdown();
     running.join()?;
     Ok(())

@@ -8,7 +8,7 @@
 //! An option the server cannot run with is reported on stderr, with exit
 //! status 2 (a usage error, as for an unparsable flag).
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -17,6 +17,15 @@ use falconet_server::h2::connection::Config as H2Config;
 use falconet_server::{Accept, Handle, MinDataRate, Options, Server, ServerError, hello::Demo};
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
+
+/// `eprintln!` with the binary's name in front, that cannot panic: a
+/// message stderr cannot take (a closed pipe, a full disk) is dropped, and
+/// the exit code still says what happened.
+macro_rules! complain {
+    ($($arg:tt)*) => {{
+        let _ = writeln!(std::io::stderr(), "falconet: {}", format_args!($($arg)*));
+    }};
+}
 
 /// falconet: a thin HTTP/1.1 and HTTP/2 (h2c) server serving GET
 /// /plaintext, GET /json, GET /delay?ms=N (answered N ms later, off the
@@ -127,7 +136,8 @@ Environment:
 Logs go to stderr; stdout carries the listening address and --stats.
 Ctrl-C (SIGINT) or SIGTERM starts a graceful shutdown: no new connections,
 idle ones closed, requests in flight answered for up to --shutdown-timeout.
-A second Ctrl-C exits at once.";
+A second Ctrl-C or SIGTERM exits at once (exit code 130 or 143).
+Lines stdout or stderr cannot take (a closed pipe, a full disk) are dropped.";
 
 /// A duration as typed (`500ms`, `10s`, `5`): its value and the unit it
 /// was typed in, so that errors speak that unit.
@@ -251,6 +261,11 @@ fn main() -> ExitCode {
         && std::env::var_os("NO_COLOR").is_none_or(|value| value.is_empty());
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        // A log line stderr cannot take (a closed pipe, a full disk) is
+        // dropped: the subscriber's own report of it is an `eprintln!`,
+        // which panics there, and took the signal thread (so the
+        // shutdown) or a worker down with it.
+        .log_internal_errors(false)
         .with_ansi(colour)
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
@@ -274,7 +289,7 @@ fn main() -> ExitCode {
     let response_timeout = match response_timeout {
         Ok(timeout) => timeout,
         Err(error) => {
-            eprintln!("falconet: {error}");
+            complain!("{error}");
             return ExitCode::from(USAGE_ERROR);
         }
     };
@@ -288,7 +303,7 @@ fn main() -> ExitCode {
     ] = match timeouts {
         Ok(timeouts) => timeouts,
         Err(error) => {
-            eprintln!("falconet: {error}");
+            complain!("{error}");
             return ExitCode::from(USAGE_ERROR);
         }
     };
@@ -334,7 +349,7 @@ fn main() -> ExitCode {
     {
         Ok(runtime) => runtime,
         Err(error) => {
-            eprintln!("falconet: cannot start the application runtime: {error}");
+            complain!("cannot start the application runtime: {error}");
             return ExitCode::FAILURE;
         }
     };
@@ -342,16 +357,22 @@ fn main() -> ExitCode {
         match Server::bind(args.addr.as_str(), options, Demo::new(runtime.handle().clone())) {
             Ok(server) => server,
             Err(error @ ServerError::Options(_)) => {
-                eprintln!("falconet: {error}");
+                complain!("{error}");
                 return ExitCode::from(USAGE_ERROR);
             }
             Err(error) => {
-                eprintln!("falconet: cannot listen on {}: {error}", args.addr);
+                complain!("cannot listen on {}: {error}", args.addr);
                 return ExitCode::FAILURE;
             }
         };
     let plural = if workers == 1 { "" } else { "s" };
-    println!("falconet listening on http://{} ({workers} worker{plural})", server.local_addr());
+    // Not `println!`, which panics on a stdout nobody reads (`> /dev/full`,
+    // a closed pipe): the address is for whoever reads it.
+    let _ = writeln!(
+        std::io::stdout(),
+        "falconet listening on http://{} ({workers} worker{plural})",
+        server.local_addr()
+    );
     let handle = server.handle();
     let mut signals = match Signals::new([SIGINT, SIGTERM]) {
         Ok(signals) => signals,
@@ -371,12 +392,16 @@ fn main() -> ExitCode {
     std::thread::spawn(move || {
         let mut received = signals.forever();
         if let Some(signal) = received.next() {
-            tracing::info!(signal, "graceful shutdown");
+            // The shutdown first: nothing after it (a log line) may keep
+            // it from starting.
             signal_handle.shutdown();
+            tracing::info!(signal, "graceful shutdown");
         }
-        if received.next().is_some() {
-            tracing::warn!("second signal: exiting now");
-            std::process::exit(130);
+        if let Some(signal) = received.next() {
+            tracing::warn!(signal, "second signal: exiting now");
+            // As a shell reports a process the signal ended: 130 for
+            // SIGINT, 143 for SIGTERM.
+            std::process::exit(128 + signal);
         }
     });
     if args.stats {
@@ -485,7 +510,8 @@ fn print_stats(handle: &Handle<Demo>) {
         let now = handle.stats();
         let elapsed = at.elapsed().as_secs_f64();
         at = Instant::now();
-        println!(
+        let printed = writeln!(
+            std::io::stdout(),
             "requests/s {:>10.0}  connections {:>7}  pool {:>6} KiB in {} slabs ({} blocks leased)",
             (now.requests - last.requests) as f64 / elapsed,
             now.connections,
@@ -493,6 +519,10 @@ fn print_stats(handle: &Handle<Demo>) {
             now.pool.slabs,
             now.pool.leased,
         );
+        if printed.is_err() {
+            // Nobody reads them any more (`--stats | head`): stop.
+            return;
+        }
         last = now;
     }
 }

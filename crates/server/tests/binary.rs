@@ -53,6 +53,70 @@ fn sigint_shuts_down_gracefully() {
     run_until("-INT");
 }
 
+/// Waits up to 10 s (a hang check, not a timing assert) for `child` to
+/// exit; its exit code.
+fn exit_code(child: &mut std::process::Child, what: &str) -> Option<i32> {
+    let began = Instant::now();
+    loop {
+        if let Some(exit) = child.try_wait().unwrap() {
+            return exit.code();
+        }
+        if began.elapsed() > Duration::from_secs(10) {
+            child.kill().unwrap();
+            panic!("still running 10 s after {what}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A stderr nobody reads (its reader gone, a full disk) must not keep the
+/// binary from stopping: the log line of the signal used to panic the
+/// signal thread (in the subscriber's `eprintln!`), and the shutdown never
+/// started; nor may a stdout nobody reads end `--stats` serving (a
+/// review's findings).
+#[test]
+fn signals_stop_the_binary_whatever_its_stdout_and_stderr() {
+    let full = || std::fs::File::options().write(true).open("/dev/full").unwrap();
+    for (stdout_full, stderr_full) in [(false, true), (true, false), (true, true)] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_falconet"))
+            .args(["--addr", "127.0.0.1:0", "--workers", "1", "--stats"])
+            .stdout(if stdout_full { Stdio::from(full()) } else { Stdio::null() })
+            .stderr(if stderr_full { Stdio::from(full()) } else { Stdio::null() })
+            .spawn()
+            .expect("spawn falconet");
+        // A --stats line (or its failure) comes after a second.
+        std::thread::sleep(Duration::from_millis(1500));
+        assert!(child.try_wait().unwrap().is_none(), "died early ({stdout_full}, {stderr_full})");
+        let status = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
+        assert!(status.unwrap().success());
+        let what = format!("SIGTERM, stdout full {stdout_full}, stderr full {stderr_full}");
+        assert_eq!(exit_code(&mut child, &what), Some(0), "{what}");
+    }
+}
+
+/// A second signal during the graceful shutdown exits at once, with the
+/// code a shell gives a process that signal ended (128 + its number).
+#[test]
+fn a_second_signal_exits_at_once_with_its_code() {
+    for (signal, code) in [("-TERM", 143), ("-INT", 130)] {
+        let (mut child, addr) = spawn(&["--addr", "127.0.0.1:0", "--shutdown-timeout", "60s"]);
+        // A request in flight holds the graceful shutdown open.
+        let mut waiting = std::net::TcpStream::connect(addr).unwrap();
+        waiting.write_all(b"GET /delay?ms=10000 HTTP/1.1\r\nHost: t\r\n\r\n").unwrap();
+        std::thread::sleep(Duration::from_millis(200));
+        let pid = child.id().to_string();
+        let kill = |signal: &str| {
+            let status = Command::new("kill").args([signal, &pid]).status();
+            assert!(status.unwrap().success());
+        };
+        kill("-TERM");
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(child.try_wait().unwrap().is_none(), "the first signal drains, it does not exit");
+        kill(signal);
+        assert_eq!(exit_code(&mut child, signal), Some(code), "second signal {signal}");
+    }
+}
+
 /// Runs the binary with `args`: it must exit within 10 s, non-zero, with
 /// `reason` on stderr.
 fn refuses(args: &[&str], reason: &str) {
