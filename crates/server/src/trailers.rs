@@ -377,20 +377,28 @@ mod model {
         Append(String, Vec<u8>),
         Clear,
         Refill(Vec<(String, Vec<u8>)>),
+        /// Lines of any bytes: a line without a colon, a bare `\r`.
+        RefillRaw(Vec<u8>),
         Store,
         Take,
     }
 
-    /// Names: tokens mostly, with a space or colon now and then; values:
-    /// text with spaces and tabs around it, and now and then a control byte.
+    /// Names: tokens mostly, now and then with a separator (a space, a
+    /// colon, a quote...) or empty.
     fn name() -> impl Strategy<Value = String> {
-        prop_oneof![8 => "[A-Za-z0-9!#$%&'*+.^_`|~-]{1,8}", 1 => "[a-z]{0,3}[ :][a-z]{0,3}"]
+        prop_oneof![
+            8 => "[A-Za-z0-9!#$%&'*+.^_`|~-]{1,8}",
+            1 => "[a-z]{0,3}[ :\"(),/;<=>?@]?[a-z]{0,3}",
+        ]
     }
 
+    /// Values: text with spaces and tabs around it, bytes past ASCII
+    /// (obs-text, valid), and any bytes (control bytes among them).
     fn value() -> impl Strategy<Value = Vec<u8>> {
         prop_oneof![
             8 => "[ \t]{0,2}[ -~]{0,12}[ \t]{0,2}".prop_map(String::into_bytes),
-            1 => "[a-z]{0,3}[\x00-\x08\n\r\x7f][a-z]{0,3}".prop_map(String::into_bytes),
+            2 => proptest::collection::vec(0x80u8.., 0..4),
+            2 => proptest::collection::vec(any::<u8>(), 0..6),
         ]
     }
 
@@ -399,6 +407,11 @@ mod model {
             5 => (name(), value()).prop_map(|(n, v)| Op::Append(n, v)),
             1 => Just(Op::Clear),
             2 => proptest::collection::vec((name(), value()), 0..4).prop_map(Op::Refill),
+            2 => proptest::collection::vec(
+                prop_oneof![Just(b':'), Just(b'\n'), Just(b'\r'), Just(b' '), Just(b'a'), any::<u8>()],
+                0..24
+            )
+            .prop_map(Op::RefillRaw),
             1 => Just(Op::Store),
             1 => Just(Op::Take),
         ]
@@ -414,6 +427,23 @@ mod model {
             && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
         let text = value.iter().all(|&b| b == b'\t' || (b >= 0x20 && b != 0x7f));
         (token && text).then(|| value.to_vec())
+    }
+
+    /// The model's reading of `name: value` lines: each non-empty line
+    /// (a `\r` before its `\n` dropped) split at its first colon; `None`
+    /// if any line has no colon or is not a valid field.
+    fn lines(text: &[u8]) -> Option<Vec<(String, Vec<u8>)>> {
+        let mut fields = Vec::new();
+        for line in text.split(|&b| b == b'\n') {
+            let line = line.strip_suffix(b"\r").unwrap_or(line);
+            if line.is_empty() {
+                continue;
+            }
+            let colon = line.iter().position(|&b| b == b':')?;
+            let name = std::str::from_utf8(&line[..colon]).ok()?;
+            fields.push((name.to_string(), valid(name, &line[colon + 1..])?));
+        }
+        Some(fields)
     }
 
     proptest! {
@@ -459,6 +489,11 @@ mod model {
                             prop_assert_eq!(trailers.refill_from_lines(&text), parsed.is_some());
                             fields = parsed.unwrap_or_default();
                         }
+                    }
+                    Op::RefillRaw(text) => {
+                        let expected = lines(&text);
+                        prop_assert_eq!(trailers.refill_from_lines(&text), expected.is_some());
+                        fields = expected.unwrap_or_default();
                     }
                     Op::Store => {
                         slot.store(trailers.clone());

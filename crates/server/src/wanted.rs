@@ -420,6 +420,13 @@ mod model {
                 }
                 let woken: Vec<_> = counts.iter().map(|c| c.0.load(Ordering::Relaxed)).collect();
                 prop_assert_eq!(&woken[..], &model.wakes[..]);
+                // Each waker is held by `counts`, `wakers` and each slot
+                // registered with it: a slot freed (a drop, the give-up)
+                // lets its clone go.
+                for (w, count) in counts.iter().enumerate() {
+                    let held = model.registered.iter().filter(|&&r| r == Some(w)).count();
+                    prop_assert_eq!(std::sync::Arc::strong_count(count), 2 + held, "waker {}", w);
+                }
                 prop_assert_eq!(wanted.is_given_up(), model.given_up);
                 let slots = wanted.0.lock().wakers.len();
                 prop_assert!(slots <= model.peak, "{} slots for at most {} waiters", slots, model.peak);

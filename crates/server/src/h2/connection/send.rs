@@ -140,7 +140,10 @@ impl Connection {
             // No credit: nothing to frame (and no window to touch).
             return 0;
         }
-        let max_frame = self.peer.max_frame_size as usize;
+        // The client's SETTINGS_MAX_FRAME_SIZE, which SETTINGS checking
+        // keeps at most MAX_FRAME_LEN; clamped too, so that every frame
+        // below is one a DATA header can carry by construction.
+        let max_frame = self.peer.max_frame_size.min(frame::MAX_FRAME_LEN) as usize;
         let mut sent = 0;
         // Both windows grant `n` in full: the worker alone uses them.
         let granted = (
@@ -154,12 +157,8 @@ impl Connection {
             if len == 0 && !(last && finish) {
                 break;
             }
-            // `len` is at most the client's SETTINGS_MAX_FRAME_SIZE, which
-            // SETTINGS checking kept at most MAX_FRAME_LEN.
-            let Ok(header) = frame::data_header(id, len as u32, last && finish) else {
-                debug_assert!(false, "a DATA frame of {len} bytes");
-                break;
-            };
+            let header = frame::data_header(id, len as u32, last && finish)
+                .expect("a DATA frame at most max_frame, which is at most MAX_FRAME_LEN");
             self.out.put_slice(&header);
             if last && 0 < len && len < max_frame && n == credit {
                 // Cut short by the client's credit, not by the data: its
