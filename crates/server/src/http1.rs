@@ -58,7 +58,6 @@ mod tests;
 
 use self::body::body;
 use self::fields::Fields;
-use self::head::Cursor;
 use std::mem::MaybeUninit;
 use std::sync::Arc;
 
@@ -77,18 +76,6 @@ use crate::wire::Encoder;
 /// Header fields a head may have at most, whatever the options say (the
 /// parser's array lives on the stack).
 pub const MAX_HEADERS_LIMIT: usize = 256;
-
-/// Bytes of empty lines (CR and LF) after a request that leave the
-/// connection idle: two CRLFs.
-const MAX_IGNORED_EMPTY: usize = 4;
-
-/// Bytes of empty lines (CR and LF) before a request line that are
-/// ignored, eight CRLFs (RFC 9112 §2.2: a server SHOULD ignore at least
-/// one); more is `400`. Each new line end parses the head again from its
-/// start, empty lines included, so bare LFs trickled up to the head limit
-/// cost the square of their number (an outside review: 0.5 CPU-seconds
-/// per connection each header timeout).
-const MAX_LEADING_EMPTY: usize = 16;
 
 /// What the connection should do after [`Session::process`](crate::Session::process).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -577,4 +564,33 @@ pub(crate) fn refuse(out: &mut Vec<u8>, cx: &Context, status: Status) {
 fn refused<S>(out: &mut Vec<u8>, cx: &Context, status: Status) -> Head<S> {
     refuse(out, cx, status);
     Head::Refused
+}
+
+/// Walks a read's blocks forward (positions only grow within a read), so
+/// finding the block that holds a position costs nothing per request.
+struct Cursor<'g> {
+    chunks: Chunks<'g>,
+    /// Stream position of `chunk`'s first byte, within the read.
+    base: usize,
+    chunk: &'g [u8],
+}
+
+impl<'g> Cursor<'g> {
+    fn new(guard: &'g ReadGuard<'_>) -> Self {
+        let mut chunks = guard.chunks();
+        let chunk = chunks.next().unwrap_or_default();
+        Self { chunks, base: 0, chunk }
+    }
+
+    /// The bytes from `pos` to the end of the block that holds it.
+    fn at(&mut self, pos: usize) -> &'g [u8] {
+        while pos >= self.base + self.chunk.len() {
+            let Some(next) = self.chunks.next() else {
+                return &[];
+            };
+            self.base += self.chunk.len();
+            self.chunk = next;
+        }
+        &self.chunk[pos - self.base..]
+    }
 }

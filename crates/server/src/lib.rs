@@ -88,7 +88,10 @@
 //! [`Options::validate`]), [`ResponseError`] (a handler's misuse of
 //! [`Response`] or [`Responder`], and a deferred response's connection gone
 //! or pool exhausted); a [`RequestBody`]'s reads fail with the `io::Error`
-//! kinds its docs name.
+//! kinds its docs name. The HTTP/2 layers have their own:
+//! [`h2::frame::FrameError`] (a received frame that breaks a rule),
+//! [`h2::frame::EncodeError`] (a value a frame cannot carry),
+//! [`h2::hpack::DecodeError`], and [`h2::connection::ConnectionError`].
 //!
 //! # Features
 //!

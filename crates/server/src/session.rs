@@ -526,6 +526,41 @@ impl<H: Handler> Session<H> {
         }
         self.http.is_closed()
     }
+
+    /// A handler method panicked while this session drove it (HTTP/1.1;
+    /// HTTP/2 contains its handlers' panics per stream). The responses
+    /// before the panicking request's are kept, a partial one it wrote is
+    /// dropped (none of it has been sent: the socket is written after the
+    /// handler returns), and the request gets `500` with `Connection:
+    /// close` unless it was answered already or the application's
+    /// response to it had started; then the session is over. (Without
+    /// this the connection was dropped with the pipelined answers before
+    /// the panic unsent.) False (HTTP/2, whose panics here are
+    /// falconet's): nothing to send, close.
+    pub(crate) fn after_panic(&mut self, cx: &Context) -> bool {
+        if self.h2.is_some() {
+            return false;
+        }
+        let mark = self.http.panic_mark();
+        // Answered already (refused, or in full while its body arrives):
+        // a panic in its state's drop then must not answer it twice.
+        let answered = self.http.is_closed() || self.http.answered();
+        self.out.truncate(mark.unwrap_or(self.out.len()).max(self.sent));
+        // The panicking `respond`'s deferred or polled response, and the
+        // body it was offered, never reach the wire.
+        self.app.deferred = None;
+        self.app.polled = None;
+        self.app.offer = None;
+        if self.pending.is_none() && (mark.is_some() || !answered) {
+            crate::http1::refuse(&mut self.out, cx, crate::Status::INTERNAL_SERVER_ERROR);
+        }
+        self.pending = None;
+        // Last, as it drops the request's state, whose drop may panic too:
+        // the answers above are queued whatever it does.
+        let http = &mut self.http;
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| http.close()));
+        true
+    }
 }
 
 /// A polled response's body frame waiting to be sent as it is.

@@ -3,8 +3,9 @@
 //!
 //! For an HTTP/2 stream ([`Version::Http2`]) the same head is written
 //! without framing or connection fields, and the body as it is: the
-//! stream's staging form, which `h2/serve.rs` turns into HEADERS and DATA
-//! frames, so the synchronous and deferred responses serve both protocols.
+//! stream's staging form, which `h2::serve` (`h2/serve/pump.rs`) turns
+//! into HEADERS and DATA frames, so the synchronous and deferred
+//! responses serve both protocols.
 //!
 //! [`Encoder`] is the one place that decides how a response is framed; the
 //! synchronous [`Response`](crate::Response) drives it into the
@@ -386,7 +387,7 @@ impl Encoder {
     /// chunked body's last chunk (RFC 9112 §7.1.2) when the body streams
     /// chunked; dropped otherwise (a sized or close-delimited body cannot
     /// carry them, and an HTTP/2 stream sends them as a HEADERS frame of
-    /// its own, `h2/serve.rs`). Returns [`finish`](Self::finish)'s answer.
+    /// its own, `h2/serve/pump.rs`). Returns [`finish`](Self::finish)'s answer.
     pub(crate) fn finish_with_trailers(
         &mut self,
         out: &mut Vec<u8>,

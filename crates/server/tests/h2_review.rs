@@ -755,7 +755,7 @@ fn frame_rst(raw: &mut Raw, stream: u32) {
 
 /// HTTP/1 answers CONNECT with 501 (no tunnels: `target.rs`), before the
 /// handler. Over HTTP/2 a CONNECT (8.5) reaches the handler as a request
-/// for target "/" (`serve.rs`: `head.path().unwrap_or("/")`), and its 200
+/// for target "/" (`h2/serve/dispatch.rs`: `head.path().unwrap_or("/")`), and its 200
 /// tells the client a tunnel is open (8.5), the body then reading as bytes
 /// from `internal:22`.
 #[test]

@@ -1,5 +1,5 @@
 //! Independent review: tower bodies over HTTP/2, whose frames are now
-//! shared pieces (serve.rs pump, Step::Frame).
+//! shared pieces (`h2/serve/pump.rs` `pump`, `Step::Frame`).
 #![cfg(feature = "tower")]
 
 mod common;

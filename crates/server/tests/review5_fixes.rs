@@ -370,7 +370,7 @@ fn h2_deferred_head_at_zero_credit_every_offset() {
     let mut sizes: Vec<usize> = Vec::new();
     for base in [0usize, 4096, 8192, 16_384, 20_480, 65_536] {
         // The blank line's four bytes across a boundary at each offset
-        // (`serve.rs` tests `head_end_in` at every split).
+        // (`h2/serve/staged.rs` tests `head_end_in` at every split).
         for d in 0..4 {
             sizes.push((base + d).saturating_sub(120));
         }

@@ -308,10 +308,6 @@ struct Block {
 /// head).
 const CONTINUATION_CHARGE: usize = 1024;
 
-/// CONTINUATIONs per block that are never a flood, whatever the
-/// header-list limit (h2 and nghttp2 allow 5 and 8).
-const FREE_CONTINUATIONS: usize = 8;
-
 /// How many recently reset (and, apart, recently closed) stream ids are
 /// remembered at least: frames still in flight for them are discarded
 /// rather than answered (section 5.1). Twice `max_concurrent_streams`
@@ -325,9 +321,6 @@ const RESET_MEMORY: usize = 32;
 /// no longer open) that stays short.
 const MAX_RESET_MEMORY: usize = 1024;
 
-/// The largest client stream id (section 5.1.1).
-const MAX_STREAM_ID: u32 = (1 << 31) - 1;
-
 /// Frames the server ignores (PRIORITY, unknown types, WINDOW_UPDATE on a
 /// closed stream, ...) allowed per stream the client opens (and once for
 /// the connection), as nginx allows PRIORITY frames: enough for a browser
@@ -335,14 +328,6 @@ const MAX_STREAM_ID: u32 = (1 << 31) - 1;
 const IGNORED_PER_STREAM: u32 = 128;
 /// The most such allowance a connection banks.
 const IGNORED_ALLOWANCE_MAX: u32 = 16 * IGNORED_PER_STREAM;
-
-/// The most DATA an upgrade's response (stream 1) sends before the
-/// client's preface arrives: with our SETTINGS and the response's HEADERS
-/// it stays under the 32 KiB that curl 7.x keeps of what follows the
-/// `101` in the read that brought it ("connection buffer size is too
-/// small to store data following HTTP Upgrade response header"; mod_h2
-/// met the same, icing/mod_h2#144).
-const BEFORE_PREFACE_DATA: usize = 16 * 1024;
 
 /// The payload of the PING that a graceful shutdown sends after its first
 /// GOAWAY.
@@ -669,12 +654,14 @@ impl Connection {
     }
 }
 
-/// Appends a WINDOW_UPDATE the windows decided on: a release, a lift or
-/// the connection's extra credit, each 1..=2^31-1 bytes (their types keep
-/// them there), so the encoder never refuses one.
+/// Appends a WINDOW_UPDATE for `increment` bytes, or nothing for one a
+/// WINDOW_UPDATE cannot carry: 0 announces nothing, and no window holds
+/// more than 2^31-1. The windows' own releases, lifts and the
+/// connection's extra credit are always in range; an application's
+/// [`Updates`] passed to [`Connection::send_updates`] by hand may not be.
 fn window_update(out: &mut Vec<u8>, stream: u32, increment: u32) {
-    let written = frame::encode_window_update(out, stream, increment);
-    debug_assert!(written.is_ok(), "{written:?}");
+    // Refused only out of range, as above, and then nothing is written.
+    let _ = frame::encode_window_update(out, stream, increment);
 }
 
 // The state machine's parts, one job each (`impl Connection` in every

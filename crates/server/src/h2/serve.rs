@@ -38,9 +38,8 @@ mod pump;
 mod respond;
 mod staged;
 
-use self::dispatch::{Dispatch, release_untaken};
-use self::respond::refuse;
-use self::staged::{Spares, find_head_end, head_end_in, lowercase_fields, staged_status};
+use self::dispatch::Dispatch;
+use self::staged::Spares;
 use std::ops::Range;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
@@ -72,23 +71,6 @@ const PSEUDO_FIELDS: usize = 4;
 
 /// The most request fields handed to a handler (as HTTP/1's limit).
 const MAX_FIELDS: usize = crate::http1::MAX_HEADERS_LIMIT;
-
-/// Fields that HTTP/1 framing or connection management wrote and HTTP/2
-/// forbids (RFC 9113 8.2.2).
-/// `te` too: a request's field, allowed in no response.
-const CONNECTION_FIELDS: [&[u8]; 6] =
-    [b"connection", b"keep-alive", b"proxy-connection", b"te", b"transfer-encoding", b"upgrade"];
-
-/// What a deferred or polled response may stage before its HEADERS went
-/// out, credit or not: a head (HEADERS are not flow-controlled, RFC 9113
-/// §6.9), so that a stream with no window still gets its answer's head.
-const HEAD_ROOM: usize = 16 * 1024;
-
-/// How many times `max_pending_output` a connection may hold in responses
-/// that wait for their streams' windows, the largest of them aside, before
-/// it answers no new stream: 16 (1 MiB by default). Below it, a stream
-/// short of credit does not hold up the others.
-const HELD_BACK_FACTOR: usize = 16;
 
 /// One stream's exchange with the application.
 struct Exchange<S> {

@@ -4,6 +4,18 @@
 
 use super::*;
 
+/// Bytes of empty lines (CR and LF) before a request line that are
+/// ignored, eight CRLFs (RFC 9112 §2.2: a server SHOULD ignore at least
+/// one); more is `400`. Each new line end parses the head again from its
+/// start, empty lines included, so bare LFs trickled up to the head limit
+/// cost the square of their number (an outside review: 0.5 CPU-seconds
+/// per connection each header timeout).
+const MAX_LEADING_EMPTY: usize = 16;
+
+/// Bytes of empty lines (CR and LF) after a request that leave the
+/// connection idle: two CRLFs.
+const MAX_IGNORED_EMPTY: usize = 4;
+
 impl<S> Http1<S> {
     /// Parses the head at `pos` (`first`: the rest of the block holding
     /// it); answers it when it has no body.
@@ -245,44 +257,15 @@ impl<S> Http1<S> {
 /// A request line's bytes besides its method, at their fewest: ` / HTTP/1.1`
 /// (the line's limit counts neither its CRLF nor more). A method longer
 /// than the limit less these is too long for any line: `501`, not `414`.
-pub(super) const SHORTEST_REST: usize = " / HTTP/1.1".len();
+const SHORTEST_REST: usize = " / HTTP/1.1".len();
 
 /// Whether `bytes` start with more than [`MAX_LEADING_EMPTY`] bytes of
 /// empty lines.
 #[cold]
-pub(super) fn too_many_empty(bytes: &[u8]) -> bool {
+fn too_many_empty(bytes: &[u8]) -> bool {
     let empty =
         bytes.iter().take(MAX_LEADING_EMPTY + 1).take_while(|&&b| matches!(b, b'\r' | b'\n'));
     empty.count() > MAX_LEADING_EMPTY
-}
-
-/// Walks a read's blocks forward (positions only grow within a read), so
-/// finding the block that holds a position costs nothing per request.
-pub(super) struct Cursor<'g> {
-    chunks: Chunks<'g>,
-    /// Stream position of `chunk`'s first byte, within the read.
-    base: usize,
-    chunk: &'g [u8],
-}
-
-impl<'g> Cursor<'g> {
-    pub(super) fn new(guard: &'g ReadGuard<'_>) -> Self {
-        let mut chunks = guard.chunks();
-        let chunk = chunks.next().unwrap_or_default();
-        Self { chunks, base: 0, chunk }
-    }
-
-    /// The bytes from `pos` to the end of the block that holds it.
-    pub(super) fn at(&mut self, pos: usize) -> &'g [u8] {
-        while pos >= self.base + self.chunk.len() {
-            let Some(next) = self.chunks.next() else {
-                return &[];
-            };
-            self.base += self.chunk.len();
-            self.chunk = next;
-        }
-        &self.chunk[pos - self.base..]
-    }
 }
 
 /// The refusal a partial head too long to wait for would get once whole
@@ -290,7 +273,7 @@ impl<'g> Cursor<'g> {
 /// httparse refuses, the version's verdict for a bad version slot; `None`
 /// when nothing so far is malformed. (A head that arrived in pieces
 /// without line ends was not parsed as each came.)
-pub(super) fn malformed_so_far(bytes: &[u8], max_headers: usize) -> Option<Status> {
+fn malformed_so_far(bytes: &[u8], max_headers: usize) -> Option<Status> {
     let mut headers = [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_HEADERS_LIMIT];
     let mut parsed = httparse::Request::new(&mut []);
     match parsed.parse_with_uninit_headers(bytes, &mut headers[..max_headers]) {
@@ -354,7 +337,7 @@ pub(super) fn version_verdict(bytes: &[u8]) -> Option<Verdict> {
 /// piece of the answer points back into `bytes` (the copy differs from it
 /// in that one byte only, so each piece is the same bytes at the same
 /// offset). Allocates; a client that sends these pays for them.
-pub(super) fn parse_as_http11<'h, 'b>(
+fn parse_as_http11<'h, 'b>(
     bytes: &'b [u8],
     at: usize,
     headers: &'h mut [httparse::Header<'b>],

@@ -19,7 +19,7 @@ impl<H: Handler> Session<H> {
     }
 
     /// [`pump`](Self::pump) for a deferred response's output pipe.
-    pub(super) fn pump_pipe(&mut self, cx: &Context) -> bool {
+    fn pump_pipe(&mut self, cx: &Context) -> bool {
         let Some(Pending::Pipe(pending)) = &mut self.pending else { return false };
         loop {
             let room = cx.limits.max_pending_output.saturating_sub(self.out.len() - self.sent);
@@ -91,7 +91,7 @@ impl<H: Handler> Session<H> {
     /// [`pump`](Self::pump) for a response the worker polls. A body frame
     /// it returns is staged, not copied: the connection sends it after the
     /// output, and polls again once it is sent.
-    pub(super) fn pump_polled(&mut self, cx: &Context) -> bool {
+    fn pump_polled(&mut self, cx: &Context) -> bool {
         let waker = self.app.link().waker();
         let mut poll_cx = std::task::Context::from_waker(&waker);
         let Some(Pending::Polled(polled, encoder)) = &mut self.pending else { return false };
@@ -163,7 +163,7 @@ impl<H: Handler> Session<H> {
 
 /// A polled response's head is about to end outside a `Response`: settles
 /// `Expect: 100-continue` (see [`crate::response::settle_continue`]).
-pub(super) fn settle_continue(app: &AppSlots, out: &mut Vec<u8>, encoder: &mut Encoder) {
+fn settle_continue(app: &AppSlots, out: &mut Vec<u8>, encoder: &mut Encoder) {
     if let Some(link) = app.existing_link() {
         let head_at = encoder.is_untouched().then_some(out.len());
         crate::response::settle_continue(link.expect.settle_here(), encoder, out, head_at);

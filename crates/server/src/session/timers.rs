@@ -128,7 +128,7 @@ impl<H: Handler> Session<H> {
     /// crossed, so only below the lower mark is the client sure to be
     /// read); a chunked body once the application has looked at all that
     /// came.
-    pub(super) fn lent_body_owed(&self) -> bool {
+    fn lent_body_owed(&self) -> bool {
         let Some(writer) = &self.writer else { return false };
         match self.lent_end {
             Some(end) => writer.written() < end && writer.unexamined() < INPUT_RESUME_AT,
@@ -167,41 +167,6 @@ impl<H: Handler> Session<H> {
         }
     }
 
-    /// A handler method panicked while this session drove it (HTTP/1.1;
-    /// HTTP/2 contains its handlers' panics per stream). The responses
-    /// before the panicking request's are kept, a partial one it wrote is
-    /// dropped (none of it has been sent: the socket is written after the
-    /// handler returns), and the request gets `500` with `Connection:
-    /// close` unless it was answered already or the application's
-    /// response to it had started; then the session is over. (Without
-    /// this the connection was dropped with the pipelined answers before
-    /// the panic unsent.) False (HTTP/2, whose panics here are
-    /// falconet's): nothing to send, close.
-    pub(crate) fn after_panic(&mut self, cx: &Context) -> bool {
-        if self.h2.is_some() {
-            return false;
-        }
-        let mark = self.http.panic_mark();
-        // Answered already (refused, or in full while its body arrives):
-        // a panic in its state's drop then must not answer it twice.
-        let answered = self.http.is_closed() || self.http.answered();
-        self.out.truncate(mark.unwrap_or(self.out.len()).max(self.sent));
-        // The panicking `respond`'s deferred or polled response, and the
-        // body it was offered, never reach the wire.
-        self.app.deferred = None;
-        self.app.polled = None;
-        self.app.offer = None;
-        if self.pending.is_none() && (mark.is_some() || !answered) {
-            crate::http1::refuse(&mut self.out, cx, crate::Status::INTERNAL_SERVER_ERROR);
-        }
-        self.pending = None;
-        // Last, as it drops the request's state, whose drop may panic too:
-        // the answers above are queued whatever it does.
-        let http = &mut self.http;
-        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| http.close()));
-        true
-    }
-
     /// The client sends its request bodies too slowly: HTTP/1 answers
     /// `408` as a stalled body gets (closing, once a response started);
     /// HTTP/2 queues GOAWAY(ENHANCE_YOUR_CALM). The session is over.
@@ -215,7 +180,7 @@ impl<H: Handler> Session<H> {
     /// Whether any byte of the HTTP/1 response to the request under way
     /// has gone to the output: then no status can follow it, only the
     /// close.
-    pub(super) fn response_started(&self) -> bool {
+    fn response_started(&self) -> bool {
         match &self.pending {
             Some(Pending::Pipe(pending)) => pending.sent > 0,
             Some(Pending::Polled(..)) => true,
@@ -230,7 +195,7 @@ impl<H: Handler> Session<H> {
     /// status now answers that next request, which cannot be parsed while
     /// the application holds the body. Not after a response that closes
     /// the connection: no next request is ever answered then.
-    pub(super) fn next_request_waiting(&self) -> bool {
+    fn next_request_waiting(&self) -> bool {
         let past_end = match (&self.writer, self.lent_end) {
             (Some(writer), Some(end)) => writer.written() > end,
             _ => false,

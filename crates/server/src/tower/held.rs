@@ -75,7 +75,7 @@ impl<D: Buf> Held<D> {
         }
     }
 
-    pub(super) fn as_slice(&self) -> &[u8] {
+    fn as_slice(&self) -> &[u8] {
         match self {
             Self::Nothing => &[],
             Self::One(data) => data.chunk(),

@@ -3,6 +3,10 @@
 
 use super::*;
 
+/// CONTINUATIONs per block that are never a flood, whatever the
+/// header-list limit (h2 and nghttp2 allow 5 and 8).
+const FREE_CONTINUATIONS: usize = 8;
+
 impl Connection {
     pub(super) fn headers(
         &mut self,
@@ -98,7 +102,7 @@ impl Connection {
 
     /// A field block is complete: decode it (always: 4.3), then open the
     /// stream, deliver trailers, or refuse.
-    pub(super) fn end_block(&mut self, streams: &mut impl Streams) {
+    fn end_block(&mut self, streams: &mut impl Streams) {
         let Some(Block { stream: id, end_stream, mut discard, trailers, .. }) = self.block.take()
         else {
             return;

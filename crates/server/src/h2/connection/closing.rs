@@ -16,7 +16,7 @@ impl Connection {
     /// than when the spare is reused (for good, if it never is). Where the
     /// application still holds it, its reader releases as it reads and
     /// aborts when dropped.
-    pub(super) fn retire(&mut self, mut stream: Stream) {
+    fn retire(&mut self, mut stream: Stream) {
         if Arc::get_mut(&mut stream.input).is_some() {
             let update = stream.input.abort().ok().flatten();
             self.connection_update(update);
@@ -65,5 +65,14 @@ impl Connection {
     /// Stream `id` lived and closed: a later HEADERS on it is STREAM_CLOSED.
     pub(super) fn remember_closed(&mut self, id: u32) {
         self.recently_closed.remember(id);
+    }
+
+    /// The application took stream `id`'s request body and reads it: an
+    /// end of the response before the body's does not reset the stream
+    /// (the client goes on sending; the body is the application's to read).
+    pub fn keep_reading(&mut self, id: u32) {
+        if let Some(stream) = self.streams.get_mut(&id) {
+            stream.reading = true;
+        }
     }
 }

@@ -171,7 +171,7 @@ impl Connection {
     /// be using (6.9.3: a receiver "MUST be prepared to receive data that
     /// exceeds this window size, since the sender might send data that
     /// exceeds the lower limit prior to processing the SETTINGS frame").
-    pub(super) fn stream_initial(&self) -> u32 {
+    fn stream_initial(&self) -> u32 {
         let ours = self.local.initial_window_size;
         if self.settings_acked { ours } else { ours.max(frame::DEFAULT_INITIAL_WINDOW_SIZE) }
     }
@@ -224,7 +224,7 @@ impl Connection {
         }
     }
 
-    pub(super) fn updates(&mut self, id: u32, updates: Updates) {
+    fn updates(&mut self, id: u32, updates: Updates) {
         if let Some(n) = updates.stream {
             window_update(&mut self.out, id, n);
         }
@@ -233,7 +233,8 @@ impl Connection {
 
     /// Sends the WINDOW_UPDATEs an application's release asked for
     /// (see [`Streams::data`]); a stream update for a stream that is gone
-    /// is dropped, the connection's always goes.
+    /// is dropped, the connection's always goes. An increment of 0, or
+    /// past 2^31-1 (which no window's release gives), sends nothing.
     pub fn send_updates(&mut self, id: u32, updates: Updates) {
         if self.phase == Phase::Closed {
             return;
@@ -244,15 +245,6 @@ impl Connection {
             window_update(&mut self.out, id, n);
         }
         self.connection_update(updates.connection);
-    }
-
-    /// The application took stream `id`'s request body and reads it: an
-    /// end of the response before the body's does not reset the stream
-    /// (the client goes on sending; the body is the application's to read).
-    pub fn keep_reading(&mut self, id: u32) {
-        if let Some(stream) = self.streams.get_mut(&id) {
-            stream.reading = true;
-        }
     }
 
     /// Whether stream `id` is open and its body's reader still wants it:

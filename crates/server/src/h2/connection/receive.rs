@@ -98,7 +98,7 @@ impl Connection {
     /// header before the frame is parsed, so that a malformed frame out of
     /// turn (a PRIORITY of 4 bytes inside a block) ends the connection
     /// too, not just its stream while the block goes on.
-    pub(super) fn out_of_turn(&self, header: &FrameHeader) -> Option<&'static str> {
+    fn out_of_turn(&self, header: &FrameHeader) -> Option<&'static str> {
         if self.phase == Phase::FirstSettings && header.kind != frame::kind::SETTINGS {
             return Some("the preface's first frame is not SETTINGS");
         }

@@ -4,6 +4,14 @@
 
 use super::*;
 
+/// The most DATA an upgrade's response (stream 1) sends before the
+/// client's preface arrives: with our SETTINGS and the response's HEADERS
+/// it stays under the 32 KiB that curl 7.x keeps of what follows the
+/// `101` in the read that brought it ("connection buffer size is too
+/// small to store data following HTTP Upgrade response header"; mod_h2
+/// met the same, icing/mod_h2#144).
+const BEFORE_PREFACE_DATA: usize = 16 * 1024;
+
 impl Connection {
     /// Sends a response's head on `stream`: `:status`, then `fields`
     /// (lowercase names). With `end_stream`, the response has no body.
@@ -107,7 +115,7 @@ impl Connection {
     /// bytes and writes the frame headers, each followed by
     /// `payload(out, shared, range)` for its part of the data (not called
     /// for an empty frame).
-    pub(super) fn frame_data(
+    fn frame_data(
         &mut self,
         id: u32,
         len: usize,

@@ -3,6 +3,9 @@
 
 use super::*;
 
+/// The largest client stream id (section 5.1.1).
+const MAX_STREAM_ID: u32 = (1 << 31) - 1;
+
 impl Connection {
     /// Graceful shutdown in two steps (RFC 9113 6.8): a GOAWAY naming
     /// 2^31-1 and a PING tell the client to open no more streams; the

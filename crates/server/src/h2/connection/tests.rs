@@ -2157,4 +2157,13 @@ fn sending_on_streams_that_are_not_there() {
     assert!(c.conn.output().is_empty());
     c.conn.consume_output(1);
     assert!(c.conn.output().is_empty());
+
+    // Updates no window gives (an application's own, made by hand): an
+    // increment of 0 or past 2^31-1 sends nothing, and nothing panics;
+    // the edges go out.
+    c.conn.send_updates(1, Updates { stream: Some(0), connection: Some(0) });
+    c.conn.send_updates(1, Updates { stream: Some(1 << 31), connection: Some(u32::MAX) });
+    assert_eq!(c.sent(), []);
+    c.conn.send_updates(1, Updates { stream: None, connection: Some(1) });
+    assert_eq!(c.sent(), [Sent::WindowUpdate { stream: 0, increment: 1 }]);
 }

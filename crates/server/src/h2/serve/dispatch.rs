@@ -3,30 +3,6 @@
 
 use super::*;
 
-/// A lent body the application never took (its `respond` answered
-/// without [`take_body`](crate::Response::take_body) or panicked, or the
-/// stream was refused before `respond` ran): the
-/// bytes already in its pipe will never be read, so their credit goes back
-/// now. The body's writer goes with the offer; what arrives later is
-/// discarded and released as it comes. (Keeping the credit would keep
-/// those bytes counted against the connection window until the stream's
-/// receive side is reused, for good on a connection that then runs fewer
-/// streams at once.)
-pub(super) fn release_untaken<S>(
-    conn: &mut Connection,
-    id: u32,
-    exchange: &mut Exchange<S>,
-    offer: BodyOffer,
-) {
-    exchange.body = None;
-    let lent = u32::try_from(std::mem::take(&mut exchange.lent)).unwrap_or(u32::MAX);
-    if let Some(flow) = offer.flow
-        && let Ok(updates) = flow.input.release(lent)
-    {
-        conn.send_updates(id, updates);
-    }
-}
-
 /// The connection's events, handed to the handler as they arrive.
 pub(super) struct Dispatch<'a, H: Handler> {
     pub(super) handler: &'a H,
@@ -40,7 +16,7 @@ pub(super) struct Dispatch<'a, H: Handler> {
 
 /// Most requests carry a few fields: their `httparse` views fit an array
 /// this long, set up per request; more take the full-size one.
-pub(super) const FEW_FIELDS: usize = 32;
+const FEW_FIELDS: usize = 32;
 
 impl<H: Handler> Streams for Dispatch<'_, H> {
     fn headers(&mut self, stream: u32, head: &Head, end_stream: bool, input: &Arc<StreamInput>) {

@@ -1,6 +1,7 @@
 //! Each stream's clock and the timeouts it serves: who a stream waits
 //! for (the client, the application, nobody alone), and what expires.
 
+use super::respond::refuse;
 use super::*;
 
 impl<S: Send + 'static> Http2<S> {
@@ -35,7 +36,7 @@ impl<S: Send + 'static> Http2<S> {
     /// streams, not the whole connection.
     /// `None` otherwise (everything open waits for the client: the
     /// connection's GOAWAY is the answer).
-    pub(super) fn owing_beside_others(&self) -> Option<Vec<u32>> {
+    fn owing_beside_others(&self) -> Option<Vec<u32>> {
         let conn = &self.conn;
         let owes =
             |id: u32, exchange: &Exchange<S>| exchange.body_owed() && conn.receive_credit(id) > 0;
@@ -139,7 +140,7 @@ impl<S: Send + 'static> Http2<S> {
 
     /// Ends stream `id`, kept waiting too long by `holder` (see
     /// [`expire_streams`](Self::expire_streams)).
-    pub(super) fn expire(&mut self, id: u32, holder: Holder, cx: &Context) {
+    fn expire(&mut self, id: u32, holder: Holder, cx: &Context) {
         let Some(exchange) = self.exchanges.get_mut(&id) else { return };
         // The body's read fails last: an application that answers its
         // failure finds the response gone already.
@@ -181,7 +182,7 @@ impl<S: Send + 'static> Http2<S> {
 /// Whether the response of `exchange` (stream `id`) waits for the
 /// client's credit: staged bytes past the stream's window, or bytes left
 /// in its pipe, or a polled body left unpolled, with none.
-pub(super) fn waits_for_credit<S>(conn: &Connection, id: u32, exchange: &Exchange<S>) -> bool {
+fn waits_for_credit<S>(conn: &Connection, id: u32, exchange: &Exchange<S>) -> bool {
     let source_held = matches!(
         exchange.source,
         Some(Source::Pipe { held: true, .. } | Source::Polled { starved: true, .. })
@@ -197,7 +198,7 @@ pub(super) fn waits_for_credit<S>(conn: &Connection, id: u32, exchange: &Exchang
 /// for the stream's credit (the client's flow control, a paused consumer,
 /// which the connection's timers judge), a request or an answer waiting
 /// for room, a body waiting for the connection's window.
-pub(super) fn holder<S>(conn: &Connection, id: u32, exchange: &Exchange<S>) -> Holder {
+fn holder<S>(conn: &Connection, id: u32, exchange: &Exchange<S>) -> Holder {
     // Stopped by us: a request waiting for room among the staged responses
     // to be answered; a deferred answer whose pipe was not found empty at
     // the last look (its bytes wait for room: only an empty pipe, waited

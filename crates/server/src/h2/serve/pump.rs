@@ -2,7 +2,14 @@
 //! from where it is (staged bytes, a deferred answer's pipe, a polled
 //! body), as the send windows allow.
 
+use super::respond::refuse;
+use super::staged::{find_head_end, head_end_in, lowercase_fields, staged_status};
 use super::*;
+
+/// What a deferred or polled response may stage before its HEADERS went
+/// out, credit or not: a head (HEADERS are not flow-controlled, RFC 9113
+/// §6.9), so that a stream with no window still gets its answer's head.
+const HEAD_ROOM: usize = 16 * 1024;
 
 impl<S: Send + 'static> Http2<S> {
     /// Moves what deferred and polled responses have into their staging
@@ -281,7 +288,7 @@ impl<S: Send + 'static> Http2<S> {
 /// Frames the staged body as far as the send windows allow: the bytes
 /// copied into the staging buffer up to each shared piece, then the piece
 /// in place; END_STREAM on the last frame once the response is finished.
-pub(super) fn send_body<S>(conn: &mut Connection, id: u32, exchange: &mut Exchange<S>) {
+fn send_body<S>(conn: &mut Connection, id: u32, exchange: &mut Exchange<S>) {
     loop {
         let end = exchange.shared.next_at().unwrap_or(exchange.staged.len());
         let copied = &exchange.staged[exchange.sent..end];

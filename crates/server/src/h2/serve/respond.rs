@@ -4,6 +4,12 @@
 
 use super::*;
 
+/// How many times `max_pending_output` a connection may hold in responses
+/// that wait for their streams' windows, the largest of them aside, before
+/// it answers no new stream: 16 (1 MiB by default). Below it, a stream
+/// short of credit does not hold up the others.
+const HELD_BACK_FACTOR: usize = 16;
+
 impl<S: Send + 'static> Http2<S> {
     /// Answers the streams whose requests ended, while the responses staged
     /// and sendable stay under `max_pending_output` and those held back by
@@ -169,4 +175,28 @@ pub(super) fn refuse<S>(
     let _ = encoder.status(status);
     let _ = encoder.body(&mut exchange.staged, cx.date.fields(), b"");
     exchange.finished = true;
+}
+
+/// A lent body the application never took (its `respond` answered
+/// without [`take_body`](crate::Response::take_body) or panicked, or the
+/// stream was refused before `respond` ran): the
+/// bytes already in its pipe will never be read, so their credit goes back
+/// now. The body's writer goes with the offer; what arrives later is
+/// discarded and released as it comes. (Keeping the credit would keep
+/// those bytes counted against the connection window until the stream's
+/// receive side is reused, for good on a connection that then runs fewer
+/// streams at once.)
+fn release_untaken<S>(
+    conn: &mut Connection,
+    id: u32,
+    exchange: &mut Exchange<S>,
+    offer: BodyOffer,
+) {
+    exchange.body = None;
+    let lent = u32::try_from(std::mem::take(&mut exchange.lent)).unwrap_or(u32::MAX);
+    if let Some(flow) = offer.flow
+        && let Ok(updates) = flow.input.release(lent)
+    {
+        conn.send_updates(id, updates);
+    }
 }

@@ -4,12 +4,18 @@
 
 use super::*;
 
+/// Fields that HTTP/1 framing or connection management wrote and HTTP/2
+/// forbids (RFC 9113 8.2.2).
+/// `te` too: a request's field, allowed in no response.
+const CONNECTION_FIELDS: [&[u8]; 6] =
+    [b"connection", b"keep-alive", b"proxy-connection", b"te", b"transfer-encoding", b"upgrade"];
+
 /// The largest staging buffer kept for another stream.
-pub(super) const SPARE_CAPACITY: usize = 64 * 1024;
+const SPARE_CAPACITY: usize = 64 * 1024;
 
 /// The most bytes of staging buffers a connection keeps for its next
 /// streams.
-pub(super) const SPARE_BYTES: usize = 256 * 1024;
+const SPARE_BYTES: usize = 256 * 1024;
 
 /// Staging buffers of finished streams, for the next ones: one for each
 /// stream the peer may keep open (so no stream allocates its own in steady
