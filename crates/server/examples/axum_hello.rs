@@ -23,7 +23,7 @@ use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use falconet_server::tower::TowerHandler;
-use falconet_server::{Options, Server};
+use falconet_server::{Options, Server, ServerError};
 use tokio::signal::unix::SignalKind;
 
 const USAGE: &str =
@@ -114,7 +114,11 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             complain(&format!("axum_hello: {error}"));
-            ExitCode::FAILURE
+            // Options out of range are a usage error, as falconet's own.
+            match error.downcast_ref::<ServerError>() {
+                Some(ServerError::Options(_)) => ExitCode::from(2),
+                _ => ExitCode::FAILURE,
+            }
         }
     }
 }
