@@ -176,7 +176,6 @@ impl<H: Handler> Server<H> {
         }
 
         let mut workers = Vec::with_capacity(options.workers);
-        let mut notifies = Vec::with_capacity(options.workers);
         let timeouts = Timeouts::from_options(&options);
         let shared = Arc::new(Shared {
             registry,
@@ -188,10 +187,18 @@ impl<H: Handler> Server<H> {
             epoch: Instant::now(),
             options,
         });
-        for (index, (listener, cx)) in listeners.into_iter().zip(contexts).enumerate() {
+        // Every worker's poll and its waker first: each worker can wake the
+        // others (the last one out of a drain does).
+        let mut polls = Vec::with_capacity(shared.options.workers);
+        for _ in 0..shared.options.workers {
             let poll = Poll::new()?;
             let notify = Arc::new(Notify::new(Some(Waker::new(poll.registry(), WAKER)?)));
-            notifies.push(Arc::clone(&notify));
+            polls.push((poll, notify));
+        }
+        let notifies: Arc<[Arc<Notify>]> =
+            polls.iter().map(|(_, notify)| Arc::clone(notify)).collect();
+        let each = listeners.into_iter().zip(contexts).zip(polls);
+        for (index, ((listener, cx), (poll, notify))) in each.enumerate() {
             let mut listener = TcpListener::from_std(listener);
             poll.registry().register(&mut listener, LISTENER, Interest::READABLE)?;
             workers.push(Worker {
@@ -201,13 +208,14 @@ impl<H: Handler> Server<H> {
                 shared: shared.clone(),
                 cx,
                 notify,
+                peers: Arc::clone(&notifies),
                 woken: Vec::new(),
                 drive: Vec::new(),
                 again: Vec::new(),
                 again_now: Vec::new(),
             });
         }
-        Ok(Self { shared, workers, notifies: notifies.into(), local_addr })
+        Ok(Self { shared, workers, notifies, local_addr })
     }
 
     /// The address the server listens on.
