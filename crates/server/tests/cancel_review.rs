@@ -48,6 +48,13 @@ impl Handler for Park {
     }
 }
 
+/// A one-worker server whose handler parks each request (its responder
+/// and body) in the channel returned.
+fn parking_server() -> (common::TestServer<Park>, mpsc::Receiver<Parked>) {
+    let (park, rx) = park();
+    (serve(Options::new().workers(1), park), rx)
+}
+
 fn rt(workers: usize) -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(workers)
@@ -110,8 +117,7 @@ fn next_request_answered(client: &mut Client, rx: &mpsc::Receiver<Parked>) {
 fn body_reads_cancelled_by_timeouts_lose_and_duplicate_nothing() {
     for chunked in [false, true] {
         for blocking_after in [false, true] {
-            let (park, rx) = park();
-            let server = serve(Options::new().workers(1), park);
+            let (server, rx) = parking_server();
             let mut client = Client::connect(server.addr);
             let len = 200_000;
             let body: Vec<u8> = (0..len).map(byte_at).collect();
@@ -186,8 +192,7 @@ fn body_reads_cancelled_by_timeouts_lose_and_duplicate_nothing() {
 /// next request.
 #[test]
 fn aborted_body_task_then_answer_keeps_the_connection() {
-    let (park, rx) = park();
-    let server = serve(Options::new().workers(1), park);
+    let (server, rx) = parking_server();
     let mut client = Client::connect(server.addr);
     client.send(b"POST /body HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nab");
     let (responder, body) = parked(&rx);
@@ -215,8 +220,7 @@ fn aborted_body_task_then_answer_keeps_the_connection() {
 /// in order, and the response stays well framed.
 #[test]
 fn responder_write_cancelled_while_paused_drops_exactly_that_piece() {
-    let (park, rx) = park();
-    let server = serve(Options::new().workers(1), park);
+    let (server, rx) = parking_server();
     let mut client = Client::connect(server.addr);
     client.send(b"GET /stream HTTP/1.1\r\nHost: x\r\n\r\n");
     let (mut responder, _) = parked(&rx);
@@ -268,8 +272,7 @@ fn responder_write_cancelled_while_paused_drops_exactly_that_piece() {
 /// and the server keeps serving.
 #[test]
 fn runtime_dropped_with_a_pending_body_read_and_a_responder() {
-    let (park, rx) = park();
-    let server = serve(Options::new().workers(1), park);
+    let (server, rx) = parking_server();
     let mut client = Client::connect(server.addr);
     client.send(b"POST /body HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nab");
     let (responder, body) = parked(&rx);
@@ -297,8 +300,7 @@ fn runtime_dropped_with_a_pending_body_read_and_a_responder() {
 /// stall it), every byte once.
 #[test]
 fn h2_body_reads_cancelled_by_timeouts_keep_the_window_flowing() {
-    let (park, rx) = park();
-    let server = serve(Options::new().workers(1), park);
+    let (server, rx) = parking_server();
     let addr = server.addr;
     let len = 1_000_000;
     let body: Vec<u8> = (0..len).map(byte_at).collect();
@@ -420,8 +422,7 @@ fn tower_body_frames_cancelled_by_timeouts_lose_nothing() {
 /// the connection serves its next stream.
 #[test]
 fn h2_select_read_against_closed_when_the_client_resets() {
-    let (park, rx) = park();
-    let server = serve(Options::new().workers(1), park);
+    let (server, rx) = parking_server();
     let addr = server.addr;
     let (go_tx, go_rx) = mpsc::channel::<()>();
     let (done_tx, done_rx) = mpsc::channel::<()>();
@@ -513,8 +514,7 @@ fn stopped_cancelled_then_awaited_again_after_shutdown() {
 /// other arrives once, in order, and the stream ends cleanly.
 #[test]
 fn h2_responder_write_cancelled_at_a_spent_window_drops_exactly_that_piece() {
-    let (park, rx) = park();
-    let server = serve(Options::new().workers(1), park);
+    let (server, rx) = parking_server();
     let addr = server.addr;
     let (go_tx, go_rx) = mpsc::channel::<()>();
     let client = std::thread::spawn(move || {
@@ -621,8 +621,7 @@ fn tower_body_dropped_after_a_cancelled_frame_keeps_the_connection() {
 /// alone (nothing written yet, no `response_timeout`) is noticed.
 #[test]
 fn h1_closed_resolves_on_a_client_reset_without_a_write() {
-    let (park, rx) = park();
-    let server = serve(Options::new().workers(1), park);
+    let (server, rx) = parking_server();
     let stream = std::net::TcpStream::connect(server.addr).unwrap();
     (&stream).write_all(b"GET /wait HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
     let (responder, _) = parked(&rx);
@@ -642,8 +641,7 @@ fn h1_closed_resolves_on_a_client_reset_without_a_write() {
 /// window, goes through.
 #[test]
 fn h2_body_dropped_after_a_cancelled_read_returns_its_credit() {
-    let (park, rx) = park();
-    let server = serve(Options::new().workers(1), park);
+    let (server, rx) = parking_server();
     let addr = server.addr;
     let (go_tx, go_rx) = mpsc::channel::<()>();
     let (sent_tx, sent_rx) = mpsc::channel::<()>();
@@ -723,8 +721,7 @@ fn h2_body_dropped_after_a_cancelled_read_returns_its_credit() {
 /// request).
 #[test]
 fn expect_continue_read_cancelled_then_body_dropped() {
-    let (park, rx) = park();
-    let server = serve(Options::new().workers(1), park);
+    let (server, rx) = parking_server();
     let mut client = Client::connect(server.addr);
     client.send(
         b"POST /body HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\nExpect: 100-continue\r\n\r\n",
@@ -763,8 +760,7 @@ fn expect_continue_read_cancelled_then_body_dropped() {
 /// `Closed` instead of waiting.
 #[test]
 fn h2_closed_after_a_cancelled_write_when_the_client_leaves() {
-    let (park, rx) = park();
-    let server = serve(Options::new().workers(1), park);
+    let (server, rx) = parking_server();
     let addr = server.addr;
     let (leave_tx, leave_rx) = mpsc::channel::<()>();
     let client = std::thread::spawn(move || {
