@@ -161,3 +161,69 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
     running.join()?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parsed(args: &[&str]) -> Result<Args, String> {
+        parse(args.iter().map(|arg| arg.to_string()))
+    }
+
+    #[test]
+    fn defaults_and_each_option() {
+        let args = parsed(&[]).unwrap();
+        assert_eq!(
+            (args.addr.as_str(), args.workers, args.app_threads),
+            ("127.0.0.1:8080", None, 1)
+        );
+        let args =
+            parsed(&["--addr", "0.0.0.0:1", "--workers", "3", "--app-threads", "4"]).unwrap();
+        assert_eq!((args.addr.as_str(), args.workers, args.app_threads), ("0.0.0.0:1", Some(3), 4));
+    }
+
+    #[test]
+    fn app_threads_at_the_edges_of_their_range() {
+        for (threads, ok) in
+            [("0", false), ("1", true), ("256", true), ("257", false), ("20000", false)]
+        {
+            let result = parsed(&["--app-threads", threads]);
+            assert_eq!(result.is_ok(), ok, "--app-threads {threads}");
+            if ok {
+                assert_eq!(result.unwrap().app_threads.to_string(), threads);
+            }
+        }
+        let huge = u128::MAX.to_string();
+        for bad in ["-1", "", "two", huge.as_str()] {
+            let error = parsed(&["--app-threads", bad]).err().expect(bad);
+            assert!(error.starts_with("--app-threads: "), "{bad:?}: {error}");
+        }
+    }
+
+    #[test]
+    fn usage_errors_are_named() {
+        assert_eq!(parsed(&["--addr"]).err().unwrap(), "--addr needs a value");
+        assert_eq!(parsed(&["--workers"]).err().unwrap(), "--workers needs a value");
+        assert!(parsed(&["--workers", "x"]).err().unwrap().starts_with("--workers: "));
+        assert_eq!(parsed(&["--port", "1"]).err().unwrap(), "unknown argument \"--port\"");
+        // Help is an empty error: main prints the usage alone, and exits 2.
+        assert_eq!(parsed(&["--help"]).err().unwrap(), "");
+        assert_eq!(parsed(&["-h"]).err().unwrap(), "");
+    }
+
+    /// Workers out of range pass the parse and are refused by the
+    /// server's own check: the error main turns into exit code 2.
+    #[test]
+    fn workers_out_of_range_are_the_servers_options_error() {
+        for workers in ["0", "257"] {
+            let args = parsed(&["--addr", "127.0.0.1:0", "--workers", workers]).unwrap();
+            let error = run(&args).unwrap_err();
+            let Some(ServerError::Options(falconet_server::OptionsError::Workers(n))) =
+                error.downcast_ref::<ServerError>()
+            else {
+                panic!("--workers {workers}: {error}");
+            };
+            assert_eq!(n.to_string(), workers);
+        }
+    }
+}
