@@ -392,3 +392,147 @@ fn server_encoder_follows_the_peers_table_size_changes() {
         check(&mut raw, &mut id);
     }
 }
+
+/// One literal with incremental indexing: name `n`, value `v`.
+fn indexed_literal(n: &[u8], v: &[u8]) -> Vec<u8> {
+    let mut block = vec![0x40];
+    string(&mut block, n);
+    string(&mut block, v);
+    block
+}
+
+/// A size update to `size` alone, or in front of `rest`.
+fn update(size: usize, rest: &[u8]) -> Vec<u8> {
+    let mut block = Vec::new();
+    integer(&mut block, size, 5, 0x20);
+    block.extend_from_slice(rest);
+    block
+}
+
+/// RFC 9113 4.3.1 and RFC 7541 6.3 for a decoder advertising less than
+/// the default 4,096: until the peer acknowledges it, its encoder may use
+/// 4,096 without an update and may announce up to 4,096; once it has, the
+/// next block must begin with an update to at most the advertised size,
+/// and no update may exceed it (a reviewer found the limit applied before
+/// the acknowledgement and never after).
+#[test]
+fn a_limit_below_the_default_binds_from_its_acknowledgement() {
+    for advertised in [0usize, 1, 100, 1024, 4095] {
+        let mut decoder = Decoder::new(advertised);
+        // Before the acknowledgement: the default table, no update needed.
+        for i in 0..80u8 {
+            decoder.decode(&indexed_literal(b"x-a", &[i; 30]), |_| {}).unwrap();
+        }
+        assert!(decoder.table_size() > 4000, "{advertised}: {}", decoder.table_size());
+        assert_eq!(decoder.decode(&update(4096, &[]), |_| {}), Ok(()), "{advertised}");
+        assert_eq!(
+            decoder.decode(&update(4097, &[]), |_| {}),
+            Err(DecodeError::TableSizeTooLarge { size: 4097, max: 4096 }),
+            "{advertised}"
+        );
+
+        // After it, a block without the update fails, and is a
+        // connection error (COMPRESSION_ERROR).
+        let mut decoder = Decoder::new(advertised);
+        decoder.decode(&indexed_literal(b"x-a", b"v"), |_| {}).unwrap();
+        decoder.settings_acknowledged();
+        let missing = decoder.decode(&indexed_literal(b"x-b", b"v"), |_| {}).unwrap_err();
+        assert_eq!(missing, DecodeError::TableSizeUpdateMissing { max: advertised });
+        assert!(missing.is_connection_error());
+        assert!(missing.to_string().contains("no dynamic table size update"), "{missing}");
+
+        // An update above the advertised size is refused, even first.
+        let mut decoder = Decoder::new(advertised);
+        decoder.settings_acknowledged();
+        assert_eq!(
+            decoder.decode(&update(advertised + 1, &[]), |_| {}),
+            Err(DecodeError::TableSizeTooLarge { size: advertised as u32 + 1, max: advertised })
+        );
+
+        // A conforming update (alone, or followed by fields, or after a
+        // lower one) settles it for every later block.
+        for lead in [update(advertised, &[]), update(0, &update(advertised, &[]))] {
+            let mut decoder = Decoder::new(advertised);
+            decoder.settings_acknowledged();
+            decoder.decode(&lead, |_| {}).unwrap();
+            for i in 0..40u8 {
+                let mut got = Vec::new();
+                decoder
+                    .decode(&indexed_literal(b"x-c", &[i; 20]), |f| got.push(f.value[0]))
+                    .unwrap();
+                assert_eq!(got, [i]);
+                assert!(decoder.table_size() <= advertised, "{advertised}");
+            }
+        }
+        let mut decoder = Decoder::new(advertised);
+        decoder.settings_acknowledged();
+        let mut names = Vec::new();
+        let block = update(advertised, &indexed_literal(b"x-d", b"v"));
+        decoder.decode(&block, |f| names.push(f.name.to_vec())).unwrap();
+        assert_eq!(names, [b"x-d".to_vec()]);
+
+        // An empty block, before the update, does not need one.
+        let mut decoder = Decoder::new(advertised);
+        decoder.settings_acknowledged();
+        assert_eq!(decoder.decode(&[], |_| {}), Ok(()));
+        assert!(decoder.decode(&indexed_literal(b"x-e", b"v"), |_| {}).is_err());
+    }
+}
+
+/// A peer that brought its table down to the advertised size (or below)
+/// before acknowledging owes no second update; at the default or above,
+/// the acknowledgement changes nothing (the server's own case).
+#[test]
+fn an_acknowledged_limit_the_table_is_within_needs_no_update() {
+    let mut decoder = Decoder::new(1024);
+    decoder.decode(&update(512, &[]), |_| {}).unwrap();
+    decoder.settings_acknowledged();
+    decoder.decode(&indexed_literal(b"x-a", b"v"), |_| {}).unwrap();
+    assert_eq!(decoder.decode(&update(1024, &[]), |_| {}), Ok(()));
+    for advertised in [4096usize, 65_536] {
+        let mut decoder = Decoder::new(advertised);
+        decoder.decode(&indexed_literal(b"x-a", b"v"), |_| {}).unwrap();
+        assert_eq!(decoder.decode(&update(advertised, &[]), |_| {}), Ok(()));
+        decoder.settings_acknowledged();
+        decoder.decode(&indexed_literal(b"x-b", b"v"), |_| {}).unwrap();
+        assert_eq!(decoder.decode(&update(advertised, &[]), |_| {}), Ok(()));
+        assert!(decoder.decode(&update(advertised + 1, &[]), |_| {}).is_err());
+    }
+}
+
+/// The table's storage grows with what the peer inserts: one 33-byte entry
+/// after an update to a large size allocates a little (it reserved 2.75
+/// times the size: 44 MiB for 16 MiB, a reviewer's measure); filled, no
+/// single allocation exceeds twice the size in bytes.
+#[test]
+fn one_small_entry_does_not_commit_a_large_tables_storage() {
+    let _serial = falconet_testkit::serial();
+    for max in [4096usize, 65_536, 1 << 20, 16 << 20] {
+        let mut decoder = Decoder::new(max);
+        let block = update(max, &indexed_literal(b"a", b""));
+        let allocations = falconet_testkit::count_allocations(|| {
+            decoder.decode(&block, |_| {}).unwrap();
+        });
+        let sizes = falconet_testkit::counted_sizes();
+        assert_eq!(decoder.table_size(), 33);
+        let total: usize = sizes.iter().sum();
+        assert!(allocations <= 2 && total <= 1024, "{max}: {allocations} allocations, {sizes:?}");
+    }
+    let max = 65_536;
+    let mut decoder = Decoder::new(max);
+    decoder.decode(&update(max, &[]), |_| {}).unwrap();
+    let mut rng = Rng(5);
+    let blocks: Vec<Vec<u8>> = (0..3_000)
+        .map(|_| {
+            let l = rng.below(600) as usize;
+            indexed_literal(b"x-fill", &rng.bytes(l))
+        })
+        .collect();
+    let mut largest = 0;
+    for block in &blocks {
+        falconet_testkit::count_allocations(|| decoder.decode(block, |_| {}).unwrap());
+        largest = falconet_testkit::counted_sizes().into_iter().fold(largest, usize::max);
+    }
+    assert!(decoder.table_size() > max - 700, "{}", decoder.table_size());
+    assert!(largest <= 2 * max, "an allocation of {largest} bytes for a {max}-byte table");
+}

@@ -149,6 +149,9 @@ impl Connection {
             Frame::Settings { ack: true, .. } if self.settings_acked => self.ignore_frame(),
             Frame::Settings { ack: true, .. } => {
                 self.settings_acked = true;
+                // Our SETTINGS leave the table size at the default: this
+                // changes nothing today, and holds the peer to any other.
+                self.decoder.settings_acknowledged();
                 self.free_refusals = 0;
                 self.lift_early_streams();
             }

@@ -44,9 +44,16 @@ pub const DEFAULT_MAX_HEADER_LIST_SIZE: usize = 16 * 1024;
 #[derive(Debug)]
 pub struct Decoder {
     pub(super) table: DynamicTable,
-    /// The largest table size an update may ask for: what we advertised
-    /// as `SETTINGS_HEADER_TABLE_SIZE`.
+    /// The table size this endpoint advertises as
+    /// `SETTINGS_HEADER_TABLE_SIZE`: the largest an update may ask for
+    /// once the peer has acknowledged it.
     max_table_size: usize,
+    /// Whether the peer has acknowledged `max_table_size`; until then its
+    /// encoder may still use the protocol default (RFC 9113 4.3.1).
+    acknowledged: bool,
+    /// The next block must begin with a size update: `max_table_size`,
+    /// lower than the table's, was acknowledged (RFC 9113 4.3.1).
+    update_due: bool,
     max_header_list_size: usize,
     max_fields: usize,
     /// A Huffman-coded or table-borrowed name, decoded here.
@@ -62,17 +69,28 @@ impl Default for Decoder {
 }
 
 impl Decoder {
-    /// A decoder whose dynamic table may grow to `max_table_size` bytes
-    /// (the `SETTINGS_HEADER_TABLE_SIZE` this endpoint advertises), with
-    /// the default limits ([`DEFAULT_MAX_HEADER_LIST_SIZE`],
-    /// [`DEFAULT_MAX_FIELDS`]).
+    /// A decoder for an endpoint that advertises `max_table_size` as its
+    /// `SETTINGS_HEADER_TABLE_SIZE`, with the default limits
+    /// ([`DEFAULT_MAX_HEADER_LIST_SIZE`], [`DEFAULT_MAX_FIELDS`]).
+    ///
+    /// The table starts at the protocol default, 4,096 bytes (RFC 9113
+    /// 6.5.2): the peer's encoder may use that much without an update
+    /// until it acknowledges our SETTINGS. Until then an update may ask for
+    /// the larger of the two sizes; afterwards for `max_table_size` at
+    /// most, and if that is below the table's size the next block must
+    /// begin with an update to it. Tell the decoder of the acknowledgement
+    /// with [`settings_acknowledged`](Self::settings_acknowledged).
+    ///
+    /// The table's storage grows with its entries, to at most about 2.75
+    /// times the largest size the peer may ask for (twice the bytes, so
+    /// evictions are moved out in bulk, and a 24-byte slot per possible
+    /// entry of 32 bytes or more): 11 KiB at the default.
     pub fn new(max_table_size: usize) -> Self {
         Self {
-            // The peer's encoder starts at the protocol default (RFC 9113
-            // 6.5.2) until it has seen our SETTINGS, and announces any other
-            // size with an update, which `max_table_size` bounds.
             table: DynamicTable::new(DEFAULT_TABLE_SIZE),
             max_table_size,
+            acknowledged: false,
+            update_due: false,
             max_header_list_size: DEFAULT_MAX_HEADER_LIST_SIZE,
             max_fields: DEFAULT_MAX_FIELDS,
             name: Vec::new(),
@@ -86,7 +104,27 @@ impl Decoder {
     pub(crate) fn with_table_size(size: usize) -> Self {
         let mut decoder = Self::new(size);
         decoder.table.set_max_size(size);
+        decoder.acknowledged = true;
         decoder
+    }
+
+    /// The peer has acknowledged the SETTINGS that advertised
+    /// `max_table_size` (a SETTINGS frame with the ACK flag): from now on
+    /// an update above it is refused, and if the table is larger the next
+    /// block must begin with an update that brings it down (RFC 9113
+    /// 4.3.1), or fail with [`DecodeError::TableSizeUpdateMissing`].
+    pub fn settings_acknowledged(&mut self) {
+        self.acknowledged = true;
+        self.update_due = self.table.max_size() > self.max_table_size;
+    }
+
+    /// The largest size an update may ask for now.
+    fn update_limit(&self) -> usize {
+        if self.acknowledged {
+            self.max_table_size
+        } else {
+            self.max_table_size.max(DEFAULT_TABLE_SIZE)
+        }
     }
 
     /// The header-list limit: the sum over a block's fields of name and
@@ -130,11 +168,16 @@ impl Decoder {
                     return Err(DecodeError::TableSizeUpdateTooLate);
                 }
                 let size = decode_integer(block, &mut pos, SIZE_UPDATE_PREFIX)?;
-                if size as usize > self.max_table_size {
-                    return Err(DecodeError::TableSizeTooLarge { size, max: self.max_table_size });
+                let max = self.update_limit();
+                if size as usize > max {
+                    return Err(DecodeError::TableSizeTooLarge { size, max });
                 }
                 self.table.set_max_size(size as usize);
+                self.update_due = false;
                 continue;
+            }
+            if self.update_due {
+                return Err(DecodeError::TableSizeUpdateMissing { max: self.max_table_size });
             }
             fields += 1;
             let field = if first & INDEXED != 0 {

@@ -119,6 +119,13 @@ pub enum DecodeError {
     /// A dynamic table size update after the block's first field
     /// (RFC 7541 4.2).
     TableSizeUpdateTooLate,
+    /// The first block after the peer acknowledged a table size below its
+    /// table's does not begin with a size update to that size
+    /// (RFC 9113 4.3.1; see [`Decoder::settings_acknowledged`]).
+    TableSizeUpdateMissing {
+        /// The acknowledged size.
+        max: usize,
+    },
     /// The fields' sizes (name + value + 32 each) exceed the header-list
     /// limit. Not a connection error: the block was decoded to its end.
     HeaderListTooLarge {
@@ -155,6 +162,9 @@ impl fmt::Display for DecodeError {
             }
             Self::TableSizeUpdateTooLate => {
                 f.write_str("dynamic table size update after the first field of a block")
+            }
+            Self::TableSizeUpdateMissing { max } => {
+                write!(f, "no dynamic table size update to at most {max} after its acknowledgement")
             }
             Self::HeaderListTooLarge { max } => write!(f, "header list over {max} bytes"),
             Self::TooManyFields { max } => write!(f, "more than {max} fields in a header block"),

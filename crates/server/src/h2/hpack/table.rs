@@ -164,6 +164,11 @@ impl Entry {
     }
 }
 
+/// The first allocation of a dynamic table's bytes (it doubles from there).
+const MIN_TABLE_BYTES: usize = 512;
+/// The first allocation of a dynamic table's entry slots.
+const MIN_TABLE_SLOTS: usize = 8;
+
 /// An HPACK dynamic table: FIFO eviction, sizes counted as RFC 7541 4.1
 /// does.
 #[derive(Debug)]
@@ -180,11 +185,12 @@ pub(crate) struct DynamicTable {
 }
 
 impl DynamicTable {
-    /// An empty table of at most `max_size` bytes. Its storage is
-    /// allocated for that size by the first insert: a connection whose
-    /// peer never indexes a field (or that never answers) holds none, where
-    /// the two tables of each idle HTTP/2 connection took 8.9 KiB of its
-    /// 23 KiB of heap.
+    /// An empty table of at most `max_size` bytes. Its storage grows with
+    /// its entries (see `make_room`), to at most twice `max_size` in bytes
+    /// and a slot per possible entry: a connection whose peer never indexes
+    /// a field (or that never answers) holds none, where the two tables of
+    /// each idle HTTP/2 connection took 8.9 KiB of its 23 KiB of heap, and
+    /// one small entry does not commit a large table's storage.
     pub(crate) fn new(max_size: usize) -> Self {
         Self { bytes: Vec::new(), start: 0, entries: VecDeque::new(), size: 0, max_size }
     }
@@ -230,25 +236,46 @@ impl DynamicTable {
             return;
         }
         self.evict_to(self.max_size - entry_size);
-        if self.bytes.capacity() == 0 {
-            // The first entry: room for a full table, once (see `new`).
-            self.bytes.reserve_exact(self.max_size * 2);
-            self.entries.reserve_exact(self.max_size / ENTRY_OVERHEAD);
-        }
         let needed = name.len() + value.len();
-        if self.bytes.len() + needed > self.bytes.capacity() && self.start > 0 {
-            // Move the live bytes to the front instead of growing.
-            self.bytes.drain(..self.start);
-            for entry in &mut self.entries {
-                entry.at -= self.start;
-            }
-            self.start = 0;
+        if self.bytes.len() + needed > self.bytes.capacity() {
+            self.make_room(needed);
+        }
+        if self.entries.len() == self.entries.capacity() {
+            // Doubling, but never past a slot per possible entry.
+            let slots = self.max_size / ENTRY_OVERHEAD;
+            let more = self.entries.len().max(MIN_TABLE_SLOTS);
+            let more = more.min(slots.saturating_sub(self.entries.len())).max(1);
+            self.entries.reserve_exact(more);
         }
         let at = self.bytes.len();
         self.bytes.extend_from_slice(name);
         self.bytes.extend_from_slice(value);
         self.entries.push_front(Entry { at, name: name.len(), value: value.len() });
         self.size += entry_size;
+    }
+
+    /// Room at the end of `bytes` for `needed` more: the live bytes moved
+    /// to the front when at least half the buffer is evicted ones (each
+    /// move then follows as many inserted bytes as it moves), otherwise
+    /// the buffer doubled, up to twice the maximum size (where the live
+    /// bytes, at most the maximum, always leave half to move out). So the
+    /// storage grows with the entries a peer actually inserts, not to a
+    /// full table at its first small one.
+    fn make_room(&mut self, needed: usize) {
+        let capacity = self.bytes.capacity();
+        if self.start > 0 && self.start >= capacity / 2 {
+            self.bytes.drain(..self.start);
+            for entry in &mut self.entries {
+                entry.at -= self.start;
+            }
+            self.start = 0;
+        }
+        let len = self.bytes.len();
+        if len + needed > self.bytes.capacity() {
+            let target = (capacity * 2).max(MIN_TABLE_BYTES).max(len + needed);
+            let target = target.min(self.max_size * 2).max(len + needed);
+            self.bytes.reserve_exact(target - len);
+        }
     }
 
     /// Evicts the oldest entries until the size is at most `target`.
