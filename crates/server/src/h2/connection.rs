@@ -256,6 +256,39 @@ pub struct ConnectionError {
     pub reason: &'static str,
 }
 
+/// Why [`Connection::upgrade`] refused to take over a connection; nothing
+/// was changed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum UpgradeError {
+    /// The `HTTP2-Settings` payload is not a valid SETTINGS payload
+    /// (RFC 9113 6.5).
+    Settings(FrameError),
+    /// The connection is no longer as [`Connection::new`] made it: it has
+    /// received bytes, had output consumed, queued a DATA payload or opened
+    /// a stream. The `101` must go out first and the upgrade's request be
+    /// stream 1, so only a new connection can be upgraded.
+    NotFresh,
+}
+
+impl std::fmt::Display for UpgradeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Settings(error) => write!(f, "HTTP2-Settings: {error}"),
+            Self::NotFresh => f.write_str("an HTTP/2 connection already in use cannot be upgraded"),
+        }
+    }
+}
+
+impl std::error::Error for UpgradeError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Settings(error) => Some(error),
+            Self::NotFresh => None,
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
     Preface,
@@ -376,6 +409,8 @@ pub struct Connection {
     /// each of `shared` goes out after `out[..at]` (its frame header).
     out: Vec<u8>,
     sent: usize,
+    /// Some output was consumed (written): too late for an upgrade's `101`.
+    output_taken: bool,
     shared: Pieces,
     scratch: Vec<u8>,
     budget: ResetBudget,
@@ -481,6 +516,7 @@ impl Connection {
             spare_inputs: Vec::new(),
             out,
             sent: 0,
+            output_taken: false,
             shared: Pieces::default(),
             scratch: Vec::new(),
             budget: ResetBudget::new(config.reset_budget, config.reset_refill_per_second),

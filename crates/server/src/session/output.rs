@@ -53,8 +53,10 @@ impl<H: Handler> Session<H> {
         count
     }
 
-    /// Marks the first `n` bytes of the output as sent (across its pieces).
+    /// Marks the first `n` bytes of the output as sent (across its pieces);
+    /// `n` past what is queued counts as all of it.
     pub fn consume_output(&mut self, mut n: usize) {
+        n = n.min(self.output_len());
         self.taken += n as u64;
         if let Some(h2) = &mut self.h2 {
             return h2.consume_output(n);

@@ -45,8 +45,10 @@ impl Connection {
         self.out.len() - self.sent + self.shared.len()
     }
 
-    /// Marks the first `n` bytes of the output (across its pieces) as sent.
+    /// Marks the first `n` bytes of the output (across its pieces) as sent;
+    /// `n` past [`output_len`](Self::output_len) counts as all of it.
     pub fn consume_output(&mut self, mut n: usize) {
+        self.output_taken |= n > 0;
         while n > 0 {
             match self.shared.next_at() {
                 Some(at) if at == self.sent => {
@@ -62,7 +64,7 @@ impl Connection {
                     n -= take;
                 }
                 None => {
-                    self.sent = (self.sent + n).min(self.out.len());
+                    self.sent = self.sent.saturating_add(n).min(self.out.len());
                     break;
                 }
             }

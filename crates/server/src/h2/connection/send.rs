@@ -197,29 +197,43 @@ impl Connection {
     /// preface follows.
     ///
     /// # Errors
-    /// A [`FrameError`] when `settings` is not a valid SETTINGS payload;
-    /// nothing was changed then.
+    /// [`UpgradeError::NotFresh`] unless the connection is as
+    /// [`new`](Self::new) made it (nothing received, no output consumed or
+    /// DATA queued, no stream, no GOAWAY); [`UpgradeError::Settings`] when `settings`
+    /// is not a valid SETTINGS payload. Nothing was changed then.
     pub fn upgrade(
         &mut self,
         prefix: &[u8],
         settings: &[u8],
         head: Head,
         streams: &mut impl Streams,
-    ) -> Result<(), FrameError> {
+    ) -> Result<(), UpgradeError> {
+        let fresh = self.phase == Phase::Preface
+            && !self.output_taken
+            && self.shared.is_empty()
+            && self.last_stream == 0
+            && self.streams.is_empty()
+            && self.goaway.is_none()
+            && !self.draining
+            && self.error.is_none();
+        if !fresh {
+            return Err(UpgradeError::NotFresh);
+        }
         let header = FrameHeader {
             length: u32::try_from(settings.len()).unwrap_or(u32::MAX),
             kind: frame::kind::SETTINGS,
             flags: 0,
             stream: 0,
         };
-        let Frame::Settings { params, .. } = Frame::parse(header, settings, frame::MAX_FRAME_LEN)?
-        else {
+        let parsed = Frame::parse(header, settings, frame::MAX_FRAME_LEN);
+        let Frame::Settings { params, .. } = parsed.map_err(UpgradeError::Settings)? else {
             unreachable!("a SETTINGS header parses as SETTINGS")
         };
         for (id, value) in params {
-            self.setting(id, value)?;
+            // Each was validated by the parse, and there is no stream
+            // whose window a new initial size could take past 2^31-1.
+            self.setting(id, value).map_err(UpgradeError::Settings)?;
         }
-        debug_assert!(self.shared.is_empty(), "an upgrade comes before any DATA");
         self.out.splice(0..0, prefix.iter().copied());
         self.head = head;
         self.last_stream = 1;
