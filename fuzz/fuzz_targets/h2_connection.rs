@@ -61,7 +61,7 @@ fuzz_target!(|data: &[u8]| {
     let Ok(mut conn) = Connection::new(config) else { return };
     let mut answer = Answer::default();
     let mut start = PREFACE.to_vec();
-    start.extend(FrameHeader { length: 0, kind: kind::SETTINGS, flags: 0, stream: 0 }.to_bytes());
+    start.extend(FrameHeader { length: 0, kind: kind::SETTINGS, flags: 0, stream: 0 }.to_bytes().unwrap());
     assert_eq!(conn.receive(&start, &mut answer), start.len());
     let mut held = Vec::new();
     let mut output = Vec::new();

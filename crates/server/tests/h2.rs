@@ -714,8 +714,12 @@ fn upgrade_by_hand() {
     // The client's preface and SETTINGS, then a PING: the connection is
     // HTTP/2 now.
     let mut bytes = PREFACE.to_vec();
-    bytes.extend(FrameHeader { length: 0, kind: kind::SETTINGS, flags: 0, stream: 0 }.to_bytes());
-    bytes.extend(FrameHeader { length: 8, kind: kind::PING, flags: 0, stream: 0 }.to_bytes());
+    bytes.extend(
+        FrameHeader { length: 0, kind: kind::SETTINGS, flags: 0, stream: 0 }.to_bytes().unwrap(),
+    );
+    bytes.extend(
+        FrameHeader { length: 8, kind: kind::PING, flags: 0, stream: 0 }.to_bytes().unwrap(),
+    );
     bytes.extend([9; 8]);
     tcp.write_all(&bytes).unwrap();
     let mut reply = Vec::new();
@@ -763,7 +767,9 @@ fn shutdown_sends_goaway_to_idle_connections() {
     let mut tcp = std::net::TcpStream::connect(server.addr).unwrap();
     tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let mut bytes = PREFACE.to_vec();
-    bytes.extend(FrameHeader { length: 0, kind: kind::SETTINGS, flags: 0, stream: 0 }.to_bytes());
+    bytes.extend(
+        FrameHeader { length: 0, kind: kind::SETTINGS, flags: 0, stream: 0 }.to_bytes().unwrap(),
+    );
     let mut block = Vec::new();
     Encoder::new().encode(
         [
@@ -776,7 +782,8 @@ fn shutdown_sends_goaway_to_idle_connections() {
     let flags = flag::END_HEADERS | flag::END_STREAM;
     bytes.extend(
         FrameHeader { length: block.len() as u32, kind: kind::HEADERS, flags, stream: 1 }
-            .to_bytes(),
+            .to_bytes()
+            .unwrap(),
     );
     bytes.extend(&block);
     tcp.write_all(&bytes).unwrap();
@@ -868,8 +875,10 @@ fn demo_upload() {
 /// Hand-built client frames for the raw tests below.
 fn raw_frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
     use falconet_server::h2::frame::FrameHeader;
-    let mut out =
-        FrameHeader { length: payload.len() as u32, kind, flags, stream }.to_bytes().to_vec();
+    let mut out = FrameHeader { length: payload.len() as u32, kind, flags, stream }
+        .to_bytes()
+        .unwrap()
+        .to_vec();
     out.extend_from_slice(payload);
     out
 }

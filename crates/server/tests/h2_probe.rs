@@ -372,7 +372,8 @@ fn a_deferred_response_past_its_window_stays_bounded() {
                 flags: 0,
                 stream,
             }
-            .encode(&mut out);
+            .encode(&mut out)
+            .unwrap();
             out.extend_from_slice(&n.to_be_bytes());
         }
         raw.send(&out);

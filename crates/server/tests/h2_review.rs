@@ -474,7 +474,8 @@ fn rapid_reset_is_cut_off() {
         let id = 2 * i + 1;
         let b = req("GET", "/slow");
         FrameHeader { length: b.len() as u32, kind: kind::HEADERS, flags: 5, stream: id }
-            .encode(&mut out);
+            .encode(&mut out)
+            .unwrap();
         out.extend_from_slice(&b);
         frame::encode_rst_stream(&mut out, id, ErrorCode::CANCEL);
     }
@@ -504,7 +505,8 @@ fn the_timer_refills_the_reset_budget() {
             for _ in 0..5 {
                 let b = req("GET", "/slow");
                 FrameHeader { length: b.len() as u32, kind: kind::HEADERS, flags: 5, stream: id }
-                    .encode(&mut out);
+                    .encode(&mut out)
+                    .unwrap();
                 out.extend_from_slice(&b);
                 frame::encode_rst_stream(&mut out, id, ErrorCode::CANCEL);
                 id += 2;

@@ -41,7 +41,7 @@ impl Streams for Seen {
 
 fn raw(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
-    FrameHeader { length: payload.len() as u32, kind, flags, stream }.encode(&mut out);
+    FrameHeader { length: payload.len() as u32, kind, flags, stream }.encode(&mut out).unwrap();
     out.extend_from_slice(payload);
     out
 }
@@ -258,7 +258,8 @@ fn receive_chunk_errors_at_every_cut() {
         {
             let mut h = Vec::new();
             FrameHeader { length: (1 << 24) - 1, kind: kind::DATA, flags: 0, stream: 1 }
-                .encode(&mut h);
+                .encode(&mut h)
+                .unwrap();
             h
         },
         raw(kind::DATA, 0, 99, b"zz"),
@@ -283,7 +284,9 @@ fn oversized_header_is_not_waited_for() {
     let mut held = Vec::new();
     let mut bytes = PREFACE.to_vec();
     bytes.extend(raw(kind::SETTINGS, 0, 0, &[]));
-    FrameHeader { length: (1 << 24) - 1, kind: kind::DATA, flags: 0, stream: 1 }.encode(&mut bytes);
+    FrameHeader { length: (1 << 24) - 1, kind: kind::DATA, flags: 0, stream: 1 }
+        .encode(&mut bytes)
+        .unwrap();
     let cut = bytes.len() - 3;
     conn.receive_chunk(&mut held, &bytes[..cut], &mut seen);
     assert_eq!(held.len(), HEADER_LEN - 3);

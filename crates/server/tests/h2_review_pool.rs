@@ -51,7 +51,7 @@ impl Handler for Lend {
 }
 
 fn frame_bytes(out: &mut Vec<u8>, kind: u8, flags: u8, stream: u32, payload: &[u8]) {
-    FrameHeader { length: payload.len() as u32, kind, flags, stream }.encode(out);
+    FrameHeader { length: payload.len() as u32, kind, flags, stream }.encode(out).unwrap();
     out.extend_from_slice(payload);
 }
 

@@ -515,10 +515,12 @@ fn split_request_frames_over_tcp() {
     let (a, b) = block.split_at(block.len() / 2);
     let mut out = Vec::new();
     FrameHeader { length: a.len() as u32, kind: kind::HEADERS, flags: 0, stream: 1 }
-        .encode(&mut out);
+        .encode(&mut out)
+        .unwrap();
     out.extend_from_slice(a);
     FrameHeader { length: b.len() as u32, kind: kind::CONTINUATION, flags: 0x4, stream: 1 }
-        .encode(&mut out);
+        .encode(&mut out)
+        .unwrap();
     out.extend_from_slice(b);
     for byte in &out {
         raw.send(std::slice::from_ref(byte));
@@ -533,11 +535,12 @@ fn split_request_frames_over_tcp() {
         payload.extend_from_slice(&data);
         payload.extend(std::iter::repeat_n(0u8, pad as usize));
         FrameHeader { length: payload.len() as u32, kind: kind::DATA, flags: 0x8, stream: 1 }
-            .encode(&mut out);
+            .encode(&mut out)
+            .unwrap();
         out.extend_from_slice(&payload);
         total += data.len();
     }
-    FrameHeader { length: 0, kind: kind::DATA, flags: 1, stream: 1 }.encode(&mut out);
+    FrameHeader { length: 0, kind: kind::DATA, flags: 1, stream: 1 }.encode(&mut out).unwrap();
     raw.send(&out);
     let answer = raw.response(1, Duration::from_secs(3));
     assert_eq!(answer.outcome, "end", "{answer:?}");
@@ -554,9 +557,13 @@ fn oversized_frame_header_split() {
     let mut out = Vec::new();
     // Fill most of a 4 KiB block so the header straddles a block end.
     let filler = vec![0u8; 4096 - 9 - PREFACE.len() - 9 - 6 - 9 - 4 - 5];
-    FrameHeader { length: filler.len() as u32, kind: 0xfa, flags: 0, stream: 0 }.encode(&mut out);
+    FrameHeader { length: filler.len() as u32, kind: 0xfa, flags: 0, stream: 0 }
+        .encode(&mut out)
+        .unwrap();
     out.extend_from_slice(&filler);
-    FrameHeader { length: (1 << 24) - 1, kind: kind::DATA, flags: 0, stream: 1 }.encode(&mut out);
+    FrameHeader { length: (1 << 24) - 1, kind: kind::DATA, flags: 0, stream: 1 }
+        .encode(&mut out)
+        .unwrap();
     raw.send(&out[..out.len() - 4]);
     std::thread::sleep(Duration::from_millis(50));
     raw.send(&out[out.len() - 4..]);

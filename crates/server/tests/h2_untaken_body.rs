@@ -99,7 +99,7 @@ fn untaken_bodies_then_uploads(
             flags: flag::END_HEADERS,
             stream: id,
         };
-        header.encode(&mut burst_bytes);
+        header.encode(&mut burst_bytes).unwrap();
         burst_bytes.extend_from_slice(&block);
         let pieces: &[(usize, u8)] = match shape {
             Shape::Whole => &[(16_384, flag::END_STREAM)],
@@ -107,7 +107,8 @@ fn untaken_bodies_then_uploads(
         };
         for &(length, flags) in pieces {
             FrameHeader { length: length as u32, kind: kind::DATA, flags, stream: id }
-                .encode(&mut burst_bytes);
+                .encode(&mut burst_bytes)
+                .unwrap();
             burst_bytes.resize(burst_bytes.len() + length, b'y');
             credit.connection -= length as i64;
         }

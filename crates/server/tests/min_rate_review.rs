@@ -192,7 +192,8 @@ fn cancelling_streams_does_not_turn_an_allowed_pause_into_a_close() {
     let mut out = Vec::new();
     for i in 1..20u32 {
         frame::FrameHeader { length: 4, kind: kind::RST_STREAM, flags: 0, stream: 1 + 2 * i }
-            .encode(&mut out);
+            .encode(&mut out)
+            .unwrap();
         out.extend_from_slice(&u32::from(ErrorCode::CANCEL).to_be_bytes());
     }
     raw.send(&out);

@@ -36,12 +36,12 @@ fn batch(out: &mut Vec<u8>, block: &[u8], next_id: &mut u32, n: u32) {
             flags: flag::END_HEADERS | flag::END_STREAM,
             stream: *next_id,
         };
-        out.extend_from_slice(&header.to_bytes());
+        out.extend_from_slice(&header.to_bytes().unwrap());
         out.extend_from_slice(block);
         *next_id += 2;
     }
     let update = FrameHeader { length: 4, kind: kind::WINDOW_UPDATE, flags: 0, stream: 0 };
-    out.extend_from_slice(&update.to_bytes());
+    out.extend_from_slice(&update.to_bytes().unwrap());
     out.extend_from_slice(&(n * MESSAGE.len() as u32).to_be_bytes());
 }
 
@@ -58,7 +58,7 @@ fn steady_state_h2_requests_allocate_nothing() {
     let mut tcp = TcpStream::connect(addr).unwrap();
     let mut start = PREFACE.to_vec();
     start.extend_from_slice(
-        &FrameHeader { length: 0, kind: kind::SETTINGS, flags: 0, stream: 0 }.to_bytes(),
+        &FrameHeader { length: 0, kind: kind::SETTINGS, flags: 0, stream: 0 }.to_bytes().unwrap(),
     );
     tcp.write_all(&start).unwrap();
     // The request's field block: literal the first time, indexed after
@@ -86,7 +86,7 @@ fn steady_state_h2_requests_allocate_nothing() {
         stream: next_id,
     };
     next_id += 2;
-    tcp.write_all(&header.to_bytes()).unwrap();
+    tcp.write_all(&header.to_bytes().unwrap()).unwrap();
     tcp.write_all(&first).unwrap();
     answers(&mut tcp, 1, &mut buf);
     let mut rounds = |n: usize, per: u32, buf: &mut [u8], out: &mut Vec<u8>, next_id: &mut u32| {

@@ -110,7 +110,7 @@ fn http2_trailers_allocate_nothing() {
     tcp.set_read_timeout(Some(std::time::Duration::from_secs(10))).unwrap();
     let mut start = PREFACE.to_vec();
     start.extend_from_slice(
-        &FrameHeader { length: 0, kind: kind::SETTINGS, flags: 0, stream: 0 }.to_bytes(),
+        &FrameHeader { length: 0, kind: kind::SETTINGS, flags: 0, stream: 0 }.to_bytes().unwrap(),
     );
     tcp.write_all(&start).unwrap();
     // Each block literal the first time, indexed after (the encoder's
@@ -136,7 +136,9 @@ fn http2_trailers_allocate_nothing() {
         next_id += 2;
         let frame = |out: &mut Vec<u8>, kind: u8, flags: u8, payload: &[u8]| {
             let length = payload.len() as u32;
-            out.extend_from_slice(&FrameHeader { length, kind, flags, stream: id }.to_bytes());
+            out.extend_from_slice(
+                &FrameHeader { length, kind, flags, stream: id }.to_bytes().unwrap(),
+            );
             out.extend_from_slice(payload);
         };
         frame(out, kind::HEADERS, flag::END_HEADERS, head);
@@ -144,7 +146,7 @@ fn http2_trailers_allocate_nothing() {
         frame(out, kind::HEADERS, flag::END_HEADERS | flag::END_STREAM, trailers);
         // The connection credit the answer will use, given back.
         let update = FrameHeader { length: 4, kind: kind::WINDOW_UPDATE, flags: 0, stream: 0 };
-        out.extend_from_slice(&update.to_bytes());
+        out.extend_from_slice(&update.to_bytes().unwrap());
         out.extend_from_slice(&(MESSAGE.len() as u32).to_be_bytes());
     };
     let mut buf = vec![0u8; 1 << 16];

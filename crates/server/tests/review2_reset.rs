@@ -40,7 +40,8 @@ fn headers_frames_to(out: &mut Vec<u8>, ids: std::ops::Range<u32>, path: &str) {
         let id = 2 * i + 1;
         let b = req("GET", path);
         FrameHeader { length: b.len() as u32, kind: kind::HEADERS, flags: 5, stream: id }
-            .encode(out);
+            .encode(out)
+            .unwrap();
         out.extend_from_slice(&b);
     }
 }

@@ -59,12 +59,14 @@ const CALM: &str = "GOAWAY(11)";
 
 fn headers(out: &mut Vec<u8>, id: u32, block: &[u8], end_stream: bool) {
     let flags = 4 | u8::from(end_stream);
-    FrameHeader { length: block.len() as u32, kind: kind::HEADERS, flags, stream: id }.encode(out);
+    FrameHeader { length: block.len() as u32, kind: kind::HEADERS, flags, stream: id }
+        .encode(out)
+        .unwrap();
     out.extend_from_slice(block);
 }
 
 fn raw_frame(out: &mut Vec<u8>, kind: u8, flags: u8, id: u32, payload: &[u8]) {
-    FrameHeader { length: payload.len() as u32, kind, flags, stream: id }.encode(out);
+    FrameHeader { length: payload.len() as u32, kind, flags, stream: id }.encode(out).unwrap();
     out.extend_from_slice(payload);
 }
 

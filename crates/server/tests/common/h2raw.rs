@@ -64,7 +64,7 @@ pub fn req_with(method: &str, path: &str, fields: &[(&str, &str)]) -> Vec<u8> {
 /// A frame's bytes.
 pub fn frame_bytes(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
-    FrameHeader { length: payload.len() as u32, kind, flags, stream }.encode(&mut out);
+    FrameHeader { length: payload.len() as u32, kind, flags, stream }.encode(&mut out).unwrap();
     out.extend_from_slice(payload);
     out
 }
@@ -172,7 +172,7 @@ impl Raw {
 
     pub fn frame(&mut self, kind: u8, flags: u8, stream: u32, payload: &[u8]) {
         let mut out = Vec::new();
-        FrameHeader { length: payload.len() as u32, kind, flags, stream }.encode(&mut out);
+        FrameHeader { length: payload.len() as u32, kind, flags, stream }.encode(&mut out).unwrap();
         out.extend_from_slice(payload);
         self.send(&out);
     }

@@ -56,8 +56,10 @@ enum Sent {
 }
 
 fn raw(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
-    let mut out =
-        FrameHeader { length: payload.len() as u32, kind, flags, stream }.to_bytes().to_vec();
+    let mut out = FrameHeader { length: payload.len() as u32, kind, flags, stream }
+        .to_bytes()
+        .unwrap()
+        .to_vec();
     out.extend_from_slice(payload);
     out
 }
@@ -1027,7 +1029,9 @@ fn frames_still_arriving_count_as_they_will_when_whole() {
     c.feed(&raw(kind::DATA, flag::END_STREAM, 1, &[]));
     assert!(!c.conn.counts_when_whole(&raw(kind::DATA, 0, 1, b"x")[..10]), "a closed stream");
     assert!(!c.conn.counts_when_whole(&trailers[..9]), "trailers after the end");
-    let huge = FrameHeader { length: 0xff_ffff, kind: kind::DATA, flags: 0, stream: 1 }.to_bytes();
+    let huge = FrameHeader { length: 0xff_ffff, kind: kind::DATA, flags: 0, stream: 1 }
+        .to_bytes()
+        .unwrap();
     assert!(!c.conn.counts_when_whole(&huge), "past the frame size, on a closed stream");
 
     // At the stream limit, and after our GOAWAY, HEADERS open nothing.
@@ -1849,7 +1853,8 @@ fn an_error_after_the_clients_goaway_gets_a_second_goaway() {
     c.feed(&headers);
     c.feed(&raw(kind::GOAWAY, 0, 0, &[0; 8]));
     assert_eq!(c.sent(), [Sent::GoAway { code: ErrorCode::NO_ERROR }]);
-    let huge = FrameHeader { length: 0xff_ffff, kind: 0xff, flags: 0xff, stream: 0 }.to_bytes();
+    let huge =
+        FrameHeader { length: 0xff_ffff, kind: 0xff, flags: 0xff, stream: 0 }.to_bytes().unwrap();
     c.conn.receive(&huge, &mut c.seen);
     assert_eq!(c.sent(), [Sent::GoAway { code: ErrorCode::FRAME_SIZE_ERROR }]);
     assert_eq!(c.conn.error().map(|e| e.code), Some(ErrorCode::FRAME_SIZE_ERROR));

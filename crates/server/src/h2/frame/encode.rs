@@ -18,7 +18,7 @@ pub fn encode_settings(out: &mut impl BufMut, params: &[(u16, u32)]) -> Result<(
     else {
         return Err(EncodeError::TooLong { length, max });
     };
-    FrameHeader { length, kind: kind::SETTINGS, flags: 0, stream: 0 }.encode(out);
+    FrameHeader { length, kind: kind::SETTINGS, flags: 0, stream: 0 }.put(out);
     for &(id, value) in params {
         out.put_u16(id);
         out.put_u32(value);
@@ -28,14 +28,14 @@ pub fn encode_settings(out: &mut impl BufMut, params: &[(u16, u32)]) -> Result<(
 
 /// Appends a SETTINGS frame acknowledging the client's (§6.5.3).
 pub fn encode_settings_ack(out: &mut impl BufMut) {
-    FrameHeader { length: 0, kind: kind::SETTINGS, flags: flag::ACK, stream: 0 }.encode(out);
+    FrameHeader { length: 0, kind: kind::SETTINGS, flags: flag::ACK, stream: 0 }.put(out);
 }
 
 /// Appends a PING frame: with `ack`, the answer to a client's PING, echoing
 /// its `payload` (§6.7).
 pub fn encode_ping(out: &mut impl BufMut, payload: [u8; 8], ack: bool) {
     let flags = if ack { flag::ACK } else { 0 };
-    FrameHeader { length: 8, kind: kind::PING, flags, stream: 0 }.encode(out);
+    FrameHeader { length: 8, kind: kind::PING, flags, stream: 0 }.put(out);
     out.put_slice(&payload);
 }
 
@@ -49,7 +49,7 @@ pub(super) const MAX_GOAWAY_DEBUG: usize = DEFAULT_MAX_FRAME_SIZE as usize - 8;
 pub fn encode_goaway(out: &mut impl BufMut, last_stream: u32, code: ErrorCode, debug: &[u8]) {
     let debug = debug.get(..MAX_GOAWAY_DEBUG).unwrap_or(debug);
     let length = u32::try_from(8 + debug.len()).unwrap_or(DEFAULT_MAX_FRAME_SIZE);
-    FrameHeader { length, kind: kind::GOAWAY, flags: 0, stream: 0 }.encode(out);
+    FrameHeader { length, kind: kind::GOAWAY, flags: 0, stream: 0 }.put(out);
     out.put_u32(last_stream & !RESERVED_BIT);
     out.put_u32(code.value());
     out.put_slice(debug);
@@ -69,14 +69,14 @@ pub fn encode_window_update(
     if !(1..=MAX_WINDOW_SIZE).contains(&increment) {
         return Err(EncodeError::WindowIncrement(increment));
     }
-    FrameHeader { length: 4, kind: kind::WINDOW_UPDATE, flags: 0, stream }.encode(out);
+    FrameHeader { length: 4, kind: kind::WINDOW_UPDATE, flags: 0, stream }.put(out);
     out.put_u32(increment);
     Ok(())
 }
 
 /// Appends a RST_STREAM frame (§6.4).
 pub fn encode_rst_stream(out: &mut impl BufMut, stream: u32, code: ErrorCode) {
-    FrameHeader { length: 4, kind: kind::RST_STREAM, flags: 0, stream }.encode(out);
+    FrameHeader { length: 4, kind: kind::RST_STREAM, flags: 0, stream }.put(out);
     out.put_u32(code.value());
 }
 
@@ -98,7 +98,7 @@ pub fn data_header(
         return Err(EncodeError::TooLong { length: length as usize, max: MAX_FRAME_LEN as usize });
     }
     let flags = if end_stream { flag::END_STREAM } else { 0 };
-    Ok(FrameHeader { length, kind: kind::DATA, flags, stream }.to_bytes())
+    Ok(FrameHeader { length, kind: kind::DATA, flags, stream }.bytes())
 }
 
 /// Appends a field block (already HPACK-encoded) as one HEADERS frame, or
@@ -127,7 +127,7 @@ pub fn encode_headers(
         }
         // A fragment is at most `max`, which fits 24 bits.
         let length = u32::try_from(fragment.len()).unwrap_or(MAX_FRAME_LEN);
-        FrameHeader { length, kind, flags, stream }.encode(out);
+        FrameHeader { length, kind, flags, stream }.put(out);
         out.put_slice(fragment);
         if after.is_empty() {
             return;

@@ -215,19 +215,39 @@ impl FrameHeader {
 
     /// Encodes this header, with the reserved bit clear.
     ///
-    /// `length` must be at most [`MAX_FRAME_LEN`] (checked in debug builds;
-    /// higher bits are dropped otherwise).
-    #[must_use]
-    pub fn to_bytes(&self) -> [u8; HEADER_LEN] {
+    /// # Errors
+    /// [`EncodeError::TooLong`] for a `length` over [`MAX_FRAME_LEN`]:
+    /// the field holds 24 bits.
+    pub fn to_bytes(&self) -> Result<[u8; HEADER_LEN], EncodeError> {
+        if self.length > MAX_FRAME_LEN {
+            let (length, max) = (self.length as usize, MAX_FRAME_LEN as usize);
+            return Err(EncodeError::TooLong { length, max });
+        }
+        Ok(self.bytes())
+    }
+
+    /// Appends this header to `out`, or nothing on an error (see
+    /// [`to_bytes`](Self::to_bytes)).
+    ///
+    /// # Errors
+    /// [`EncodeError::TooLong`] for a `length` over [`MAX_FRAME_LEN`].
+    pub fn encode(&self, out: &mut impl BufMut) -> Result<(), EncodeError> {
+        out.put_slice(&self.to_bytes()?);
+        Ok(())
+    }
+
+    /// The header's bytes, for the encoders here, whose lengths are within
+    /// [`MAX_FRAME_LEN`] by construction.
+    pub(super) fn bytes(&self) -> [u8; HEADER_LEN] {
         debug_assert!(self.length <= MAX_FRAME_LEN, "frame length {} over 2^24-1", self.length);
         let [_, l0, l1, l2] = self.length.to_be_bytes();
         let [s0, s1, s2, s3] = (self.stream & !RESERVED_BIT).to_be_bytes();
         [l0, l1, l2, self.kind, self.flags, s0, s1, s2, s3]
     }
 
-    /// Appends this header to `out` (see [`to_bytes`](Self::to_bytes)).
-    pub fn encode(&self, out: &mut impl BufMut) {
-        out.put_slice(&self.to_bytes());
+    /// Appends [`bytes`](Self::bytes) to `out`.
+    pub(super) fn put(&self, out: &mut impl BufMut) {
+        out.put_slice(&self.bytes());
     }
 
     /// Whether `flag` (one of [`flag`]) is set.

@@ -8,7 +8,7 @@ use proptest::prelude::*;
 /// A frame's bytes: header, then payload.
 fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
     let length = u32::try_from(payload.len()).unwrap();
-    let mut out = FrameHeader { length, kind, flags, stream }.to_bytes().to_vec();
+    let mut out = FrameHeader { length, kind, flags, stream }.to_bytes().unwrap().to_vec();
     out.extend_from_slice(payload);
     out
 }
@@ -65,7 +65,18 @@ fn header_fields_and_reserved_bit_rfc9113_4_1() {
         FrameHeader { length: 0xab_cdef, kind: 0x42, flags: 0x99, stream: 0x7fff_ffff }
     );
     // Sent again, the reserved bit is clear.
-    assert_eq!(header.to_bytes(), [0xab, 0xcd, 0xef, 0x42, 0x99, 0x7f, 0xff, 0xff, 0xff]);
+    assert_eq!(header.to_bytes(), Ok([0xab, 0xcd, 0xef, 0x42, 0x99, 0x7f, 0xff, 0xff, 0xff]));
+    // The length holds 24 bits: one more is refused, and nothing written.
+    let max = FrameHeader { length: MAX_FRAME_LEN, ..header };
+    assert_eq!(max.to_bytes().map(|b| b[..3].to_vec()), Ok(vec![0xff, 0xff, 0xff]));
+    for length in [MAX_FRAME_LEN + 1, u32::MAX] {
+        let over = FrameHeader { length, ..header };
+        let too_long = EncodeError::TooLong { length: length as usize, max: 0xff_ffff };
+        assert_eq!(over.to_bytes(), Err(too_long));
+        let mut out = Vec::new();
+        assert_eq!(over.encode(&mut out), Err(too_long));
+        assert!(out.is_empty());
+    }
     assert_eq!(
         FrameHeader::parse(&[0; 9]),
         FrameHeader { length: 0, kind: 0, flags: 0, stream: 0 }
