@@ -833,8 +833,9 @@ fn empty_data_flood(ctx: &Ctx) -> Result<String, String> {
 /// content-length earns a RST_STREAM, then empty DATA frames with
 /// END_STREAM follow forever (an outside review's bypass: they counted
 /// as work, and a reset stream's frames were dropped uncounted).
-/// Documented: the client's first end is taken, each repeat is DATA after
-/// it (STREAM_CLOSED, from the reset budget), then GOAWAY(EYC).
+/// Documented: the client's first end is taken, each repeat is a frame
+/// on a stream the server reset, ignored (RFC 9113 5.1; not reset again,
+/// 5.4.2) from the ignored-frame allowance, then GOAWAY(EYC).
 fn empty_data_on_reset_stream(ctx: &Ctx) -> Result<String, String> {
     let mut raw = ctx.connect();
     let mut out = headers_frame(1, &req_with("POST", "/echo", &[("content-length", "1")]), false);
@@ -843,10 +844,9 @@ fn empty_data_on_reset_stream(ctx: &Ctx) -> Result<String, String> {
         out.extend(frame_bytes(kind::DATA, flag::END_STREAM, 1, &[]));
     }
     let f = expect_goaway(&mut raw, out, &[EYC], false, ctx)?;
-    // The first end is the client's own; each repeat is DATA after it,
-    // STREAM_CLOSED, until the reset budget is spent (or the resets queue
-    // up unread past the control-frame limit, whichever comes first).
-    if f.rst < 2 || !matches!(f.reason.as_str(), "too many resets" | "control frame flood") {
+    // The first end is the client's own; each repeat is ignored, one
+    // RST_STREAM in all (the content-length's), until the allowance ends.
+    if f.rst != 1 || f.reason != "ignored frame flood" {
         return Err(format!("{} RST_STREAMs, GOAWAY for {:?}", f.rst, f.reason));
     }
     Ok(f.end.show())

@@ -37,6 +37,12 @@ impl Connection {
                 if end_stream {
                     self.remember_closed(id);
                 }
+            } else if self.recently_reset.contains(id) {
+                // Ended by the client and reset by us since (the
+                // STREAM_CLOSED below, once): ignored (5.1), not reset
+                // again (5.4.2: one RST_STREAM per stream), from the
+                // allowance of frames the server ignores.
+                self.ignore_frame();
             } else {
                 // Ended by the client (its END_STREAM or RST_STREAM), or
                 // never reset by us: STREAM_CLOSED (5.1).
