@@ -87,6 +87,16 @@ pub(crate) trait Polled: Send + std::fmt::Debug {
     fn poll_write(&mut self, cx: &mut Context<'_>, response: &mut Response<'_>) -> Poll<Step>;
 }
 
+/// The most polls in a row of a [`Polled`] response that stage nothing
+/// (empty data frames, data held for later) before the worker leaves it
+/// and wakes its connection for another turn: a body that is always
+/// ready but never yields bytes (an empty frame, forever) would
+/// otherwise hold the worker, and every other connection on it, in one
+/// turn. tokio's tasks yield after 128 such operations; hyper's body
+/// writes, after 16 empty chunks.
+#[cfg_attr(not(feature = "tower"), allow(dead_code, reason = "polled by the tower path only"))]
+pub(crate) const POLLS_WITHOUT_OUTPUT: u32 = 256;
+
 /// What one [`Polled::poll_write`] did.
 #[derive(Debug)]
 #[cfg_attr(not(feature = "tower"), allow(dead_code, reason = "made by the tower path only"))]

@@ -3,6 +3,7 @@
 //! behind the answers before it.
 
 use super::*;
+use crate::response::POLLS_WITHOUT_OUTPUT;
 
 impl<H: Handler> Session<H> {
     /// Moves what the response in flight has for the output into it, as
@@ -95,14 +96,23 @@ impl<H: Handler> Session<H> {
         let waker = self.app.link().waker();
         let mut poll_cx = std::task::Context::from_waker(&waker);
         let Some(Pending::Polled(polled, encoder)) = &mut self.pending else { return false };
+        let mut idle = 0;
         let step = loop {
             if self.staged.is_some() || self.out.len() - self.sent >= cx.limits.max_pending_output {
                 return false;
             }
+            if idle == POLLS_WITHOUT_OUTPUT {
+                // Always ready, never any bytes: another turn, after the
+                // worker's other connections.
+                waker.wake_by_ref();
+                return false;
+            }
+            let before = self.out.len();
             let mut response =
                 Response::new(&mut self.out, cx.date.fields(), *encoder, &mut self.app);
             let polled = polled.poll_write(&mut poll_cx, &mut response);
             *encoder = response.encoder();
+            idle = if self.out.len() == before { idle + 1 } else { 0 };
             let (data, last) = match polled {
                 Poll::Pending => return false,
                 Poll::Ready(Step::Wrote) => continue,

@@ -153,9 +153,13 @@
 //! `Date` itself. A body whose size is exact (`size_hint`: a `Vec`, a
 //! `String`, `Json`, `Full`) goes out with `Content-Length`, as hyper
 //! sends it: in one piece when it is all ready and at most 1 MiB (with
-//! the length of what it yielded, should that differ from what it said),
-//! otherwise streamed as its frames come, and cut (a close, an HTTP/2
-//! reset) if it yields more or less than it said. A body of unknown size
+//! the length of what it yielded, should that differ from what it said
+//! by less than the 1 MiB it may hold), otherwise streamed as its frames
+//! come, and cut (a close, an HTTP/2 reset) if it yields more or less
+//! than it said. A body is polled on the worker at most 256 times in a
+//! row without yielding a byte (empty frames, always ready): then the
+//! worker serves its other connections and comes back, as a tokio task
+//! yields its budget. A body of unknown size
 //! goes out with `Content-Length` when its frames came ready at once (up
 //! to 64 KiB), otherwise streamed: chunked over HTTP/1.1, with no
 //! `content-length` over HTTP/2. The service's own `content-length` does

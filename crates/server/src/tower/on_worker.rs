@@ -6,7 +6,7 @@ use std::fmt;
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 
-use bytes::Bytes;
+use bytes::{Buf, Bytes};
 use http_body::SizeHint;
 
 use super::asked::Asked;
@@ -16,7 +16,7 @@ use super::place::Place;
 use super::write_head::write_head;
 use super::{BoxError, failed, not_final, panicked};
 use crate::handler::Status;
-use crate::response::{Polled, Response, Step};
+use crate::response::{POLLS_WITHOUT_OUTPUT, Polled, Response, Step};
 
 /// Writes a ready answer now when its body is exact, short and ready;
 /// otherwise defers it to a task.
@@ -48,15 +48,27 @@ pub(super) fn answer_now<B>(
     }
     let mut held = Held::Nothing;
     let mut cx = Context::from_waker(Waker::noop());
+    // Bytes past the size the body gave, or polls that brought none: the
+    // body is not the short, ready one it said it was, and the worker's
+    // polls (which stream it, cut it past its size and yield) take it.
+    let (length, mut idle) = (hint.exact().unwrap_or(0), 0);
     loop {
+        if held.len() as u64 > length || idle == POLLS_WITHOUT_OUTPUT {
+            let body = place.steal();
+            return poll_later(response, OnWorker::new(parts, body, held, &hint, asked, runtime));
+        }
         let polled = crate::worker::polling(|| {
             place.pinned().as_pin_mut().map(|body| body.poll_frame(&mut cx))
         });
         match polled {
             Ok(Some(Poll::Ready(None))) => break,
             Ok(Some(Poll::Ready(Some(Ok(frame))))) => match frame.into_data() {
-                Ok(data) => held.push(data),
+                Ok(data) => {
+                    idle = if data.has_remaining() { 0 } else { idle + 1 };
+                    held.push(data);
+                }
                 Err(frame) => {
+                    idle += 1;
                     let mut trailers = None;
                     asked.add_trailers(frame, &mut trailers);
                     if trailers.is_some() {

@@ -5,6 +5,7 @@
 use super::respond::refuse;
 use super::staged::{find_head_end, head_end_in, lowercase_fields, staged_status};
 use super::*;
+use crate::response::POLLS_WITHOUT_OUTPUT;
 
 /// What a deferred or polled response may stage before its HEADERS went
 /// out, credit or not: a head (HEADERS are not flow-controlled, RFC 9113
@@ -115,71 +116,95 @@ impl<S: Send + 'static> Http2<S> {
                         break;
                     }
                 },
-                Source::Polled { body: polled, encoder, starved } => loop {
-                    // A body frame comes whole: with no room, poll only
-                    // with nothing unsent (as the pipe is read), so that
-                    // the body's end, which needs no credit (an empty DATA
-                    // with END_STREAM, RFC 9113 §6.9.1), goes out when it
-                    // comes, for a client that granted exactly the body's
-                    // length and owes nothing more; a frame that comes
-                    // instead waits for credit (one past the window at
-                    // most), and shows (`all_need_credit`).
-                    // (A head not begun has nothing unsent either.)
-                    *starved = room == 0
-                        && !(exchange.staged.len() == exchange.sent && exchange.shared.is_empty());
-                    if *starved {
-                        break;
-                    }
-                    let before = exchange.staged.len() + exchange.shared.len();
-                    let mut response =
-                        Response::new(&mut exchange.staged, cx.date.fields(), *encoder, app)
-                            .sharing(&mut exchange.shared);
-                    let step = polled.poll_write(&mut poll_cx, &mut response);
-                    *encoder = response.encoder();
-                    if step.is_ready() {
-                        moved = true;
-                        exchange.steps = exchange.steps.wrapping_add(1);
-                    }
-                    match step {
-                        Poll::Pending => break,
-                        Poll::Ready(Step::Wrote) => {}
-                        // The last piece as any other: the next poll ends
-                        // the stream (with this DATA frame when it comes in
-                        // the same turn).
-                        Poll::Ready(Step::Frame(data) | Step::Last(data)) => {
-                            let head = encoder.start_stream(&mut exchange.staged, cx.date.fields());
-                            if head.is_err() {
+                Source::Polled { body: polled, encoder, starved } => {
+                    let mut idle = 0;
+                    loop {
+                        // A body frame comes whole: with no room, poll only
+                        // with nothing unsent (as the pipe is read), so that
+                        // the body's end, which needs no credit (an empty DATA
+                        // with END_STREAM, RFC 9113 §6.9.1), goes out when it
+                        // comes, for a client that granted exactly the body's
+                        // length and owes nothing more; a frame that comes
+                        // instead waits for credit (one past the window at
+                        // most), and shows (`all_need_credit`).
+                        // (A head not begun has nothing unsent either.)
+                        *starved = room == 0
+                            && !(exchange.staged.len() == exchange.sent
+                                && exchange.shared.is_empty());
+                        if *starved {
+                            break;
+                        }
+                        if idle == POLLS_WITHOUT_OUTPUT {
+                            // Always ready, never any bytes: another turn,
+                            // after the other streams and connections.
+                            waker.wake_by_ref();
+                            break;
+                        }
+                        let before = exchange.staged.len() + exchange.shared.len();
+                        let mut response =
+                            Response::new(&mut exchange.staged, cx.date.fields(), *encoder, app)
+                                .sharing(&mut exchange.shared);
+                        let step = polled.poll_write(&mut poll_cx, &mut response);
+                        *encoder = response.encoder();
+                        if step.is_ready() {
+                            exchange.steps = exchange.steps.wrapping_add(1);
+                        }
+                        // Moved: it staged bytes or ended (polls that stage
+                        // nothing are counted, and yield, below).
+                        if matches!(
+                            step,
+                            Poll::Ready(Step::Done | Step::Trailers(_) | Step::Failed)
+                        ) {
+                            moved = true;
+                        }
+                        match step {
+                            Poll::Pending => break,
+                            Poll::Ready(Step::Wrote) => {}
+                            // The last piece as any other: the next poll ends
+                            // the stream (with this DATA frame when it comes in
+                            // the same turn).
+                            Poll::Ready(Step::Frame(data) | Step::Last(data)) => {
+                                let head =
+                                    encoder.start_stream(&mut exchange.staged, cx.date.fields());
+                                if head.is_err() {
+                                    failed.push(id);
+                                    exchange.source = None;
+                                    break;
+                                }
+                                if encoder.sends_body() && !data.is_empty() {
+                                    // Sent in place, not copied.
+                                    exchange.shared.push(exchange.staged.len(), data);
+                                }
+                            }
+                            Poll::Ready(step @ (Step::Done | Step::Trailers(_))) => {
+                                let mut encoder = *encoder;
+                                encoder.finish(&mut exchange.staged, cx.date.fields());
+                                if let Step::Trailers(trailers) = step
+                                    && encoder.sends_body()
+                                {
+                                    exchange.trailers = trailers;
+                                }
+                                exchange.source = None;
+                                exchange.finished = true;
+                                break;
+                            }
+                            Poll::Ready(Step::Failed) => {
                                 failed.push(id);
                                 exchange.source = None;
                                 break;
                             }
-                            if encoder.sends_body() && !data.is_empty() {
-                                // Sent in place, not copied.
-                                exchange.shared.push(exchange.staged.len(), data);
-                            }
                         }
-                        Poll::Ready(step @ (Step::Done | Step::Trailers(_))) => {
-                            let mut encoder = *encoder;
-                            encoder.finish(&mut exchange.staged, cx.date.fields());
-                            if let Step::Trailers(trailers) = step
-                                && encoder.sends_body()
-                            {
-                                exchange.trailers = trailers;
-                            }
-                            exchange.source = None;
-                            exchange.finished = true;
-                            break;
+                        let grew = exchange.staged.len() + exchange.shared.len() - before;
+                        if grew > 0 {
+                            moved = true;
+                            idle = 0;
+                        } else {
+                            idle += 1;
                         }
-                        Poll::Ready(Step::Failed) => {
-                            failed.push(id);
-                            exchange.source = None;
-                            break;
-                        }
+                        room = room.saturating_sub(grew);
+                        budget = budget.saturating_sub(grew);
                     }
-                    let grew = exchange.staged.len() + exchange.shared.len() - before;
-                    room = room.saturating_sub(grew);
-                    budget = budget.saturating_sub(grew);
-                },
+                }
             }
             sources |= exchange.source.is_some();
         }
