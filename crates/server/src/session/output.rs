@@ -55,15 +55,19 @@ impl<H: Handler> Session<H> {
 
     /// Marks the first `n` bytes of the output as sent (across its pieces);
     /// `n` past what is queued counts as all of it.
-    pub fn consume_output(&mut self, mut n: usize) {
-        n = n.min(self.output_len());
-        self.taken += n as u64;
-        if let Some(h2) = &mut self.h2 {
-            return h2.consume_output(n);
+    pub fn consume_output(&mut self, n: usize) {
+        if let Some(queued) = self.h2().map(|h2| h2.output_len()) {
+            let n = n.min(queued);
+            self.taken += n as u64;
+            if let Some(h2) = &mut self.h2 {
+                h2.consume_output(n);
+            }
+            return;
         }
         let from_out = n.min(self.out.len() - self.sent);
         self.sent += from_out;
-        n -= from_out;
+        self.taken += from_out as u64;
+        let mut n = n - from_out;
         if self.sent == self.out.len() {
             self.out.clear();
             self.sent = 0;
@@ -74,6 +78,7 @@ impl<H: Handler> Session<H> {
             n -= from_data;
             let from_after = n.min(staged.after.len());
             staged.after = &staged.after[from_after..];
+            self.taken += (from_data + from_after) as u64;
             if staged.data.is_empty() && staged.after.is_empty() {
                 self.staged = None;
             }
