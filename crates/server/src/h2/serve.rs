@@ -187,8 +187,12 @@ enum Source {
     },
     /// Polled by the worker, through this encoder. `starved`: the last
     /// look did not poll it for want of room (the stream's credit), so
-    /// whatever it would give waits for the client.
-    Polled { body: Box<dyn Polled>, encoder: Encoder, starved: bool },
+    /// whatever it would give waits for the client. `yielded`: the last
+    /// look stopped with the body still ready (polls that staged nothing,
+    /// [`POLLS_WITHOUT_OUTPUT`](crate::response::POLLS_WITHOUT_OUTPUT) of
+    /// them): the worker has its answer and comes back for it, as for one
+    /// answered at once.
+    Polled { body: Box<dyn Polled>, encoder: Encoder, starved: bool, yielded: bool },
 }
 
 /// A connection's HTTP/2 side: the protocol state and each stream's

@@ -183,7 +183,9 @@ impl<H: Handler> Session<H> {
     fn response_started(&self) -> bool {
         match &self.pending {
             Some(Pending::Pipe(pending)) => pending.sent > 0,
-            Some(Pending::Polled(..)) => true,
+            // A polled body may yield the worker before its head is
+            // written (empty frames, always ready).
+            Some(Pending::Polled(_, encoder)) => !encoder.is_untouched(),
             // Answered in full while the body still arrives (drained or
             // lent): a status now would be a second response.
             None => self.http.answered(),

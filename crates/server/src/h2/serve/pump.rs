@@ -116,8 +116,9 @@ impl<S: Send + 'static> Http2<S> {
                         break;
                     }
                 },
-                Source::Polled { body: polled, encoder, starved } => {
+                Source::Polled { body: polled, encoder, starved, yielded } => {
                     let mut idle = 0;
+                    *yielded = false;
                     loop {
                         // A body frame comes whole: with no room, poll only
                         // with nothing unsent (as the pipe is read), so that
@@ -138,6 +139,7 @@ impl<S: Send + 'static> Http2<S> {
                             // Always ready, never any bytes: another turn,
                             // after the other streams and connections.
                             waker.wake_by_ref();
+                            *yielded = true;
                             break;
                         }
                         let before = exchange.staged.len() + exchange.shared.len();

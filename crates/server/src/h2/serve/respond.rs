@@ -97,7 +97,8 @@ impl<S: Send + 'static> Http2<S> {
                 });
                 self.hints.sources = true;
             } else if let Some((polled, encoder)) = app.polled.take() {
-                exchange.source = Some(Source::Polled { body: polled, encoder, starved: false });
+                exchange.source =
+                    Some(Source::Polled { body: polled, encoder, starved: false, yielded: false });
                 self.hints.sources = true;
             } else {
                 exchange.finished = true;
@@ -116,12 +117,17 @@ impl<S: Send + 'static> Http2<S> {
     /// Both are dropped: a body being read fails with `UnexpectedEof`; a
     /// responder's writes fail and its `closed()` resolves, and its stream
     /// is reset (CANCEL). Responses the worker already has (answered at
-    /// once) still go out, to a client that only half-closed.
+    /// once, or a polled body it left still ready) still go out, to a
+    /// client that only half-closed.
     pub(super) fn drop_unanswerable(&mut self) {
+        let owed = |source: &Option<Source>| match source {
+            Some(Source::Polled { yielded, .. }) => !yielded,
+            other => other.is_some(),
+        };
         let gone: Vec<u32> = self
             .exchanges
             .iter()
-            .filter(|(_, e)| !e.request_ended || e.source.is_some())
+            .filter(|(_, e)| !e.request_ended || owed(&e.source))
             .map(|(&id, _)| id)
             .collect();
         for id in gone {
