@@ -254,16 +254,15 @@ impl DynamicTable {
         self.size += entry_size;
     }
 
-    /// Room at the end of `bytes` for `needed` more: the live bytes moved
-    /// to the front when at least half the buffer is evicted ones (each
-    /// move then follows as many inserted bytes as it moves), otherwise
-    /// the buffer doubled, up to twice the maximum size (where the live
-    /// bytes, at most the maximum, always leave half to move out). So the
-    /// storage grows with the entries a peer actually inserts, not to a
-    /// full table at its first small one.
+    /// Room at the end of `bytes` for `needed` more. The buffer doubles as
+    /// inserts fill it, up to twice the maximum size (so storage follows
+    /// what a peer inserts, not the full size at its first small entry);
+    /// there, the live bytes (at most the maximum) are moved to the front
+    /// over the evicted ones, at least the maximum of them: each move
+    /// follows as many inserted bytes as it moves.
     fn make_room(&mut self, needed: usize) {
-        let capacity = self.bytes.capacity();
-        if self.start > 0 && self.start >= capacity / 2 {
+        let full = self.max_size.saturating_mul(2);
+        if self.bytes.capacity() >= full || self.bytes.len() + needed > full {
             self.bytes.drain(..self.start);
             for entry in &mut self.entries {
                 entry.at -= self.start;
@@ -272,9 +271,8 @@ impl DynamicTable {
         }
         let len = self.bytes.len();
         if len + needed > self.bytes.capacity() {
-            let target = (capacity * 2).max(MIN_TABLE_BYTES).max(len + needed);
-            let target = target.min(self.max_size * 2).max(len + needed);
-            self.bytes.reserve_exact(target - len);
+            let target = (self.bytes.capacity() * 2).max(MIN_TABLE_BYTES).min(full);
+            self.bytes.reserve_exact(target.max(len + needed) - len);
         }
     }
 
