@@ -265,9 +265,10 @@ pub enum UpgradeError {
     /// (RFC 9113 6.5).
     Settings(FrameError),
     /// The connection is no longer as [`Connection::new`] made it: it has
-    /// received bytes, had output consumed, queued a DATA payload or opened
-    /// a stream. The `101` must go out first and the upgrade's request be
-    /// stream 1, so only a new connection can be upgraded.
+    /// received bytes, had output consumed, queued a DATA payload, opened
+    /// a stream or begun a shutdown. The `101` must go out first and the
+    /// upgrade's request be stream 1, so only a new connection can be
+    /// upgraded.
     NotFresh,
 }
 

@@ -78,7 +78,7 @@ impl Decoder {
     /// until it acknowledges our SETTINGS. Until then an update may ask for
     /// the larger of the two sizes; afterwards for `max_table_size` at
     /// most, and if that is below the table's size the next block must
-    /// begin with an update to it. Tell the decoder of the acknowledgement
+    /// begin with an update to at most it. Tell the decoder of the acknowledgement
     /// with [`settings_acknowledged`](Self::settings_acknowledged).
     ///
     /// The table's storage grows with its entries, to at most about 2.75
