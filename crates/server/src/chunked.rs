@@ -35,7 +35,8 @@
 //!
 //! Any byte with no arrow is an error (`400`): bad whitespace only before a
 //! `;` or `=` (so `5 0`, `5 ` and `5\t` are not sizes a proxy could read
-//! another way), a size with no digits or more than 16, a bare CR or LF,
+//! another way), a size with no digits or past a `u64` (more than 16
+//! digits after its leading zeros), a bare CR or LF,
 //! an extension without a name or with a `=` but no value, a trailer line
 //! that is not a field line (whitespace before the colon, obs-fold, CTLs).
 //! Extensions are validated and ignored (RFC 9112 §7.1.1), trailer fields
@@ -52,9 +53,12 @@
 
 use crate::syntax::{FIELD_VALUE, QDTEXT, QUOTED_PAIR, TOKEN, is_whitespace};
 
-/// Hex digits in a chunk size at most (a `u64`; more is an error, leading
-/// zeros included, so a size never overflows).
-const MAX_SIZE_DIGITS: u32 = 16;
+/// The largest chunk size that takes another hex digit without
+/// overflowing a `u64`: a 17th significant digit is an error, so a size
+/// never wraps. Leading zeros are any number (`1*HEXDIG`, RFC 9112 §7.1),
+/// each past the first counted as an extension byte is, so a line of
+/// zeros is bounded as one of extensions.
+const MAX_SIZE_BEFORE_DIGIT: u64 = u64::MAX >> 4;
 /// Bytes of chunk extensions on one size line at most.
 const MAX_EXTENSION: u64 = 4096;
 /// How far the body's extension bytes may run ahead of what its chunks
@@ -127,9 +131,10 @@ pub(crate) struct ChunkedDecoder {
     state: State,
     /// The chunk size being read, then the bytes left of the chunk.
     size: u64,
-    digits: u32,
-    /// Bytes of the current size line's extensions, then of the trailer
-    /// section.
+    /// The size line has a digit.
+    digit_seen: bool,
+    /// Bytes of the current size line's extensions (and its leading zeros
+    /// past the first), then of the trailer section.
     line: u64,
     /// Extension bytes beyond what the chunks so far allow.
     excess: u64,
@@ -139,7 +144,7 @@ pub(crate) struct ChunkedDecoder {
 
 impl ChunkedDecoder {
     pub(crate) fn new() -> Self {
-        Self { state: State::Size, size: 0, digits: 0, line: 0, excess: 0, fields: 0 }
+        Self { state: State::Size, size: 0, digit_seen: false, line: 0, excess: 0, fields: 0 }
     }
 
     /// Whether the last chunk and the trailer section have been read.
@@ -225,16 +230,23 @@ impl ChunkedDecoder {
         let space = is_whitespace(byte);
         let next = match (self.state, byte) {
             (State::Size, b'0'..=b'9' | b'a'..=b'f' | b'A'..=b'F') => {
-                if self.digits == MAX_SIZE_DIGITS {
+                if self.size > MAX_SIZE_BEFORE_DIGIT {
                     return Err(ChunkedError::Malformed);
                 }
-                self.digits += 1;
+                if self.size == 0 && self.digit_seen {
+                    // After a leading zero: bounded as extension bytes are.
+                    self.line += 1;
+                    if self.line > MAX_EXTENSION || self.excess + self.line > MAX_EXTENSION_EXCESS {
+                        return Err(ChunkedError::Malformed);
+                    }
+                }
+                self.digit_seen = true;
                 self.size = self.size << 4 | hex(byte);
                 State::Size
             }
-            (State::Size, b'\r') if self.digits > 0 => State::SizeLf,
-            (State::Size, b';') if self.digits > 0 => State::ExtBeforeName,
-            (State::Size, _) if space && self.digits > 0 => State::SizeBws,
+            (State::Size, b'\r') if self.digit_seen => State::SizeLf,
+            (State::Size, b';') if self.digit_seen => State::ExtBeforeName,
+            (State::Size, _) if space && self.digit_seen => State::SizeBws,
             (State::SizeBws, _) if space => State::SizeBws,
             (State::SizeBws, b';') => State::ExtBeforeName,
             (State::ExtBeforeName, _) if space => State::ExtBeforeName,
@@ -265,7 +277,7 @@ impl ChunkedDecoder {
                 let allowed = EXTENSION_ALLOWANCE.saturating_add(self.size.saturating_mul(2));
                 self.excess = (self.excess + self.line).saturating_sub(allowed);
                 self.line = 0;
-                self.digits = 0;
+                self.digit_seen = false;
                 if self.size > budget {
                     return Err(ChunkedError::TooLarge);
                 }
@@ -441,7 +453,7 @@ mod tests {
             b"5\n",
             b"5\rX",
             b"11111111111111111\r\n",
-            b"00000000000000005\r\n",
+            b"00000000000000010000000000000000\r\n",
             // Data and its CRLF.
             b"5\r\nhelloX\r\n",
             b"5\r\nhello\rX",
@@ -513,6 +525,37 @@ mod tests {
         // Data earns room: the same extensions on 1 KiB chunks are fine.
         let big = format!("400;a={}\r\n{}\r\n", "e".repeat(per_line), "d".repeat(1024));
         let body = format!("{}0\r\n\r\n", big.repeat(4 * fits));
+        assert!(decode_in_pieces(body.as_bytes(), &[]).is_ok());
+    }
+
+    /// `1*HEXDIG` allows any number of leading zeros (hyper and node read
+    /// them; a size of more than 16 digits was refused): each past the
+    /// first counts as an extension byte does, so a line of zeros is
+    /// bounded as a line of extensions; 16 significant digits, no more.
+    #[test]
+    fn leading_zeros_are_any_number_within_the_line_bound() {
+        let zeros = |n: usize| "0".repeat(n);
+        for n in [16, 17, 100, MAX_EXTENSION as usize] {
+            let body = format!("{}5\r\nhello\r\n{}\r\n\r\n", zeros(n), zeros(n + 1));
+            let (data, end) = decode_in_pieces(body.as_bytes(), &[]).unwrap();
+            assert_eq!((&data[..], end), (&b"hello"[..], Some(body.len())), "{n} zeros");
+            let full = format!("{}ffffffffffffffff\r\n", zeros(n));
+            assert!(decode_in_pieces(full.as_bytes(), &[]).is_ok(), "{n} zeros, 16 digits");
+            let over = format!("{}10000000000000000\r\n", zeros(n));
+            let refused = decode_in_pieces(over.as_bytes(), &[]);
+            assert_eq!(refused.unwrap_err(), ChunkedError::Malformed, "{n} zeros, 17 digits");
+        }
+        // Past the line's bound, alone or with extensions after them.
+        let over = format!("{}5\r\nhello\r\n0\r\n\r\n", zeros(MAX_EXTENSION as usize + 2));
+        assert_eq!(decode_in_pieces(over.as_bytes(), &[]).unwrap_err(), ChunkedError::Malformed);
+        let ext = format!("{}1;a={}\r\nx\r\n", zeros(2049), "e".repeat(2048));
+        assert_eq!(decode_in_pieces(ext.as_bytes(), &[]).unwrap_err(), ChunkedError::Malformed);
+        // And over the body: lines of zeros on 1-byte chunks, each within
+        // its line's bound, until their excess passes MAX_EXTENSION_EXCESS.
+        let line = format!("{}1\r\nx\r\n", zeros(1001));
+        let body = format!("{}0\r\n\r\n", line.repeat(20));
+        assert_eq!(decode_in_pieces(body.as_bytes(), &[]).unwrap_err(), ChunkedError::Malformed);
+        let body = format!("{}0\r\n\r\n", line.repeat(10));
         assert!(decode_in_pieces(body.as_bytes(), &[]).is_ok());
     }
 
