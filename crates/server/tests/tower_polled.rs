@@ -723,69 +723,100 @@ fn drain(session: &mut falconet_server::Session<TowerHandler<Router>>) -> Vec<Ve
 /// A streamed body's last piece carries the chunked body's end: the last
 /// chunk goes out in the write that sends the piece, not in a write of
 /// its own after the body is polled once more (as it did: one more
-/// system call per response, and a segment of five bytes).
+/// system call per response, and a segment of five bytes). A piece under
+/// 64 KiB is copied into the output with its framing (one slice); a
+/// larger one goes out in place, between its chunk's size and its CRLF.
 #[test]
 fn the_last_piece_carries_the_chunked_end() {
-    let (_rt, handler, _pool, mut cx, mut session) = echo_session();
-    session.receive(b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhel").unwrap();
-    session.process(&handler, &mut cx);
-    let first = drain(&mut session);
-    let head = String::from_utf8_lossy(&first[0]).to_string();
-    assert!(
-        head.contains("transfer-encoding: chunked\r\n")
-            || head.contains("Transfer-Encoding: chunked\r\n"),
-        "{head}"
-    );
-    assert!(head.ends_with("\r\n\r\n3\r\n"), "{head:?}");
-    assert_eq!(first[1..], [b"hel".to_vec(), b"\r\n".to_vec()], "a piece that is not the last");
-    session.receive(b"lo").unwrap();
-    session.process(&handler, &mut cx);
-    let second = drain(&mut session);
-    assert_eq!(
-        second,
-        [b"2\r\n".to_vec(), b"lo".to_vec(), b"\r\n0\r\n\r\n".to_vec()],
-        "the last piece, then its CRLF and the last chunk in one piece of the same write"
-    );
-    // The response is settled on the next turn; nothing more is sent.
-    session.process(&handler, &mut cx);
-    assert!(session.output().is_empty(), "{:?}", session.output());
-    // The connection goes on: the next request is answered after it.
-    session.receive(b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\n\r\nok").unwrap();
-    session.process(&handler, &mut cx);
-    let third: Vec<u8> = drain(&mut session).concat();
-    let third = String::from_utf8_lossy(&third);
-    assert!(third.starts_with("HTTP/1.1 200"), "{third}");
-    assert!(third.ends_with("\r\n\r\nok"), "{third:?}");
+    for (first_len, last_len) in [(3, 2), (70_000, 66_000)] {
+        let (_rt, handler, _pool, mut cx, mut session) = echo_session();
+        let (first_part, last_part) = (vec![b'a'; first_len], vec![b'b'; last_len]);
+        let length = first_len + last_len;
+        session
+            .receive(
+                format!("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: {length}\r\n\r\n")
+                    .as_bytes(),
+            )
+            .unwrap();
+        session.receive(&first_part).unwrap();
+        session.process(&handler, &mut cx);
+        let first = drain(&mut session);
+        let head = String::from_utf8_lossy(&first[0]).to_string();
+        assert!(head.to_ascii_lowercase().contains("transfer-encoding: chunked\r\n"), "{head}");
+        let size = |n: usize| format!("{n:x}\r\n").into_bytes();
+        let in_place = first_len >= 64 * 1024;
+        let head_end = first[0].windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+        let mut wanted = vec![[&first[0][..head_end], &size(first_len)].concat()];
+        if in_place {
+            wanted.extend([first_part.clone(), b"\r\n".to_vec()]);
+        } else {
+            wanted[0].extend([&first_part[..], b"\r\n"].concat());
+        }
+        assert!(first == wanted, "{first_len}: a piece that is not the last");
+        session.receive(&last_part).unwrap();
+        session.process(&handler, &mut cx);
+        let second = drain(&mut session);
+        let wanted = if in_place {
+            vec![size(last_len), last_part.clone(), b"\r\n0\r\n\r\n".to_vec()]
+        } else {
+            vec![[&size(last_len)[..], &last_part, b"\r\n0\r\n\r\n"].concat()]
+        };
+        assert!(
+            second == wanted,
+            "{last_len}: the last piece, then its CRLF and the last chunk, in one write"
+        );
+        // The response is settled on the next turn; nothing more is sent.
+        session.process(&handler, &mut cx);
+        assert!(session.output().is_empty(), "{:?}", session.output());
+        // The connection goes on: the next request is answered after it.
+        session.receive(b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\n\r\nok").unwrap();
+        session.process(&handler, &mut cx);
+        let third: Vec<u8> = drain(&mut session).concat();
+        let third = String::from_utf8_lossy(&third);
+        assert!(third.starts_with("HTTP/1.1 200"), "{third}");
+        assert!(third.ends_with("\r\n\r\nok"), "{third:?}");
+    }
 }
 
-/// A request pipelined behind an echo whose last piece is staged waits
-/// for that piece: its response never overtakes the body's end.
+/// A request pipelined behind an echo whose last piece is staged (or, under
+/// 64 KiB, copied) waits for that piece: its response never overtakes the
+/// body's end.
 #[test]
 fn a_pipelined_request_waits_behind_the_staged_last_piece() {
-    let (_rt, handler, _pool, mut cx, mut session) = echo_session();
-    session.receive(b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhel").unwrap();
-    session.process(&handler, &mut cx);
-    let mut all: Vec<u8> = drain(&mut session).concat();
-    session
-        .receive(b"loPOST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\n\r\nok")
-        .unwrap_or_else(|e| panic!("{e}"));
-    // Only part of what is ready is sent at a time: the rest stays staged
-    // while the parser runs again.
-    for _ in 0..8 {
+    for (first_len, last_len) in [(3, 2), (70_000, 66_000)] {
+        let (_rt, handler, _pool, mut cx, mut session) = echo_session();
+        let length = first_len + last_len;
+        session
+            .receive(
+                format!("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: {length}\r\n\r\n")
+                    .as_bytes(),
+            )
+            .unwrap();
+        session.receive(&vec![b'a'; first_len]).unwrap();
         session.process(&handler, &mut cx);
-        let piece = session.output().to_vec();
-        let n = piece.len().min(1);
-        all.extend_from_slice(&piece[..n]);
-        session.consume_output(n);
+        let mut all: Vec<u8> = drain(&mut session).concat();
+        let mut rest = vec![b'b'; last_len];
+        rest.extend_from_slice(b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\n\r\nok");
+        session.receive(&rest).unwrap_or_else(|e| panic!("{e}"));
+        // Only part of what is ready is sent at a time: the rest stays
+        // staged while the parser runs again.
+        for _ in 0..8 {
+            session.process(&handler, &mut cx);
+            let piece = session.output().to_vec();
+            let n = piece.len().min(1);
+            all.extend_from_slice(&piece[..n]);
+            session.consume_output(n);
+        }
+        for _ in 0..4 {
+            session.process(&handler, &mut cx);
+            all.extend(drain(&mut session).concat());
+        }
+        let all = String::from_utf8_lossy(&all);
+        let last = format!("{last_len:x}\r\n{}\r\n0\r\n\r\n", "b".repeat(last_len));
+        let end = all.find(&last).unwrap_or_else(|| panic!("{last_len}: {all:?}"));
+        let next = all.rfind("HTTP/1.1 200").unwrap();
+        assert!(end < next, "the next response came after the body's end: {all:?}");
     }
-    for _ in 0..4 {
-        session.process(&handler, &mut cx);
-        all.extend(drain(&mut session).concat());
-    }
-    let all = String::from_utf8_lossy(&all);
-    let end = all.find("2\r\nlo\r\n0\r\n\r\n").unwrap_or_else(|| panic!("{all:?}"));
-    let next = all.rfind("HTTP/1.1 200").unwrap();
-    assert!(end < next, "the next response came after the body's end: {all:?}");
 }
 
 /// A body that wakes once, then hands out one piece and, at once, an

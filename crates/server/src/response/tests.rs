@@ -29,15 +29,15 @@ fn bytes_forms_refuse_misuse() {
         if share {
             response = response.sharing(&mut pieces);
         }
-        response.body_bytes(Bytes::from_static(b"one")).unwrap();
+        response.body_bytes(Bytes::from_static(&LARGE)).unwrap();
         let second = response.body_bytes(Bytes::from_static(b"two"));
         assert_eq!(second, Err(ResponseError::Finished), "share={share}");
         let piece = response.write_bytes(Bytes::from_static(b"three"));
         assert_eq!(piece, Err(ResponseError::Finished), "share={share}");
         // Only the first body: in place when shared, copied otherwise.
-        assert!(out.ends_with(b"Content-Length: 3\r\n\r\n") == share, "share={share}");
-        assert!(out.ends_with(b"\r\n\r\none") != share, "share={share}");
-        assert_eq!((pieces.count(), pieces.len()), if share { (1, 3) } else { (0, 0) });
+        assert!(out.ends_with(b"Content-Length: 4096\r\n\r\n") == share, "share={share}");
+        assert!(out.ends_with(&LARGE) != share, "share={share}");
+        assert_eq!((pieces.count(), pieces.len()), if share { (1, LARGE.len()) } else { (0, 0) });
 
         let mut out = Vec::new();
         let mut pieces = Pieces::default();
@@ -47,10 +47,43 @@ fn bytes_forms_refuse_misuse() {
             response = response.sharing(&mut pieces);
         }
         response.write_bytes(Bytes::new()).unwrap();
-        response.write_bytes(Bytes::from_static(b"a")).unwrap();
+        response.write_bytes(Bytes::from_static(&LARGE)).unwrap();
         let late = response.body_bytes(Bytes::from_static(b"b"));
         assert_eq!(late, Err(ResponseError::HeadSent), "share={share}");
         assert_eq!(pieces.count(), usize::from(share), "an empty piece is not kept");
+    }
+}
+
+/// The smallest piece HTTP/2 sends in place: [`HTTP2_COPY_BELOW`] bytes.
+static LARGE: [u8; HTTP2_COPY_BELOW] = [b'x'; HTTP2_COPY_BELOW];
+
+/// With a place to share pieces (HTTP/2), pieces under 4 KiB are
+/// copied among the response's other bytes (small ones written one after
+/// another then share DATA frames) and larger ones are kept in place,
+/// each after what was written before it; a small body likewise.
+#[test]
+fn small_pieces_are_copied_and_large_ones_kept() {
+    let mut app = AppSlots::new(Pool::new());
+    let (mut out, mut pieces) = (Vec::new(), Pieces::default());
+    let encoder = Encoder::new(Version::Http2, false, true);
+    let mut response = Response::new(&mut out, FIELDS, encoder, &mut app).sharing(&mut pieces);
+    for piece in [&b"a"[..], b"b", &LARGE[..HTTP2_COPY_BELOW - 1], &LARGE, b"c", &LARGE] {
+        response.write_bytes(Bytes::from_static(piece)).unwrap();
+    }
+    let head_end = out.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+    let copied = out.len() - head_end;
+    assert_eq!(copied, 2 + (HTTP2_COPY_BELOW - 1) + 1, "the small pieces, copied");
+    let kept: Vec<(usize, usize)> =
+        pieces.iter().map(|(at, p)| (*at - head_end, p.len())).collect();
+    assert_eq!(kept, [(HTTP2_COPY_BELOW + 1, LARGE.len()), (HTTP2_COPY_BELOW + 2, LARGE.len())]);
+
+    for (body, in_place) in [(&LARGE[..1], false), (&LARGE[1..], false), (&LARGE[..], true)] {
+        let (mut out, mut pieces) = (Vec::new(), Pieces::default());
+        let encoder = Encoder::new(Version::Http2, false, true);
+        let mut response = Response::new(&mut out, FIELDS, encoder, &mut app).sharing(&mut pieces);
+        response.body_bytes(Bytes::from_static(body)).unwrap();
+        assert_eq!(pieces.len(), if in_place { body.len() } else { 0 }, "{}", body.len());
+        assert_eq!(out.ends_with(body), !in_place, "{}", body.len());
     }
 }
 

@@ -3,7 +3,7 @@
 //! behind the answers before it.
 
 use super::*;
-use crate::response::POLLS_WITHOUT_OUTPUT;
+use crate::response::{HTTP1_COPY_BELOW, POLLS_WITHOUT_OUTPUT};
 
 impl<H: Handler> Session<H> {
     /// Moves what the response in flight has for the output into it, as
@@ -91,7 +91,9 @@ impl<H: Handler> Session<H> {
 
     /// [`pump`](Self::pump) for a response the worker polls. A body frame
     /// it returns is staged, not copied: the connection sends it after the
-    /// output, and polls again once it is sent.
+    /// output, and polls again once it is sent. A frame under
+    /// [`HTTP1_COPY_BELOW`] is copied into the output and the polls go on,
+    /// so that small frames ready together go out in one write.
     fn pump_polled(&mut self, cx: &Context) -> bool {
         let waker = self.app.link().waker();
         let mut poll_cx = std::task::Context::from_waker(&waker);
@@ -130,10 +132,16 @@ impl<H: Handler> Session<H> {
                 encoder.chunk_prefix(&mut self.out, data.len());
                 // The body's end goes out with its last piece (one write,
                 // where sending it on the next poll took two); the response
-                // is settled on that poll, once the piece is sent, so
-                // nothing behind it can overtake it.
+                // is settled on that poll, once the piece is sent (or
+                // copied), so nothing behind it can overtake it.
                 let after = encoder.after_piece(last);
-                self.staged = Some(Staged { data, after });
+                if data.len() < HTTP1_COPY_BELOW {
+                    self.out.extend_from_slice(&data);
+                    self.out.extend_from_slice(after);
+                    idle = 0;
+                } else {
+                    self.staged = Some(Staged { data, after });
+                }
             }
         };
         let mut encoder = *encoder;

@@ -5,7 +5,7 @@
 use super::respond::refuse;
 use super::staged::{find_head_end, head_end_in, lowercase_fields, staged_status};
 use super::*;
-use crate::response::POLLS_WITHOUT_OUTPUT;
+use crate::response::{HTTP2_COPY_BELOW, POLLS_WITHOUT_OUTPUT};
 
 /// What a deferred or polled response may stage before its HEADERS went
 /// out, credit or not: a head (HEADERS are not flow-controlled, RFC 9113
@@ -173,9 +173,13 @@ impl<S: Send + 'static> Http2<S> {
                                     exchange.source = None;
                                     break;
                                 }
-                                if encoder.sends_body() && !data.is_empty() {
+                                if encoder.sends_body() && data.len() >= HTTP2_COPY_BELOW {
                                     // Sent in place, not copied.
                                     exchange.shared.push(exchange.staged.len(), data);
+                                } else if encoder.sends_body() {
+                                    // Small: copied, to share DATA frames
+                                    // with the frames around it.
+                                    exchange.staged.extend_from_slice(&data);
                                 }
                             }
                             Poll::Ready(step @ (Step::Done | Step::Trailers(_))) => {
