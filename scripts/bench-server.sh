@@ -34,6 +34,10 @@
 #       the servers).
 #   python3 scripts/bench_server.py --echo [seconds, default 5] [rounds]
 #       Only the 1 MiB echo, once --app has built the servers.
+#   python3 scripts/bench_server.py --frames [seconds, default 3] [rounds]
+#       Bodies of small frames (1 B to 16 KiB): axum on falconet against
+#       axum on hyper over HTTP/1.1 and hyper's HTTP/2 server over HTTP/2,
+#       once --app and --h2 have built the servers (and installed h2load).
 # The default run and --app also render SVG plots into docs/img/.
 set -euo pipefail
 cd "$(dirname "$0")/.."

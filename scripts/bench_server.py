@@ -344,6 +344,54 @@ H2_MODES = [
 ]
 
 
+def frames_benchmark(seconds, rounds):
+    """Bodies of small frames (`GET /frames?size=N&count=M`, 1 MiB of
+    N-byte frames, all ready): axum on falconet against axum on hyper over
+    HTTP/1.1 (wrk, 4 connections), and against hyper's HTTP/2 server
+    (`hyper_h2_server`, no axum; axum::serve here speaks HTTP/1 only) over
+    HTTP/2 (h2load, 4 streams on one connection). MiB of body per server
+    CPU-second."""
+    print(f"# bench-server --frames: {rounds} rounds x {seconds} s, server on core {SERVER_CORE}, load on core {LOAD_CORE}")
+    servers = dict(APP_SERVERS, **{"hyper-h2": H2_SERVERS["hyper"]})
+    peers = {"HTTP/1.1": "axum-on-hyper", "HTTP/2": "hyper-h2"}
+    sizes = [1, 100, 1024, 16384]
+    results = {}
+    port = 19700
+    for r in range(rounds):
+        for size in sizes:
+            path = f"/frames?size={size}&count={(1 << 20) // size}"
+            for protocol, peer in peers.items():
+                for name in ["axum-on-falconet", peer]:
+                    port += 1
+                    proc = start(name, port, servers)
+                    try:
+                        def load(secs):
+                            if protocol == "HTTP/1.1":
+                                return wrk(port, path, 4, 1, secs)
+                            return h2load(port, path, ["-c1", "-m4"], secs)
+                        load(1)  # warm-up
+                        cpu0, t0 = cpu_seconds(proc.pid), time.time()
+                        total = load(seconds)
+                        cpu1, t1 = cpu_seconds(proc.pid), time.time()
+                    finally:
+                        proc.terminate()
+                        proc.wait()
+                    per_cpu = total / max(cpu1 - cpu0, 1e-9)  # MiB: one per response
+                    results.setdefault((size, protocol, name), []).append(per_cpu)
+                    print(f"round {r + 1} | {size:>6} B frames | {protocol:<8} | {name:<16} | {total / (t1 - t0):>8,.1f} MiB/s "
+                          f"| {per_cpu:>8,.1f} MiB/CPU-s | server CPU {(cpu1 - cpu0) / (t1 - t0):4.0%}", flush=True)
+    print()
+    print("| frames | protocol | axum on falconet (MiB per CPU-s) | peer | peer (MiB per CPU-s) | ratio | per round |")
+    print("|---:|---|---:|---|---:|---:|---|")
+    for size in sizes:
+        for protocol, peer in peers.items():
+            ours, theirs = results[(size, protocol, "axum-on-falconet")], results[(size, protocol, peer)]
+            rounds_ratio = ", ".join(f"{a / b:.2f}" if b else "-" for a, b in zip(ours, theirs))
+            mo, mt = statistics.median(ours), statistics.median(theirs)
+            ratio = f"{mo / mt:.2f}x" if mt else "-"
+            print(f"| {size} B | {protocol} | {mo:,.1f} | {peer} | {mt:,.1f} | {ratio} | {rounds_ratio} |")
+
+
 def h2load(port, path, extra, seconds):
     cmd = ["taskset", "-c", LOAD_CORE, "h2load", "-t1", "-D", str(seconds)] + extra + [f"http://127.0.0.1:{port}{path}"]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
@@ -444,6 +492,8 @@ def main():
         delay_memory()
     elif args and args[0] == "--app":
         app_benchmark(int(args[1]) if len(args) > 1 else 10, int(args[2]) if len(args) > 2 else 3)
+    elif args and args[0] == "--frames":
+        frames_benchmark(int(args[1]) if len(args) > 1 else 3, int(args[2]) if len(args) > 2 else 3)
     elif args and args[0] == "--h2-soak":
         h2_soak(float(args[1]) if len(args) > 1 else 10)
     elif args and args[0] == "--h2":

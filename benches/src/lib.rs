@@ -6,6 +6,7 @@
 //! returned), not loop iterations.
 
 pub mod flow;
+pub mod frames;
 pub mod locked_pipe;
 pub mod pipe;
 pub mod registry;

@@ -1,7 +1,7 @@
 //! The peer of axum on falconet in `scripts/bench-server.sh --app`: the
 //! same axum `Router` as `crates/server/examples/axum_hello.rs`
 //! (`/plaintext`, `/json` serialized per request, `POST /echo` streaming
-//! the body back) served by hyper through `axum::serve`, on one tokio
+//! the body back, `/frames?size=N&count=M`) served by hyper through `axum::serve`, on one tokio
 //! worker thread (the server is pinned to one core).
 //!
 //! `cargo run --release -p falconet-benches --bin axum_server -- 127.0.0.1:8083`
@@ -35,6 +35,16 @@ fn app() -> Router {
                     .into_response()
             }),
         )
+        .route("/frames", get(|uri: axum::http::Uri| async move { frames(&uri) }))
+}
+
+/// `GET /frames?size=N&count=M` (`falconet_benches::frames`).
+fn frames(uri: &axum::http::Uri) -> axum::response::Response {
+    match falconet_benches::frames::Frames::from_query(uri.query()) {
+        Some(frames) => Body::new(frames).into_response(),
+        None => (axum::http::StatusCode::BAD_REQUEST, "size 1..=65536, count 0..=16777216\n")
+            .into_response(),
+    }
 }
 
 fn main() -> std::io::Result<()> {

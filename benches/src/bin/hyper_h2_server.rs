@@ -6,7 +6,8 @@
 //! streams the request body back; `GET /bytes?n=N` answers N bytes of `x`
 //! (a slice of one static buffer: no copy, as falconet's `/bytes` writes
 //! from a static piece); `POST /upload` reads the body in the connection's
-//! task and answers its length.
+//! task and answers its length; `GET /frames?size=N&count=M` answers M
+//! ready frames of N bytes (`falconet_benches::frames`).
 //!
 //! `cargo run --release -p falconet-benches --bin hyper_h2_server -- 127.0.0.1:8082`
 
@@ -60,6 +61,16 @@ async fn handle(request: Request<Incoming>) -> Result<Response<Body>, Infallible
                 .filter(|&n| n <= MAX_BYTES);
             match n {
                 Some(n) => Response::new(full(BYTES.slice(..n))),
+                None => {
+                    let mut response = Response::new(full(Bytes::new()));
+                    *response.status_mut() = StatusCode::BAD_REQUEST;
+                    response
+                }
+            }
+        }
+        (&Method::GET, "/frames") => {
+            match falconet_benches::frames::Frames::from_query(request.uri().query()) {
+                Some(frames) => Response::new(frames.map_err(|never| match never {}).boxed()),
                 None => {
                     let mut response = Response::new(full(Bytes::new()));
                     *response.status_mut() = StatusCode::BAD_REQUEST;

@@ -1,5 +1,6 @@
-//! An axum `Router` on falconet's I/O: `GET /plaintext`, `GET /json` and
-//! `POST /echo` (streams the request body back).
+//! An axum `Router` on falconet's I/O: `GET /plaintext`, `GET /json`,
+//! `POST /echo` (streams the request body back) and `GET
+//! /frames?size=N&count=M` (M ready frames of N bytes).
 //!
 //! ```text
 //! cargo run --release -p falconet-server --features tower --example axum_hello -- \
@@ -66,6 +67,50 @@ fn app() -> Router {
                     .into_response()
             }),
         )
+        .route("/frames", get(|uri: axum::http::Uri| async move { frames(&uri) }))
+}
+
+/// `GET /frames?size=N&count=M`: a body of M frames of N bytes, all
+/// ready (a stream of small items: how frames are gathered into writes
+/// shows here). N at most 64 KiB, M at most 2^24; else 400.
+fn frames(uri: &axum::http::Uri) -> axum::response::Response {
+    let arg = |name: &str| {
+        uri.query()?
+            .split('&')
+            .find_map(|kv| kv.strip_prefix(name)?.strip_prefix('='))?
+            .parse()
+            .ok()
+    };
+    match (arg("size"), arg("count")) {
+        (Some(size @ 1..=65_536), Some(count @ 0..=16_777_216)) => {
+            Body::new(Frames { piece: bytes::Bytes::from(vec![b'x'; size]), left: count })
+                .into_response()
+        }
+        _ => (axum::http::StatusCode::BAD_REQUEST, "size 1..=65536, count 0..=16777216\n")
+            .into_response(),
+    }
+}
+
+/// The body of `/frames`: `left` more frames of `piece`.
+struct Frames {
+    piece: bytes::Bytes,
+    left: usize,
+}
+
+impl http_body::Body for Frames {
+    type Data = bytes::Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<bytes::Bytes>, Self::Error>>> {
+        if self.left == 0 {
+            return std::task::Poll::Ready(None);
+        }
+        self.left -= 1;
+        std::task::Poll::Ready(Some(Ok(http_body::Frame::data(self.piece.clone()))))
+    }
 }
 
 struct Args {
