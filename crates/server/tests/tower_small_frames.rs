@@ -40,6 +40,12 @@ fn expected(sizes: &[usize], frames: usize) -> Vec<u8> {
     (0..total as u64).map(byte_at).collect()
 }
 
+thread_local! {
+    /// Polls of [`Frames`] bodies on this thread (a sans-IO session's
+    /// turns run on the test's thread).
+    static POLLS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
 /// `frames` frames whose sizes cycle through `sizes`, all ready.
 struct Frames {
     sizes: &'static [usize],
@@ -56,6 +62,7 @@ impl http_body::Body for Frames {
         mut self: Pin<&mut Self>,
         _: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        POLLS.set(POLLS.get() + 1);
         if self.next == self.frames {
             return Poll::Ready(None);
         }
@@ -96,11 +103,17 @@ fn server() -> (common::TestServer<TowerHandler<Service>>, tokio::runtime::Runti
     common::serve_tower(Options::new().workers(1), Service)
 }
 
+/// The most polls of polled bodies in one round of a connection's turn
+/// (`falconet_server`'s `POLLS_PER_ROUND`).
+const POLLS_PER_ROUND: usize = 1024;
+
 /// The sans-IO session, turn by turn (`process`, then every byte of the
 /// output taken): a body of 100,000 1-byte frames, all ready, streams
-/// (past the 64 KiB a response gathers before its head goes out) in a few
-/// turns of up to `max_pending_output` each. It took a turn, and a write,
-/// per frame: 34,463 after the head.
+/// (past the 64 KiB a response gathers before its head goes out) in turns
+/// of many frames each, one write per turn; it took a turn, and a write,
+/// per frame (34,463 after the head). And no turn polls more than 1,024
+/// frames (a review measured 11,000 per round, 16 rounds per turn, and a
+/// `GET` on the same worker waiting 50 ms behind three such bodies).
 #[test]
 fn http1_small_frames_share_writes() {
     const N: usize = 100_000;
@@ -112,18 +125,29 @@ fn http1_small_frames_share_writes() {
     session.receive(format!("GET /tiny?n={N} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes()).unwrap();
     let (mut wire, mut turns_after_head) = (Vec::new(), 0);
     while !wire.ends_with(b"\r\n0\r\n\r\n") {
+        let polls = POLLS.get();
         session.process(&handler, &mut cx);
-        if wire.windows(4).any(|w| w == b"\r\n\r\n") {
+        let polled = POLLS.get() - polls;
+        assert!(polled <= POLLS_PER_ROUND as u64, "{polled} polls in one turn");
+        let head_out = wire.windows(4).any(|w| w == b"\r\n\r\n");
+        if head_out {
             turns_after_head += 1;
         }
         assert!(turns_after_head < 1_000, "{turns_after_head} turns after the head");
+        let before = wire.len();
         while !session.output().is_empty() {
             let piece = session.output().to_vec();
             session.consume_output(piece.len());
             wire.extend_from_slice(&piece);
         }
+        if head_out {
+            // Each 1-byte frame is "1\r\nX\r\n" on the wire.
+            let frames = (wire.len() - before) / 6;
+            assert!(frames <= POLLS_PER_ROUND, "{frames} frames in one turn");
+        }
     }
-    assert!(turns_after_head <= 16, "{turns_after_head} turns after the head");
+    let least = (N - 65_537).div_ceil(POLLS_PER_ROUND);
+    assert!((least..=2 * least).contains(&turns_after_head), "{turns_after_head} turns");
     let head_end = wire.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
     let head = String::from_utf8_lossy(&wire[..head_end]).to_ascii_lowercase();
     assert!(head.contains("transfer-encoding: chunked"), "{head}");
@@ -180,7 +204,71 @@ fn h2_small_frames_share_data_frames() {
     for exact in ["", "&exact"] {
         let (body, frames) = raw_h2_get(server.addr, &format!("/tiny?n=100000{exact}"));
         assert!(body == expected(&[1], 100_000), "{exact}: {} bytes", body.len());
-        assert!(frames * 1024 <= 100_000, "{exact}: {frames} DATA frames for 100,000 bytes");
+        assert!(frames * 512 <= 100_000, "{exact}: {frames} DATA frames for 100,000 bytes");
+    }
+}
+
+/// The sans-IO session over HTTP/2: two streams of 1-byte frames, all
+/// ready, with credit for all of them (streamed, and of exact size:
+/// gathered, then sent with their length); each round (`process`) polls
+/// at most 1,024 frames of both together, and the bodies arrive whole.
+#[test]
+fn h2_a_round_polls_at_most_its_share_of_tiny_frames() {
+    use common::h2raw::{frame_bytes, req};
+    use falconet_server::h2::frame::{PREFACE, kind, setting};
+    const N: usize = 200_000;
+    let rt = common::runtime();
+    let handler = TowerHandler::new(Service, rt.handle().clone());
+    let pool = falconet_pool::Pool::new();
+    let mut cx = ServerContext::new(&Options::new()).unwrap();
+    let mut session = Session::<TowerHandler<Service>>::new(&pool).unwrap();
+    let mut input = PREFACE.to_vec();
+    let mut window = Vec::new();
+    window.extend_from_slice(&setting::INITIAL_WINDOW_SIZE.to_be_bytes());
+    window.extend_from_slice(&0x7fff_ffffu32.to_be_bytes());
+    input.extend(frame_bytes(kind::SETTINGS, 0, 0, &window));
+    input.extend(frame_bytes(kind::WINDOW_UPDATE, 0, 0, &(0x7fff_ffffu32 - 65_535).to_be_bytes()));
+    for (stream, exact) in [(1u32, ""), (3, "&exact")] {
+        let path = format!("/tiny?n={N}{exact}");
+        input.extend(frame_bytes(kind::HEADERS, 0x5, stream, &req("GET", &path)));
+    }
+    session.receive(&input).unwrap();
+    let (mut wire, mut bodies, mut ended) = (Vec::new(), [Vec::new(), Vec::new()], 0);
+    for round in 0..2_000 {
+        let polls = POLLS.get();
+        session.process(&handler, &mut cx);
+        let polled = POLLS.get() - polls;
+        // The first round answers both requests, each polling its body
+        // up to 256 times before the worker's bounded polls take it.
+        let inline = if round == 0 { 2 * 256 } else { 0 };
+        assert!(polled <= (POLLS_PER_ROUND + inline) as u64, "round {round}: {polled} polls");
+        while !session.output().is_empty() {
+            let piece = session.output().to_vec();
+            session.consume_output(piece.len());
+            wire.extend_from_slice(&piece);
+        }
+        // Whole frames off the front of what was written.
+        while wire.len() >= 9 {
+            let length =
+                usize::from(wire[0]) << 16 | usize::from(wire[1]) << 8 | usize::from(wire[2]);
+            if wire.len() < 9 + length {
+                break;
+            }
+            let (kind_, flags) = (wire[3], wire[4]);
+            let stream = u32::from_be_bytes([wire[5], wire[6], wire[7], wire[8]]) & 0x7fff_ffff;
+            if kind_ == kind::DATA {
+                bodies[(stream / 2) as usize].extend_from_slice(&wire[9..9 + length]);
+                ended += usize::from(flags & 0x1 != 0);
+            }
+            wire.drain(..9 + length);
+        }
+        if ended == 2 {
+            break;
+        }
+    }
+    assert_eq!(ended, 2, "both streams ended");
+    for body in bodies {
+        assert!(body == expected(&[1], N), "{} bytes", body.len());
     }
 }
 

@@ -224,6 +224,9 @@ pub(crate) struct Http2<S> {
     /// output waiting means the connection stood still for the socket.
     turns: u64,
     turns_seen: u64,
+    /// Polls of polled bodies left in this round (`process` call):
+    /// [`POLLS_PER_ROUND`](crate::response::POLLS_PER_ROUND) at its start.
+    polls_left: u32,
 }
 
 /// Set when an exchange may need a walk's attention; a walk that finds
@@ -276,6 +279,7 @@ impl<S: Send + 'static> Http2<S> {
             peer: None,
             turns: 0,
             turns_seen: 0,
+            polls_left: crate::response::POLLS_PER_ROUND,
         }
     }
 
@@ -317,6 +321,7 @@ impl<S: Send + 'static> Http2<S> {
     where
         H: Handler<State = S>,
     {
+        self.polls_left = crate::response::POLLS_PER_ROUND;
         loop {
             if self.conn.output_len() >= cx.limits.max_pending_output {
                 return Progress::OutputFull;

@@ -3,7 +3,7 @@
 //! behind the answers before it.
 
 use super::*;
-use crate::response::{HTTP1_COPY_BELOW, POLLS_WITHOUT_OUTPUT};
+use crate::response::{HTTP1_COPY_BELOW, POLLS_PER_ROUND, POLLS_WITHOUT_OUTPUT};
 
 impl<H: Handler> Session<H> {
     /// Moves what the response in flight has for the output into it, as
@@ -98,17 +98,19 @@ impl<H: Handler> Session<H> {
         let waker = self.app.link().waker();
         let mut poll_cx = std::task::Context::from_waker(&waker);
         let Some(Pending::Polled(polled, encoder)) = &mut self.pending else { return false };
-        let mut idle = 0;
+        let (mut idle, mut polls) = (0, 0);
         let step = loop {
             if self.staged.is_some() || self.out.len() - self.sent >= cx.limits.max_pending_output {
                 return false;
             }
-            if idle == POLLS_WITHOUT_OUTPUT {
-                // Always ready, never any bytes: another turn, after the
-                // worker's other connections.
+            if idle == POLLS_WITHOUT_OUTPUT || polls == POLLS_PER_ROUND {
+                // Always ready, never any bytes (or tiny frames by the
+                // thousand): another turn, after the worker's other
+                // connections.
                 waker.wake_by_ref();
                 return false;
             }
+            polls += 1;
             let before = self.out.len();
             let mut response =
                 Response::new(&mut self.out, cx.date.fields(), *encoder, &mut self.app);

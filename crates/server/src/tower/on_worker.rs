@@ -48,12 +48,18 @@ pub(super) fn answer_now<B>(
     }
     let mut held = Held::Nothing;
     let mut cx = Context::from_waker(Waker::noop());
-    // Bytes past the size the body gave, or polls that brought none: the
-    // body is not the short, ready one it said it was, and the worker's
-    // polls (which stream it, cut it past its size and yield) take it.
-    let (length, mut idle) = (hint.exact().unwrap_or(0), 0);
+    // Bytes past the size the body gave, or polls that brought none, or
+    // as many polls as that however many bytes (tiny frames, each request
+    // of a batch answered in one round): the body is not the short, ready
+    // one it said it was, and the worker's polls (which stream it, cut it
+    // past its size and yield, POLLS_PER_ROUND at most in a round) take it.
+    let (length, mut idle, mut polls) = (hint.exact().unwrap_or(0), 0, 0);
     loop {
-        if held.len() as u64 > length || idle == POLLS_WITHOUT_OUTPUT {
+        polls += 1;
+        if held.len() as u64 > length
+            || idle == POLLS_WITHOUT_OUTPUT
+            || polls > POLLS_WITHOUT_OUTPUT
+        {
             let body = place.steal();
             return poll_later(response, OnWorker::new(parts, body, held, &hint, asked, runtime));
         }

@@ -135,13 +135,15 @@ impl<S: Send + 'static> Http2<S> {
                         if *starved {
                             break;
                         }
-                        if idle == POLLS_WITHOUT_OUTPUT {
-                            // Always ready, never any bytes: another turn,
+                        if idle == POLLS_WITHOUT_OUTPUT || self.polls_left == 0 {
+                            // Always ready, never any bytes (or the round's
+                            // polls spent, on tiny frames): another turn,
                             // after the other streams and connections.
                             waker.wake_by_ref();
                             *yielded = true;
                             break;
                         }
+                        self.polls_left -= 1;
                         let before = exchange.staged.len() + exchange.shared.len();
                         let mut response =
                             Response::new(&mut exchange.staged, cx.date.fields(), *encoder, app)
