@@ -7,8 +7,7 @@
 #                              cargo package, loom at preemption bound 2
 #   FALCONET_MIRI=1 ...        and Miri under Stacked Borrows (scripts/miri.sh
 #                              runs both models; scripts/long-checks.sh runs it)
-# CI keeps under 30 minutes on two cores (25.5 on a clean clone at 37afa25:
-# the test build and run 17.5, loom 4.7): Miri (about 11 more) runs in
+# CI keeps under 30 minutes on two cores: Miri (about 11 more) runs in
 # scripts/long-checks.sh with loom at bound 3, TSan, the soaks and the fuzzers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -39,7 +38,16 @@ command -v curl >/dev/null ||
   echo "curl could not be installed: its tests skip"
 # Installed, it is required: a curl test that skips then fails instead.
 command -v curl >/dev/null && export FALCONET_REQUIRE_TOOLS=1
-cargo test --workspace --all-features
+if cargo nextest --version >/dev/null 2>&1; then
+  # One queue across all the test binaries, six waiting tests at once
+  # (.config/nextest.toml says why): about 3 minutes where `cargo test`
+  # takes 9. nextest does not run doc tests; the second line does.
+  cargo nextest run --workspace --all-features --no-fail-fast
+  cargo test --workspace --all-features --doc
+else
+  echo "cargo-nextest is not installed: cargo test runs the same tests, slower"
+  cargo test --workspace --all-features
+fi
 
 step "examples that check themselves: tokio_frames (a tokio frame server on the primitives)"
 # The test profile: the dependencies are already built for it above.
