@@ -48,3 +48,49 @@ impl hyper::body::Body for Frames {
         Poll::Ready(Some(Ok(Frame::data(self.piece.clone()))))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The bytes of the body, polled to its end (always ready).
+    fn bytes(mut frames: Frames) -> usize {
+        let mut context = Context::from_waker(std::task::Waker::noop());
+        let mut total = 0;
+        while let Poll::Ready(Some(frame)) =
+            hyper::body::Body::poll_frame(Pin::new(&mut frames), &mut context)
+        {
+            total += frame.unwrap().into_data().map_or(0, |data| data.len());
+        }
+        total
+    }
+
+    /// The same edges as `axum_hello`'s `/frames`: `size` 1 to
+    /// [`MAX_SIZE`], `count` 0 to [`MAX_COUNT`], anything else refused.
+    #[test]
+    fn queries_at_the_edges_of_their_range() {
+        for (query, expected) in [
+            ("size=1&count=0", 0),
+            ("size=1&count=3", 3),
+            ("count=2&size=65536", 131_072),
+            ("size=7&count=1&extra=x", 7),
+        ] {
+            assert_eq!(Frames::from_query(Some(query)).map(bytes), Some(expected), "{query}");
+        }
+        for bad in [
+            "size=0&count=1",
+            "size=65537&count=1",
+            "size=1&count=16777217",
+            "size=1&count=-1",
+            "size=x&count=1",
+            "size=1",
+            "count=1",
+            "",
+            "size=&count=",
+        ] {
+            assert!(Frames::from_query(Some(bad)).is_none(), "{bad:?}");
+        }
+        assert!(Frames::from_query(None).is_none());
+        assert!(Frames::from_query(Some("size=1&count=16777216")).is_some());
+    }
+}

@@ -256,6 +256,56 @@ mod tests {
         assert_eq!(parsed(&["-h"]).err().unwrap(), "");
     }
 
+    /// The bytes of a `/frames` answer's body, and its status.
+    fn framed(query: &str) -> (u16, usize) {
+        let uri: axum::http::Uri = format!("/frames?{query}").parse().unwrap();
+        let response = frames(&uri);
+        let status = response.status().as_u16();
+        let mut body = std::pin::pin!(response.into_body());
+        let mut context = std::task::Context::from_waker(std::task::Waker::noop());
+        let mut bytes = 0;
+        loop {
+            match http_body::Body::poll_frame(body.as_mut(), &mut context) {
+                std::task::Poll::Ready(Some(frame)) => {
+                    bytes += frame.unwrap().into_data().map_or(0, |data| data.len());
+                }
+                std::task::Poll::Ready(None) => return (status, bytes),
+                std::task::Poll::Pending => panic!("{query}: the frames are always ready"),
+            }
+        }
+    }
+
+    /// `size` is 1 to 64 KiB and `count` 0 to 2^24, each at both ends of
+    /// its range; anything else, or either missing, is 400.
+    #[test]
+    fn frames_at_the_edges_of_their_query() {
+        for (query, expected) in [
+            ("size=1&count=0", (200, 0)),
+            ("size=1&count=3", (200, 3)),
+            ("count=2&size=65536", (200, 131_072)),
+            ("size=7&count=1&extra=x", (200, 7)),
+        ] {
+            assert_eq!(framed(query), expected, "{query}");
+        }
+        for bad in [
+            "size=0&count=1",
+            "size=65537&count=1",
+            "size=1&count=16777217",
+            "size=1&count=-1",
+            "size=x&count=1",
+            "size=1",
+            "count=1",
+            "",
+            "size=&count=",
+        ] {
+            assert_eq!(framed(bad).0, 400, "{bad:?}");
+        }
+        // The largest count is accepted (its body is not read here: 16 MiB
+        // of polls).
+        let uri: axum::http::Uri = "/frames?size=1&count=16777216".parse().unwrap();
+        assert_eq!(frames(&uri).status(), 200);
+    }
+
     /// Workers out of range pass the parse and are refused by the
     /// server's own check: the error main turns into exit code 2.
     #[test]
