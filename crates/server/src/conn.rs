@@ -20,6 +20,13 @@
 //! until the client's end of stream, so unread input does not make the
 //! kernel reset the connection and drop the response.
 //!
+//! A session that cut off a response the close delimits (to an HTTP/1.0
+//! request) after part of it went out ([`Session::must_reset`]) ends with
+//! a reset instead, once its output is written, so the client cannot take
+//! the cut response for a whole one; so does a connection closed any
+//! other way while such a response is under way (a timeout, a failed
+//! write, shutdown's deadline).
+//!
 //! The timer judges an open connection by who keeps it waiting, in this
 //! order (`Conn::check`):
 //!
@@ -226,9 +233,16 @@ pub(crate) struct Conn<H: Handler> {
 
 impl<H: Handler> Drop for Conn<H> {
     /// Closed by the server otherwise (a shutdown's deadline, a failed
-    /// write): a body still being read fails with `ConnectionAborted`.
+    /// write): a body still being read fails with `ConnectionAborted`. A
+    /// response the close delimits, cut off or still under way, makes the
+    /// close a reset ([`Session::must_reset`]).
     fn drop(&mut self) {
         self.session.fail_input(io::ErrorKind::ConnectionAborted);
+        if self.session.must_reset() {
+            // Best effort: the socket closes either way.
+            let _ =
+                socket2::SockRef::from(&self.socket).set_linger(Some(std::time::Duration::ZERO));
+        }
     }
 }
 
@@ -458,6 +472,10 @@ impl<H: Handler> Conn<H> {
         if !flushed {
             self.phase = Phase::Flushing;
             return Ok(Verdict::Open);
+        }
+        if self.session.must_reset() {
+            // Neither a FIN nor lingering: the close is a reset (`Drop`).
+            return Ok(Verdict::Close);
         }
         if self.client_end == ClientEnd::Reached {
             return Ok(Verdict::Close);

@@ -173,6 +173,10 @@ pub struct Session<H: Handler> {
     maybe_preface: bool,
     /// The HTTP/2 side, for a connection that opened with the preface.
     h2: Option<Box<Http2<H::State>>>,
+    /// An HTTP/1 response the close delimits was cut off after part of
+    /// it went out (its application failed or panicked, a timeout): see
+    /// [`must_reset`](Self::must_reset).
+    cut: bool,
 }
 
 impl<H: Handler> Session<H> {
@@ -253,6 +257,7 @@ impl<H: Handler> Session<H> {
             detected: false,
             maybe_preface: false,
             h2: None,
+            cut: false,
         })
     }
 
@@ -405,6 +410,7 @@ impl<H: Handler> Session<H> {
                     reader: Arc::new(output.reader),
                     readable: None,
                     sent: 0,
+                    ends_by_close: output.ends_by_close,
                     _abandon: output.abandon,
                 };
                 self.pending = Some(Pending::Pipe(output));
@@ -527,6 +533,31 @@ impl<H: Handler> Session<H> {
         self.http.is_closed()
     }
 
+    /// Whether the connection must end with a reset (TCP RST, as a close
+    /// with `SO_LINGER` 0 sends) rather than a FIN, once its output is
+    /// written: a response to an HTTP/1.0 request was cut off after part
+    /// of it went out (its application failed or panicked, a timeout), or
+    /// is still under way as the connection ends. Such a response's body,
+    /// streamed without a `Content-Length`, ends with the connection (RFC
+    /// 9112 section 6.3): after a FIN, the client (or a proxy in front,
+    /// which re-frames it as complete) takes what it got for the whole
+    /// response, where RFC 9112 section 8 asks that an incomplete message
+    /// be recognisable. A chunked or sized response cut off is, so HTTP/1.1
+    /// needs no reset, nor does HTTP/2, which resets the stream alone.
+    pub fn must_reset(&self) -> bool {
+        self.h2.is_none() && (self.cut || self.cut_by_close())
+    }
+
+    /// Whether closing now cuts off the response in flight, one the close
+    /// delimits (see [`must_reset`](Self::must_reset)).
+    fn cut_by_close(&self) -> bool {
+        match &self.pending {
+            Some(Pending::Pipe(pending)) => pending.ends_by_close && pending.sent > 0,
+            Some(Pending::Polled(_, encoder)) => encoder.ends_by_close() && !encoder.is_untouched(),
+            None => false,
+        }
+    }
+
     /// A handler method panicked while this session drove it (HTTP/1.1;
     /// HTTP/2 contains its handlers' panics per stream). The responses
     /// before the panicking request's are kept, a partial one it wrote is
@@ -554,6 +585,7 @@ impl<H: Handler> Session<H> {
         if self.pending.is_none() && (mark.is_some() || !answered) {
             crate::http1::refuse(&mut self.out, cx, crate::Status::INTERNAL_SERVER_ERROR);
         }
+        self.cut |= self.cut_by_close();
         self.pending = None;
         // Last, as it drops the request's state, whose drop may panic too:
         // the answers above are queued whatever it does.
@@ -585,6 +617,8 @@ struct PendingOutput {
     readable: Option<Readable>,
     /// Bytes of the response moved into the output so far.
     sent: u64,
+    /// See [`Encoder::ends_by_close`].
+    ends_by_close: bool,
     /// Dropped with the rest: the responder's task stops computing.
     _abandon: crate::wanted::Abandon,
 }

@@ -79,6 +79,13 @@ impl Encoder {
         self.version == Version::Http2
     }
 
+    /// Whether the connection's close may be what ends this response (an
+    /// HTTP/1.0 request's: a streamed body of unknown length is
+    /// close-delimited), so that a close cutting it off must say so.
+    pub(crate) fn ends_by_close(&self) -> bool {
+        self.version == Version::Http10
+    }
+
     /// This copy writes nothing more: every call fails with
     /// [`ResponseError::Deferred`] (the copy taken before goes on).
     pub(crate) fn hand_off(&mut self) {

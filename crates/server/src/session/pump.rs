@@ -72,6 +72,8 @@ impl<H: Handler> Session<H> {
             }
             // The response ended: finished, or its responder dropped.
             let sent = pending.sent;
+            // Failed after part of it went out: cut off.
+            self.cut |= failed && self.cut_by_close();
             self.pending = None;
             if failed {
                 if sent == 0 {
@@ -150,7 +152,9 @@ impl<H: Handler> Session<H> {
         self.pending = None;
         if matches!(step, Step::Failed) {
             if !encoder.is_untouched() {
-                // Part of the response went out: only a close can follow.
+                // Part of the response went out: only a close can follow
+                // (one that says so, if the close delimits the response).
+                self.cut |= encoder.ends_by_close();
                 self.http.close();
                 return true;
             }

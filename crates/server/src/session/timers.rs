@@ -221,6 +221,7 @@ impl<H: Handler> Session<H> {
                 crate::http1::refuse(&mut self.out, cx, status);
             }
             // Its responder's writes fail from now on.
+            self.cut |= self.cut_by_close();
             self.pending = None;
             self.http.close();
         }
