@@ -166,6 +166,8 @@ pub struct Request<'a> {
     /// Validated `uri-host [ ":" port ]`: ASCII, so `authority()` never
     /// fails to read it as text (checked there, not on every request).
     pub(crate) authority: &'a [u8],
+    /// See [`scheme`](Self::scheme).
+    pub(crate) scheme: &'a str,
     pub(crate) version: Version,
     pub(crate) headers: &'a [httparse::Header<'a>],
     pub(crate) body: BodyLength,
@@ -217,6 +219,15 @@ impl<'a> Request<'a> {
     /// included.
     pub fn authority(&self) -> &'a str {
         std::str::from_utf8(self.authority).unwrap_or_default()
+    }
+
+    /// The scheme the request is for (RFC 9110 §4.2): HTTP/2's `:scheme`
+    /// as sent (a TLS-terminating proxy in front sends `https`), `https`
+    /// or `http` for an HTTP/1 absolute-form target that names it (in any
+    /// case), otherwise `http`, the connection's own (falconet speaks
+    /// plain TCP).
+    pub fn scheme(&self) -> &'a str {
+        self.scheme
     }
 
     /// The HTTP version.

@@ -53,6 +53,9 @@ pub(crate) struct Target<'a> {
     pub(crate) path_and_query: &'a str,
     /// The authority of an absolute-form target (`host[:port]`).
     pub(crate) authority: Option<&'a str>,
+    /// `https` for an absolute-form target that names it (in any case),
+    /// otherwise `http`.
+    pub(crate) scheme: &'static str,
 }
 
 /// Why a request-target is refused.
@@ -78,8 +81,10 @@ pub(crate) fn parse<'a>(method: &str, target: &'a str) -> Result<Target<'a>, Tar
         return Err(TargetError::Invalid);
     }
     match bytes {
-        [b'/', ..] => Ok(Target { path_and_query: target, authority: None }),
-        b"*" if method == "OPTIONS" => Ok(Target { path_and_query: target, authority: None }),
+        [b'/', ..] => Ok(Target { path_and_query: target, authority: None, scheme: "http" }),
+        b"*" if method == "OPTIONS" => {
+            Ok(Target { path_and_query: target, authority: None, scheme: "http" })
+        }
         _ => absolute_form(target).ok_or(TargetError::Invalid),
     }
 }
@@ -88,9 +93,13 @@ pub(crate) fn parse<'a>(method: &str, target: &'a str) -> Result<Target<'a>, Tar
 /// query.
 fn absolute_form(target: &str) -> Option<Target<'_>> {
     let (scheme, rest) = target.split_once("://")?;
-    if !scheme.eq_ignore_ascii_case("http") && !scheme.eq_ignore_ascii_case("https") {
+    let scheme = if scheme.eq_ignore_ascii_case("http") {
+        "http"
+    } else if scheme.eq_ignore_ascii_case("https") {
+        "https"
+    } else {
         return None;
-    }
+    };
     let end = rest.find(['/', '?']).unwrap_or(rest.len());
     let (authority, path_and_query) = rest.split_at(end);
     let (host, _) = split_host(authority.as_bytes())?;
@@ -98,7 +107,7 @@ fn absolute_form(target: &str) -> Option<Target<'_>> {
         return None;
     }
     let path_and_query = if path_and_query.is_empty() { "/" } else { path_and_query };
-    Some(Target { path_and_query, authority: Some(authority) })
+    Some(Target { path_and_query, authority: Some(authority), scheme })
 }
 
 /// The bytes of a plain `reg-name [ ":" port ]`: reg-name characters and ':'.
@@ -308,14 +317,18 @@ mod tests {
     }
 
     fn origin(path_and_query: &str) -> Result<Target<'_>, TargetError> {
-        Ok(Target { path_and_query, authority: None })
+        Ok(Target { path_and_query, authority: None, scheme: "http" })
     }
 
     fn absolute<'a>(
         path_and_query: &'a str,
         authority: &'a str,
     ) -> Result<Target<'a>, TargetError> {
-        Ok(Target { path_and_query, authority: Some(authority) })
+        Ok(Target { path_and_query, authority: Some(authority), scheme: "http" })
+    }
+
+    fn secure<'a>(path_and_query: &'a str, authority: &'a str) -> Result<Target<'a>, TargetError> {
+        Ok(Target { path_and_query, authority: Some(authority), scheme: "https" })
     }
 
     #[test]
@@ -324,7 +337,9 @@ mod tests {
         assert_eq!(parse("GET", "/a/b?c=d&e"), origin("/a/b?c=d&e"));
         assert_eq!(parse("OPTIONS", "*"), origin("*"));
         assert_eq!(parse("GET", "http://a/x?y"), absolute("/x?y", "a"));
-        assert_eq!(parse("POST", "HTTPS://Example.COM:8443/x"), absolute("/x", "Example.COM:8443"));
+        assert_eq!(parse("POST", "HTTPS://Example.COM:8443/x"), secure("/x", "Example.COM:8443"));
+        assert_eq!(parse("GET", "https://a/x"), secure("/x", "a"));
+        assert_eq!(parse("GET", "HtTp://a/x"), absolute("/x", "a"));
         assert_eq!(parse("GET", "http://a"), absolute("/", "a"));
         assert_eq!(parse("GET", "http://a:80"), absolute("/", "a:80"));
         assert_eq!(parse("GET", "http://a?q"), absolute("?q", "a"));

@@ -67,3 +67,60 @@ fn a_target_http_refuses_is_400_and_a_close() {
     let (status, text) = answer(server.addr, b"GET /q?a=`b` HTTP/1.1\r\nHost: a\r\n\r\n");
     assert_eq!(status, 200, "{text}");
 }
+
+/// The URI's scheme is the request's (an outside review: it was always
+/// `http`, so a service behind a TLS-terminating proxy that sends
+/// `:scheme https`, or an absolute-form `https://` target, built `http://`
+/// redirects and links): HTTP/1's absolute-form scheme, in any case;
+/// `http` for origin-form.
+#[test]
+fn the_uri_keeps_the_requests_scheme_over_http1() {
+    let (server, _rt) = serve_tower(options(), router());
+    let addr = server.addr;
+    for (request, expected) in [
+        (
+            &b"GET https://t.example/x HTTP/1.1\r\nHost: t.example\r\n\r\n"[..],
+            "https://t.example/x",
+        ),
+        (
+            b"GET HTTPS://t.example:8443/x?q HTTP/1.1\r\nHost: t\r\n\r\n",
+            "https://t.example:8443/x?q",
+        ),
+        (b"GET HtTp://t.example/x HTTP/1.1\r\nHost: t\r\n\r\n", "http://t.example/x"),
+        (b"GET /x HTTP/1.1\r\nHost: t.example\r\n\r\n", "http://t.example/x"),
+    ] {
+        let (status, text) = answer(addr, request);
+        assert_eq!(status, 200, "{text}");
+        assert!(text.starts_with(&format!("{expected} ")), "{expected}: {text}");
+    }
+}
+
+/// HTTP/2's `:scheme`, as the client (or a proxy) sent it: `https`, `http`,
+/// or any scheme RFC 3986 allows.
+#[test]
+fn the_uri_keeps_the_requests_scheme_over_http2() {
+    if cfg!(falconet_tsan) {
+        // The HTTP/2 client's tokio socket: TSan reports tokio's epoll
+        // hand-off inside tokio (tokio-rs/tokio#7299).
+        return;
+    }
+    let (server, rt) = serve_tower(options(), router());
+    let addr = server.addr;
+    rt.block_on(async move {
+        let mut client = common::h2_client(addr).await;
+        for uri in ["https://t.example/x", "http://t.example/y?q", "coap+tcp://t.example/z"] {
+            let request = http::Request::get(uri).body(()).unwrap();
+            let (response, _) = client.send_request(request, true).unwrap();
+            let response = response.await.unwrap();
+            assert_eq!(response.status(), 200, "{uri}");
+            let mut body = response.into_body();
+            let mut text = Vec::new();
+            while let Some(data) = body.data().await {
+                text.extend_from_slice(&data.unwrap());
+            }
+            let text = String::from_utf8(text).unwrap();
+            assert!(text.starts_with(&format!("{uri} ")), "{uri}: {text}");
+            client = client.ready().await.unwrap();
+        }
+    });
+}

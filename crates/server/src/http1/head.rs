@@ -178,6 +178,7 @@ impl<S> Http1<S> {
             method,
             target: target.path_and_query,
             authority,
+            scheme: target.scheme,
             version,
             headers: parsed.headers,
             body: fields.body,

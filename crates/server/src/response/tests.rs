@@ -185,6 +185,7 @@ fn the_path_of_a_target_with_an_empty_path_is_the_root() {
         method: "GET",
         target,
         authority: b"a",
+        scheme: "http",
         version: Version::Http11,
         headers: &[],
         body: BodyLength::Empty,

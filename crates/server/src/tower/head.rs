@@ -25,7 +25,7 @@ pub(super) fn http_head(request: &Request<'_>) -> Result<(http::Request<()>, Ask
     let fields = request.headers();
     let mut te_trailers = false;
     HeadCache::with(|cache| {
-        *head.uri_mut() = uri(request.target(), request.authority(), cache)?;
+        *head.uri_mut() = uri(request.target(), request.authority(), request.scheme(), cache)?;
         let mut headers = cache.headers.take().unwrap_or_default();
         headers.reserve(fields.size_hint().0);
         for (name, value) in fields {
@@ -54,11 +54,17 @@ fn lists_trailers(value: &[u8]) -> bool {
     value.split(|&b| b == b',').any(|coding| coding.trim_ascii().eq_ignore_ascii_case(b"trailers"))
 }
 
-/// `http://authority/target`, or the target alone without an authority
-/// (and for `*`), or with one `http` cannot hold: a percent-encoded host
-/// (`a%2Db`), valid as an RFC 3986 reg-name, which the `Host` field then
-/// carries (see [`http_head`]).
-fn uri(target: &str, authority: &str, cache: &mut HeadCache) -> Result<Uri, http::Error> {
+/// `scheme://authority/target` (the request's scheme: `http`, or what a
+/// proxy in front said, see [`Request::scheme`]), or the target alone
+/// without an authority (and for `*`), or with one `http` cannot hold: a
+/// percent-encoded host (`a%2Db`), valid as an RFC 3986 reg-name, which
+/// the `Host` field then carries (see [`http_head`]).
+fn uri(
+    target: &str,
+    authority: &str,
+    scheme: &str,
+    cache: &mut HeadCache,
+) -> Result<Uri, http::Error> {
     if target == "*" {
         return Ok(Uri::from_static("*"));
     }
@@ -68,7 +74,13 @@ fn uri(target: &str, authority: &str, cache: &mut HeadCache) -> Result<Uri, http
         .flatten();
     let Some(authority) = parsed else { return Ok(Uri::from(path)) };
     let mut parts = http::uri::Parts::default();
-    parts.scheme = Some(Scheme::HTTP);
+    parts.scheme = Some(match scheme {
+        "http" => Scheme::HTTP,
+        "https" => Scheme::HTTPS,
+        // HTTP/2's `:scheme`, checked as RFC 3986 allows (`h2/head.rs`);
+        // `http` takes at most 64 bytes of it.
+        other => Scheme::try_from(other)?,
+    });
     parts.authority = Some(authority);
     parts.path_and_query = Some(path);
     Ok(Uri::from_parts(parts)?)

@@ -180,8 +180,11 @@
 //! emptied body cannot say whether `GET`'s streams or is empty (axum's own
 //! `404` is not emptied), and RFC 9110 §9.3.2 lets a field known only
 //! while generating the content be left out, where either field could be
-//! false. The request's URI is absolute (`http://` and the
-//! request's authority, see [`Request::authority`]) unless it has no
+//! false. The request's URI is absolute (its scheme, see
+//! [`Request::scheme`]: `http` unless HTTP/2's `:scheme` or an
+//! absolute-form target names another, such as the `https` of a
+//! TLS-terminating proxy; and the request's authority, see
+//! [`Request::authority`]) unless it has no
 //! authority (an HTTP/1.0 request without `Host`) or one `http::Uri` cannot
 //! hold (a percent-encoded host: the path alone, and a `Host` field of the
 //! request's authority, also over HTTP/2 and for an absolute-form target);

@@ -122,6 +122,7 @@ impl<H: Handler> Dispatch<'_, H> {
             method,
             target: head.path().unwrap_or("/"),
             authority: authority.as_bytes(),
+            scheme: head.scheme().unwrap_or("http"),
             version: Version::Http2,
             headers,
             body,
