@@ -21,11 +21,13 @@
 //! kernel reset the connection and drop the response.
 //!
 //! A session that cut off a response the close delimits (to an HTTP/1.0
-//! request) after part of it went out ([`Session::must_reset`]) ends with
-//! a reset instead, once its output is written, so the client cannot take
-//! the cut response for a whole one; so does a connection closed any
-//! other way while such a response is under way (a timeout, a failed
-//! write, shutdown's deadline).
+//! request, on the connection's first exchange) after part of it went out
+//! ([`Session::must_reset`]) ends with a reset instead, once its output is
+//! written, so the client cannot take the cut response for a whole one;
+//! so does a connection closed any other way while such a response is
+//! under way in the application (a timeout, a failed write, shutdown's
+//! deadline). A body already all in the output when a timer closes the
+//! connection still ends with a FIN.
 //!
 //! The timer judges an open connection by who keeps it waiting, in this
 //! order (`Conn::check`):

@@ -535,27 +535,35 @@ impl<H: Handler> Session<H> {
 
     /// Whether the connection must end with a reset (TCP RST, as a close
     /// with `SO_LINGER` 0 sends) rather than a FIN, once its output is
-    /// written: a response to an HTTP/1.0 request was cut off after part
-    /// of it went out (its application failed or panicked, a timeout), or
-    /// is still under way as the connection ends. Such a response's body,
-    /// streamed without a `Content-Length`, ends with the connection (RFC
-    /// 9112 section 6.3): after a FIN, the client (or a proxy in front,
-    /// which re-frames it as complete) takes what it got for the whole
-    /// response, where RFC 9112 section 8 asks that an incomplete message
-    /// be recognisable. A chunked or sized response cut off is, so HTTP/1.1
-    /// needs no reset, nor does HTTP/2, which resets the stream alone.
+    /// written: the answer to the connection's first request, an HTTP/1.0
+    /// one other than `HEAD`, was cut off after part of it went out (its
+    /// application failed or panicked, a timeout), or is still under way
+    /// as the connection ends. Such a response's body, streamed without a
+    /// `Content-Length`, ends with the connection (RFC 9112 section 6.3):
+    /// after a FIN, the client (or a proxy in front, which re-frames it as
+    /// complete) takes what it got for the whole response, where RFC 9112
+    /// section 8 asks that an incomplete message be recognisable. A
+    /// chunked or sized response cut off is, so HTTP/1.1 needs no reset,
+    /// nor does HTTP/2, which resets the stream alone. Not after an earlier
+    /// exchange on the connection (HTTP/1.0 keep-alive): a reset drops what
+    /// the socket has not delivered yet, which may be the tail of an
+    /// earlier, complete response. Ask after [`process`](Self::process):
+    /// a deferred response that has just finished counts as under way
+    /// until then.
     pub fn must_reset(&self) -> bool {
         self.h2.is_none() && (self.cut || self.cut_by_close())
     }
 
     /// Whether closing now cuts off the response in flight, one the close
-    /// delimits (see [`must_reset`](Self::must_reset)).
+    /// delimits, on the connection's first exchange (see
+    /// [`must_reset`](Self::must_reset)).
     fn cut_by_close(&self) -> bool {
-        match &self.pending {
+        let ends_by_close = match &self.pending {
             Some(Pending::Pipe(pending)) => pending.ends_by_close && pending.sent > 0,
             Some(Pending::Polled(_, encoder)) => encoder.ends_by_close() && !encoder.is_untouched(),
             None => false,
-        }
+        };
+        ends_by_close && self.http.heads() == 1
     }
 
     /// A handler method panicked while this session drove it (HTTP/1.1;

@@ -81,9 +81,10 @@ impl Encoder {
 
     /// Whether the connection's close may be what ends this response (an
     /// HTTP/1.0 request's: a streamed body of unknown length is
-    /// close-delimited), so that a close cutting it off must say so.
+    /// close-delimited; not `HEAD`'s, which has no body), so that a close
+    /// cutting it off must say so.
     pub(crate) fn ends_by_close(&self) -> bool {
-        self.version == Version::Http10
+        self.version == Version::Http10 && !self.head_only
     }
 
     /// This copy writes nothing more: every call fails with

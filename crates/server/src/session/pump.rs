@@ -149,12 +149,13 @@ impl<H: Handler> Session<H> {
             }
         };
         let mut encoder = *encoder;
+        let cut = self.cut_by_close();
         self.pending = None;
         if matches!(step, Step::Failed) {
             if !encoder.is_untouched() {
                 // Part of the response went out: only a close can follow
                 // (one that says so, if the close delimits the response).
-                self.cut |= encoder.ends_by_close();
+                self.cut |= cut;
                 self.http.close();
                 return true;
             }
