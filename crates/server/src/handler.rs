@@ -168,6 +168,10 @@ pub struct Request<'a> {
     pub(crate) authority: &'a [u8],
     /// See [`scheme`](Self::scheme).
     pub(crate) scheme: &'a str,
+    /// The target named its authority: an HTTP/1 absolute-form target, or
+    /// an HTTP/2 request (`:scheme` and `:authority` are its URI's parts).
+    /// Not for an origin-form target, whose authority is the Host field's.
+    pub(crate) absolute: bool,
     pub(crate) version: Version,
     pub(crate) headers: &'a [httparse::Header<'a>],
     pub(crate) body: BodyLength,

@@ -36,7 +36,7 @@ fn review_tower_targets_and_hosts() {
     assert_eq!(answer(addr, b"GET /x HTTP/1.1\r\nHost: :80\r\n\r\n").0, 400);
     let (status, text) = answer(addr, b"GET /caf%C3%A9?q={a}|b HTTP/1.1\r\nHost: a\r\n\r\n");
     assert_eq!(status, 200, "{text}");
-    assert!(text.starts_with("http://a/caf%C3%A9?q="), "{text}");
+    assert!(text.starts_with("/caf%C3%A9?q="), "{text}");
     let (status, text) = answer(addr, b"GET http://t.example/x HTTP/1.1\r\nHost: \r\n\r\n");
     assert_eq!((status, text.starts_with("http://t.example/x")), (200, true), "{text}");
     let (status, text) = answer(addr, b"GET /x HTTP/1.1\r\nHost: [::1]\r\n\r\n");
@@ -71,8 +71,9 @@ fn a_target_http_refuses_is_400_and_a_close() {
 /// The URI's scheme is the request's (an outside review: it was always
 /// `http`, so a service behind a TLS-terminating proxy that sends
 /// `:scheme https`, or an absolute-form `https://` target, built `http://`
-/// redirects and links): HTTP/1's absolute-form scheme, in any case;
-/// `http` for origin-form.
+/// redirects and links): HTTP/1's absolute-form scheme, in any case; an
+/// origin-form target stays as it came (as hyper gives it), so nothing
+/// built from it names a scheme.
 #[test]
 fn the_uri_keeps_the_requests_scheme_over_http1() {
     let (server, _rt) = serve_tower(options(), router());
@@ -87,7 +88,7 @@ fn the_uri_keeps_the_requests_scheme_over_http1() {
             "https://t.example:8443/x?q",
         ),
         (b"GET HtTp://t.example/x HTTP/1.1\r\nHost: t\r\n\r\n", "http://t.example/x"),
-        (b"GET /x HTTP/1.1\r\nHost: t.example\r\n\r\n", "http://t.example/x"),
+        (b"GET /x HTTP/1.1\r\nHost: t.example\r\n\r\n", "/x"),
     ] {
         let (status, text) = answer(addr, request);
         assert_eq!(status, 200, "{text}");

@@ -179,6 +179,7 @@ impl<S> Http1<S> {
             target: target.path_and_query,
             authority,
             scheme: target.scheme,
+            absolute: target.authority.is_some(),
             version,
             headers: parsed.headers,
             body: fields.body,

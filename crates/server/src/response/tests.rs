@@ -186,6 +186,7 @@ fn the_path_of_a_target_with_an_empty_path_is_the_root() {
         target,
         authority: b"a",
         scheme: "http",
+        absolute: false,
         version: Version::Http11,
         headers: &[],
         body: BodyLength::Empty,

@@ -25,7 +25,8 @@ pub(super) fn http_head(request: &Request<'_>) -> Result<(http::Request<()>, Ask
     let fields = request.headers();
     let mut te_trailers = false;
     HeadCache::with(|cache| {
-        *head.uri_mut() = uri(request.target(), request.authority(), request.scheme(), cache)?;
+        let authority = if request.absolute { request.authority() } else { "" };
+        *head.uri_mut() = uri(request.target(), authority, request.scheme(), cache)?;
         let mut headers = cache.headers.take().unwrap_or_default();
         headers.reserve(fields.size_hint().0);
         for (name, value) in fields {
@@ -33,12 +34,12 @@ pub(super) fn http_head(request: &Request<'_>) -> Result<(http::Request<()>, Ask
             let value = HeaderValue::from_maybe_shared(cache.copy(value))?;
             headers.append(HeaderName::from_bytes(name.as_bytes())?, value);
         }
-        let authority = request.authority();
         if head.uri().authority().is_none() && !authority.is_empty() {
             // An authority the URI cannot hold: the `Host` field carries
             // it, made from `:authority` over HTTP/2, and replacing the
             // field of an absolute-form target, whose authority wins
-            // (RFC 9112 §3.2.2).
+            // (RFC 9112 §3.2.2). An origin-form target's authority is its
+            // `Host` field's already.
             let host = HeaderValue::from_maybe_shared(cache.copy(authority.as_bytes()))?;
             headers.insert(http::header::HOST, host);
         }
@@ -55,10 +56,13 @@ fn lists_trailers(value: &[u8]) -> bool {
 }
 
 /// `scheme://authority/target` (the request's scheme: `http`, or what a
-/// proxy in front said, see [`Request::scheme`]), or the target alone
-/// without an authority (and for `*`), or with one `http` cannot hold: a
-/// percent-encoded host (`a%2Db`), valid as an RFC 3986 reg-name, which
-/// the `Host` field then carries (see [`http_head`]).
+/// proxy in front said, see [`Request::scheme`]) when the request named
+/// its authority with its target (HTTP/2, an HTTP/1 absolute-form), as
+/// hyper builds it; otherwise the target alone, as it came (an HTTP/1
+/// origin-form: `/a?b`, its authority in the `Host` field), and for `*`,
+/// or with an authority `http` cannot hold: a percent-encoded host
+/// (`a%2Db`), valid as an RFC 3986 reg-name, which the `Host` field then
+/// carries (see [`http_head`]).
 fn uri(
     target: &str,
     authority: &str,

@@ -130,13 +130,6 @@
 //!   answers (then the write fails and the connection closes), and keeps
 //!   its connection's slot meanwhile. Bound long polls in the service
 //!   (`tokio::time::timeout`) if that matters.
-//! - The request's URI is absolute (`http://example.com:8080/uri?a=1`)
-//!   over HTTP/1.1 too, where hyper hands an origin-form target over as
-//!   it came (`/uri?a=1`; both are absolute over HTTP/2): `uri.path()`,
-//!   `uri.query()`, axum's routing and `OriginalUri` are the same, but
-//!   `uri.to_string()` (a log line, `TraceLayer`'s span, a link built from
-//!   it) carries the scheme and authority (see below for when it does
-//!   not).
 //! - axum's `ConnectInfo<SocketAddr>` is filled only by `axum::serve`: build
 //!   the handler [`with_peer_addr`](TowerHandler::with_peer_addr) and read
 //!   [`PeerAddr`], or map it to `ConnectInfo` with one layer (its docs show
@@ -180,15 +173,17 @@
 //! emptied body cannot say whether `GET`'s streams or is empty (axum's own
 //! `404` is not emptied), and RFC 9110 §9.3.2 lets a field known only
 //! while generating the content be left out, where either field could be
-//! false. The request's URI is absolute (its scheme, see
-//! [`Request::scheme`]: `http` unless HTTP/2's `:scheme` or an
-//! absolute-form target names another, such as the `https` of a
-//! TLS-terminating proxy; and the request's authority, see
-//! [`Request::authority`]) unless it has no
-//! authority (an HTTP/1.0 request without `Host`) or one `http::Uri` cannot
-//! hold (a percent-encoded host: the path alone, and a `Host` field of the
-//! request's authority, also over HTTP/2 and for an absolute-form target);
-//! upgrades (WebSocket) are not offered.
+//! false. The request's URI is built as hyper builds it: an HTTP/1
+//! origin-form target as it came (`/uri?a=1`, the authority in the `Host`
+//! field), so a redirect built from it (`ServeDir`'s to a directory's
+//! `/`) stays relative whatever scheme a proxy in front spoke; absolute
+//! over HTTP/2 and for an HTTP/1 absolute-form target (its scheme, see
+//! [`Request::scheme`]: HTTP/2's `:scheme`, such as the `https` of a
+//! TLS-terminating proxy, or the target's; and the request's authority,
+//! see [`Request::authority`]), unless that authority is one `http::Uri`
+//! cannot hold (a percent-encoded host: the path alone, and a `Host`
+//! field of the request's authority); upgrades (WebSocket) are not
+//! offered.
 //!
 //! A response body's trailers (a gRPC service's `grpc-status`) go out as
 //! hyper sends them: over HTTP/2 as a HEADERS frame that ends the stream

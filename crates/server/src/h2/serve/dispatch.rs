@@ -123,6 +123,7 @@ impl<H: Handler> Dispatch<'_, H> {
             target: head.path().unwrap_or("/"),
             authority: authority.as_bytes(),
             scheme: head.scheme().unwrap_or("http"),
+            absolute: true,
             version: Version::Http2,
             headers,
             body,
