@@ -25,9 +25,8 @@
 //! ([`Session::must_reset`]) ends with a reset instead, once its output is
 //! written, so the client cannot take the cut response for a whole one;
 //! so does a connection closed any other way while such a response is
-//! under way in the application (a timeout, a failed write, shutdown's
-//! deadline). A body already all in the output when a timer closes the
-//! connection still ends with a FIN.
+//! under way in the application, or whose bytes wait in the output (a
+//! timeout, a failed write, shutdown's deadline).
 //!
 //! The timer judges an open connection by who keeps it waiting, in this
 //! order (`Conn::check`):

@@ -113,6 +113,10 @@ pub(crate) struct Http1<S> {
     /// The client's error that failed the lent body (400, 413), the answer
     /// if the deferred response fails before its head.
     failure: Option<Status>,
+    /// The connection's first request may be answered by a response the
+    /// close ends (see [`crate::wire::may_end_by_close`]): sent in part
+    /// when the connection closes, the close must say it was cut off.
+    first_ends_by_close: bool,
     /// The last request asked for h2c (`Upgrade`), for the session.
     upgrade: Option<crate::h2::upgrade::Upgrade>,
     /// The last valid Host value, to check the next one against.
@@ -213,6 +217,7 @@ impl<S> Http1<S> {
         Self {
             phase: Phase::Head,
             scanned: 0,
+            first_ends_by_close: false,
             heads: 0,
             awaiting: false,
             closing: false,
@@ -231,6 +236,13 @@ impl<S> Http1<S> {
     /// the timer that the head it timed has ended.
     pub(crate) fn heads(&self) -> u64 {
         self.heads
+    }
+
+    /// Whether the connection's first request, and only it, has been
+    /// parsed, and its response may be one the close ends (HTTP/1.0, not
+    /// `HEAD`).
+    pub(crate) fn first_ends_by_close(&self) -> bool {
+        self.heads == 1 && self.first_ends_by_close
     }
 
     /// Whether bytes of the next head have come (and not yet its end).

@@ -533,25 +533,29 @@ impl<H: Handler> Session<H> {
         self.http.is_closed()
     }
 
-    /// Whether the connection must end with a reset (TCP RST, as a close
-    /// with `SO_LINGER` 0 sends) rather than a FIN, once its output is
-    /// written: the answer to the connection's first request, an HTTP/1.0
-    /// one other than `HEAD`, was cut off after part of it went out (its
-    /// application failed or panicked, a timeout), or is still under way
-    /// as the connection ends. Such a response's body, streamed without a
-    /// `Content-Length`, ends with the connection (RFC 9112 section 6.3):
-    /// after a FIN, the client (or a proxy in front, which re-frames it as
-    /// complete) takes what it got for the whole response, where RFC 9112
-    /// section 8 asks that an incomplete message be recognisable. A
-    /// chunked or sized response cut off is, so HTTP/1.1 needs no reset,
-    /// nor does HTTP/2, which resets the stream alone. Not after an earlier
-    /// exchange on the connection (HTTP/1.0 keep-alive): a reset drops what
-    /// the socket has not delivered yet, which may be the tail of an
-    /// earlier, complete response. Ask after [`process`](Self::process):
-    /// a deferred response that has just finished counts as under way
-    /// until then.
+    /// Whether closing the connection now must be a reset (TCP RST, as a
+    /// close with `SO_LINGER` 0 sends) rather than a FIN: the answer to
+    /// the connection's first request, an HTTP/1.0 one other than `HEAD`,
+    /// was cut off after part of it went out (its application failed or
+    /// panicked, a timeout), or is still under way, or has bytes in
+    /// [`output`](Self::output) not yet sent (a close by a timeout or
+    /// shutdown's deadline while the client did not take them; so too for
+    /// a sized one, whose client could tell). Such a response's body,
+    /// streamed without a `Content-Length`, ends with the connection (RFC
+    /// 9112 section 6.3): after a FIN, the client (or a proxy in front,
+    /// which re-frames it as complete) takes what it got for the whole
+    /// response, where RFC 9112 section 8 asks that an incomplete message
+    /// be recognisable. A chunked or sized response cut off is, so
+    /// HTTP/1.1 needs no reset, nor does HTTP/2, which resets the stream
+    /// alone. Not after an earlier exchange on the connection (HTTP/1.0
+    /// keep-alive): a reset drops what the socket has not delivered yet,
+    /// which may be the tail of an earlier, complete response. Ask after
+    /// [`process`](Self::process) (a deferred response that has just
+    /// finished counts as under way until then) and, for a close once the
+    /// output is sent, after sending it.
     pub fn must_reset(&self) -> bool {
-        self.h2.is_none() && (self.cut || self.cut_by_close())
+        let unsent = self.http.first_ends_by_close() && self.output_len() > 0;
+        self.h2.is_none() && (self.cut || unsent || self.cut_by_close())
     }
 
     /// Whether closing now cuts off the response in flight, one the close

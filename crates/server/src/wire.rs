@@ -60,6 +60,13 @@ pub(crate) struct Encoder {
     declared: Option<u64>,
 }
 
+/// Whether the response to a request of `version` (`head_only`: to
+/// `HEAD`) may be one the connection's close ends: see
+/// [`Encoder::ends_by_close`].
+pub(crate) fn may_end_by_close(version: Version, head_only: bool) -> bool {
+    version == Version::Http10 && !head_only
+}
+
 impl Encoder {
     pub(crate) fn new(version: Version, head_only: bool, keep_alive: bool) -> Self {
         Self {
@@ -84,7 +91,7 @@ impl Encoder {
     /// close-delimited; not `HEAD`'s, which has no body), so that a close
     /// cutting it off must say so.
     pub(crate) fn ends_by_close(&self) -> bool {
-        self.version == Version::Http10 && !self.head_only
+        may_end_by_close(self.version, self.head_only)
     }
 
     /// This copy writes nothing more: every call fails with

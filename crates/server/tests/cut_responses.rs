@@ -13,7 +13,7 @@
 
 mod common;
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::time::Duration;
 
 use common::{End, connect, options, read_for, serve, text, timed_app::App};
@@ -131,6 +131,111 @@ fn http11_response_cut_by_the_request_body_rate_ends_with_fin() {
     let (got, end) = ends(&mut client);
     assert!(got.ends_with("a\r\nfirst part\r\n"), "{got}");
     assert_eq!(end, End::Eof, "{got}");
+}
+
+/// An answer too large for the sockets' buffers, to a client that reads
+/// nothing until the server has given up on it (`close`: a timeout, or
+/// shutdown's deadline): what it then reads, and how it ends.
+fn unsent_at_close(
+    options: Options,
+    target: &str,
+    close: impl FnOnce(&common::TestServer<App>),
+) -> (String, usize, End) {
+    let (app, _kept, _) = App::new();
+    let server = serve(options, app);
+    let mut client = connect(server.addr);
+    write!(client, "GET {target}?n={BIG} HTTP/1.0\r\n\r\n").unwrap();
+    // The answer has begun (so the server has the request) before the
+    // server is told to close.
+    let mut got = vec![0; 4096];
+    client.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut first = 0;
+    while !got[..first].windows(4).any(|w| w == b"\r\n\r\n") && first < got.len() {
+        let n = client.read(&mut got[first..]).unwrap();
+        assert!(n > 0, "closed before the head: {}", text(&got[..first]));
+        first += n;
+    }
+    got.truncate(first);
+    close(&server);
+    // Well past the server's close (at 300 ms), reading nothing more.
+    std::thread::sleep(Duration::from_millis(1500));
+    let (rest, end) = read_for(&mut client, Duration::from_secs(20));
+    got.extend_from_slice(&rest);
+    let head = got.windows(4).position(|w| w == b"\r\n\r\n").map_or(0, |at| at + 4);
+    (text(&got[..head]), got.len() - head, end)
+}
+
+/// 32 MiB: more than loopback's socket buffers hold at most (4 MiB to
+/// send, 6 MiB to receive by default).
+const BIG: usize = 32 << 20;
+
+/// A whole close-delimited answer, still in the server's output when the
+/// connection closes, is cut off as surely as one its application broke:
+/// a FIN made what arrived look whole (an outside review). Each way the
+/// server gives up on a client: it takes nothing for `io_timeout`, takes
+/// less than `min_response_rate`, or shutdown's deadline passes. A sized
+/// answer (`/big`) ends the same way (its client could tell either way).
+#[test]
+fn http10_answer_unsent_when_the_server_gives_up_resets() {
+    let quiet = options().io_timeout(Duration::from_millis(300)).min_response_rate(None);
+    let rate = MinDataRate::new(1 << 20, Duration::from_millis(300));
+    let slow = options().io_timeout(Duration::from_secs(60)).min_response_rate(Some(rate));
+    let deadline = options().shutdown_timeout(Duration::from_millis(300)).min_response_rate(None);
+    for target in ["/wbig", "/big"] {
+        for (case, options, shutdown) in [
+            ("io_timeout", &quiet, false),
+            ("min_response_rate", &slow, false),
+            ("shutdown", &deadline, true),
+        ] {
+            let (head, body, end) = unsent_at_close(options.clone(), target, |server| {
+                if shutdown {
+                    server.handle().shutdown();
+                }
+            });
+            assert!(head.starts_with("HTTP/1.1 200 OK\r\n"), "{target} {case}: {head}");
+            let sized = head.to_ascii_lowercase().contains("content-length");
+            assert_eq!(sized, target == "/big", "{target} {case}: {head}");
+            assert!(body < BIG, "{target} {case}: the server gave up before sending it all");
+            assert_eq!(end, End::Reset, "{target} {case}: {body} of {BIG} bytes, then");
+        }
+    }
+}
+
+/// Not after an earlier exchange (HTTP/1.0 keep-alive): a reset would
+/// drop what the socket holds of the answers before (documented on
+/// `Session::must_reset`), so the close is a FIN as before.
+#[test]
+fn http10_answer_unsent_after_keep_alive_ends_with_fin() {
+    let (app, _kept, _) = App::new();
+    let options = options().io_timeout(Duration::from_millis(300)).min_response_rate(None);
+    let server = serve(options, app);
+    let mut client = connect(server.addr);
+    write!(
+        client,
+        "GET /big?n=10 HTTP/1.0\r\nConnection: keep-alive\r\n\r\nGET /wbig?n={BIG} HTTP/1.0\r\n\r\n"
+    )
+    .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let (got, end) = read_for(&mut client, Duration::from_secs(20));
+    assert!(got.starts_with(b"HTTP/1.1 200 OK\r\n"));
+    assert!(got.len() < BIG, "{} bytes", got.len());
+    assert_eq!(end, End::Eof, "{} bytes", got.len());
+}
+
+/// Over HTTP/1.1 the chunked answer's missing last chunk tells: a FIN, as
+/// before.
+#[test]
+fn http11_answer_unsent_when_the_server_gives_up_ends_with_fin() {
+    let (app, _kept, _) = App::new();
+    let options = options().io_timeout(Duration::from_millis(300)).min_response_rate(None);
+    let server = serve(options, app);
+    let mut client = connect(server.addr);
+    write!(client, "GET /wbig?n={BIG} HTTP/1.1\r\nHost: t\r\n\r\n").unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let (got, end) = read_for(&mut client, Duration::from_secs(20));
+    assert!(got.starts_with(b"HTTP/1.1 200 OK\r\n"));
+    assert!(got.len() < BIG && !got.ends_with(b"0\r\n\r\n"), "{} bytes", got.len());
+    assert_eq!(end, End::Eof, "{} bytes", got.len());
 }
 
 #[cfg(feature = "tower")]

@@ -174,6 +174,9 @@ impl<S> Http1<S> {
             return Head::Done(used);
         }
         let head_only = method == "HEAD";
+        if self.heads == 1 {
+            self.first_ends_by_close = crate::wire::may_end_by_close(version, head_only);
+        }
         let request = Request {
             method,
             target: target.path_and_query,

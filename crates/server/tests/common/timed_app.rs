@@ -10,7 +10,8 @@ use falconet_server::{Handler, Request, Responder, Response};
 
 /// `/never` holds its responder (sent to the test), and so does
 /// `/unread-never`, whose body is lent and left untaken (discarded);
-/// `/big?n=N` answers N bytes; `/dbig?n=N&wait=MS` answers N bytes from a
+/// `/big?n=N` answers N bytes, `/wbig?n=N` too, streamed (chunked, or
+/// close-delimited over HTTP/1.0); `/dbig?n=N&wait=MS` answers N bytes from a
 /// thread, written in 64 KiB pieces from MS ms on; `/late?first=MS` lends the body, reads all of it from MS ms
 /// later, then answers `got N` (or how the read failed; sent to the test
 /// too); `/ignore` leaves the body untaken and streams `tick` 5 times,
@@ -95,6 +96,11 @@ impl Handler for App {
             if let Ok(responder) = response.defer() {
                 let _ = self.kept.send(responder);
             }
+        } else if target.starts_with("/wbig") {
+            // Streamed in place: chunked over HTTP/1.1, close-delimited
+            // over HTTP/1.0.
+            let n = super::query_arg(&target, "n") as usize;
+            let _ = response.write(&vec![b'w'; n]);
         } else if target.starts_with("/big") {
             let n = super::query_arg(&target, "n") as usize;
             let _ = response.body(&vec![b'b'; n]);
