@@ -564,6 +564,7 @@ impl<H: Handler> Conn<H> {
             // waits for room goes on (no event will come).
             return (wrote && self.session.output().is_empty()).then_some(Verdict::Drive);
         }
+        tracing::debug!("min_response_rate: the client took its responses too slowly; closed");
         if self.session.too_slow() {
             // Best effort: one write, the socket closes either way.
             self.try_write(now);
@@ -603,6 +604,7 @@ impl<H: Handler> Conn<H> {
         if on_time {
             return None;
         }
+        tracing::debug!("min_request_body_rate: the client sent a request body too slowly");
         if self.session.expire_slow_bodies(cx) {
             // HTTP/2: the slow streams ended alone, the application's go
             // on; the meter starts again with what is owed now.
@@ -658,6 +660,7 @@ impl<H: Handler> Conn<H> {
         if self.head_started.is_some_and(|started| now.saturating_sub(started) >= timeouts.header) {
             // A head under way too long (HTTP/2: a field block, whatever
             // else the connection carries; the client has stalled it).
+            tracing::debug!("header_timeout: a request head took too long; 408");
             return self.refuse_late(now, cx);
         }
         if !self.session.output().is_empty() {
@@ -672,6 +675,7 @@ impl<H: Handler> Conn<H> {
             // now; a client that reads nothing gets closed.
             let before = self.session.output_len();
             if !self.try_write(now) || self.session.output_len() == before {
+                tracing::debug!("io_timeout: the client took none of its responses; closed");
                 return Verdict::Close;
             }
             return if self.session.output().is_empty() { Verdict::Drive } else { Verdict::Open };
@@ -727,6 +731,14 @@ impl<H: Handler> Conn<H> {
             return Verdict::Open;
         }
         if application {
+            // The application's doing, not the client's: worth a warning,
+            // naming what to raise (a long poll or an event stream with
+            // long gaps needs it raised or off).
+            tracing::warn!(
+                limit_ms = timeouts.response.unwrap_or_default(),
+                "response_timeout: the application kept a request waiting; answered 503 \
+                 (or cut off a response it had started)"
+            );
             self.session.expire_application(cx);
             if !self.session.is_closed() {
                 // HTTP/2 answered the late streams and goes on: their
@@ -740,6 +752,7 @@ impl<H: Handler> Conn<H> {
                 // after this, at the same tick), the rest go on.
                 return Verdict::Open;
             }
+            tracing::debug!("io_timeout: the client sent nothing it owed; 408");
             return self.refuse_late(now, cx);
         }
         if !self.try_write(now) {

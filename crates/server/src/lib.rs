@@ -75,6 +75,11 @@
 //! | idle for [`Options::keep_alive_timeout`] since its last exchange (an empty line or two after a request, RFC 9112 §2.2, and HTTP/2 PING, SETTINGS, WINDOW_UPDATE or PRIORITY frames leave it idle) | close (HTTP/2: GOAWAY first) |
 //! | past [`Options::max_connections`] | `503` and close |
 //!
+//! Each timer's end of an exchange is logged through `tracing`, naming
+//! the option: [`Options::response_timeout`] as a warning (the
+//! application's lateness: raise the option, or turn it off for long
+//! polls and event streams), the client's (timeouts, rates) at debug.
+//!
 //! An absolute-form target (`GET http://host/path HTTP/1.1`) is accepted:
 //! the handler sees `/path`, and [`Request::authority`] is the target's
 //! authority rather than the Host field's. `docs/rfc9112.md` in the

@@ -137,7 +137,16 @@
 //! - The application's time is bounded by
 //!   [`response_timeout`](crate::Options::response_timeout) (30 s by
 //!   default; `None` for none): a handler that takes longer is answered
-//!   `503`, a streamed body whose next frame takes longer is cut off.
+//!   `503`, a streamed body whose next frame takes longer is cut off
+//!   (server-sent events with quiet gaps, long polls: raise it or turn it
+//!   off). Each such cut logs a `tracing` warning that names the option.
+//! - Clients are held to least data rates, as Kestrel holds them and hyper
+//!   does not: a request body sent slower than
+//!   [`min_request_body_rate`](crate::Options::min_request_body_rate) and
+//!   responses taken slower than
+//!   [`min_response_rate`](crate::Options::min_response_rate) (240 bytes a
+//!   second after a 5-second grace, both) end the connection (`None`
+//!   turns either off).
 //!
 //! # What falconet writes itself
 //!

@@ -146,8 +146,16 @@ impl<S: Send + 'static> Http2<S> {
         // failure finds the response gone already.
         let body = exchange.body.take();
         let (status, code) = match holder {
-            Holder::Client => (Status::REQUEST_TIMEOUT, ErrorCode::CANCEL),
+            Holder::Client => {
+                tracing::debug!(stream = id, "io_timeout: the client stalled a stream; 408");
+                (Status::REQUEST_TIMEOUT, ErrorCode::CANCEL)
+            }
             Holder::Application | Holder::Nobody => {
+                tracing::warn!(
+                    stream = id,
+                    "response_timeout: the application kept a stream waiting; answered 503 \
+                     (or reset a response it had started)"
+                );
                 (Status::SERVICE_UNAVAILABLE, ErrorCode::INTERNAL_ERROR)
             }
         };
