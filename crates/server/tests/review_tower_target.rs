@@ -125,3 +125,26 @@ fn the_uri_keeps_the_requests_scheme_over_http2() {
         }
     });
 }
+
+/// The edge of what `http` takes as a scheme: 64 bytes reach the service
+/// in its URI; 65 cannot be an `http::Uri`, so that stream alone is
+/// answered `400` (as any head `http` refuses) and the connection goes on.
+#[test]
+fn an_http2_scheme_at_the_edge_of_what_http_takes() {
+    use common::h2raw::{Credit, Raw, block};
+    let (server, _rt) = serve_tower(options(), router());
+    let mut raw = Raw::handshake(server.addr, &[]);
+    let mut credit = Credit::new();
+    let longest = format!("s{}", "c".repeat(63));
+    let too_long = format!("s{}", "c".repeat(64));
+    for (stream, scheme, status) in [(1, &longest, 200), (3, &too_long, 400), (5, &longest, 200)] {
+        let head = block(&[
+            (":method", "GET"),
+            (":scheme", scheme),
+            (":path", "/x"),
+            (":authority", "t.example"),
+        ]);
+        raw.headers(stream, &head, true);
+        assert_eq!(credit.wait_done(&mut raw, stream), status, "{} bytes", scheme.len());
+    }
+}
