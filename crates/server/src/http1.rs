@@ -116,6 +116,8 @@ pub(crate) struct Http1<S> {
     /// The connection's first request may be answered by a response the
     /// close ends (see [`crate::wire::may_end_by_close`]): sent in part
     /// when the connection closes, the close must say it was cut off.
+    /// Cleared by any bytes parsed after that exchange (a next head, valid
+    /// or refused, or empty lines).
     first_ends_by_close: bool,
     /// The last request asked for h2c (`Upgrade`), for the session.
     upgrade: Option<crate::h2::upgrade::Upgrade>,
@@ -238,11 +240,11 @@ impl<S> Http1<S> {
         self.heads
     }
 
-    /// Whether the connection's first request, and only it, has been
-    /// parsed, and its response may be one the close ends (HTTP/1.0, not
-    /// `HEAD`).
+    /// Whether the connection's first request, and nothing after it, has
+    /// been parsed, and its response may be one the close ends (HTTP/1.0,
+    /// not `HEAD`).
     pub(crate) fn first_ends_by_close(&self) -> bool {
-        self.heads == 1 && self.first_ends_by_close
+        self.first_ends_by_close
     }
 
     /// Whether bytes of the next head have come (and not yet its end).

@@ -3,10 +3,11 @@
 //! sans-IO `Session::must_reset`. Its findings: the reset dropped the
 //! tail of an earlier complete answer still in the send queue (HTTP/1.0
 //! keep-alive), and a `HEAD` answer was reset: the reset is now for the
-//! connection's first exchange only, never for `HEAD`. Open (the tests
-//! left out here): a close-delimited body already all in the session's
-//! output when a timeout or shutdown's deadline closes still ends with a
-//! FIN, as before the change.
+//! connection's first exchange only, never for `HEAD`. A close-delimited
+//! body already all in the session's output when a timeout or shutdown's
+//! deadline closes now resets too (`cut_responses.rs`); its review found
+//! that a refused second head after HTTP/1.0 keep-alive still counted as
+//! the first exchange (the sans-IO tests at the end of section 4).
 
 mod common;
 
@@ -461,6 +462,49 @@ fn sans_io_must_reset_while_a_deferred_stream_is_under_way() {
     // Before `process` the session has not seen the end: documented (ask
     // after `process`), so `before` may be either.
     let _ = before;
+}
+
+/// Every output byte of `session`, taken as a socket would take it.
+fn drain(session: &mut Session<Mine>) -> Vec<u8> {
+    let mut all = Vec::new();
+    while !session.output().is_empty() {
+        let n = session.output().len();
+        all.extend_from_slice(session.output());
+        session.consume_output(n);
+    }
+    all
+}
+
+/// HTTP/1.0 keep-alive: the first answer is whole and sent; the second
+/// head is refused before it counts as a head (a malformed line, `505`,
+/// too many empty lines, a bad field name). The refusal's unsent bytes
+/// must not make the close a reset: it would drop the socket's tail of
+/// the first, complete answer (the review of 9242e53 found they did).
+/// A valid second head, and HTTP/1.1, never did.
+#[test]
+fn a_refused_second_head_after_http10_keep_alive_is_no_reset() {
+    for (version, second) in [
+        ("HTTP/1.0", &b"GET / HTTP/1.0\x01\r\n\r\n"[..]),
+        ("HTTP/1.0", b"GET / HTTP/2.0\r\n\r\n"),
+        ("HTTP/1.0", b"\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\nGET / HTTP/1.0\r\n\r\n"),
+        ("HTTP/1.0", b"GET / HTTP/1.0\r\nx x: y\r\n\r\n"),
+        ("HTTP/1.0", b"GET /big?n=1000 HTTP/1.0\r\n\r\n"),
+        ("HTTP/1.1", b"GET / HTTP/1.0\x01\r\n\r\n"),
+    ] {
+        let (mut session, app, mut cx, _held, _pool) = sans_io();
+        let first =
+            format!("GET /big?n=1000 {version}\r\nHost: a\r\nConnection: keep-alive\r\n\r\n");
+        session.receive(first.as_bytes()).unwrap();
+        session.process(&app, &mut cx);
+        let answer = drain(&mut session);
+        assert!(answer.ends_with(&[b'b'; 1000]), "{version}: {}", text(&answer));
+        assert!(!session.must_reset(), "{version}: whole and sent");
+        session.receive(second).unwrap();
+        let progress = session.process(&app, &mut cx);
+        assert_eq!(progress, Progress::Close, "{version} then {}", text(second));
+        assert!(!session.output().is_empty(), "{version} then {}", text(second));
+        assert!(!session.must_reset(), "{version} then {}", text(second));
+    }
 }
 
 // ---------------------------------------------------------------------

@@ -33,6 +33,13 @@ impl<S> Http1<S> {
     where
         H: Handler<State = S>,
     {
+        if self.heads > 0 {
+            // Bytes after the first exchange, so its answer had a length
+            // (a close-delimited one ends the connection): whatever comes
+            // of them, valid or refused, a reset from now on could drop
+            // that answer's undelivered tail.
+            self.first_ends_by_close = false;
+        }
         let limits = cx.limits;
         let available = guard.len() - pos;
         let bytes: &[u8] = if first.len() == available || first.len() > limits.max_head {
