@@ -171,6 +171,8 @@ pub struct Request<'a> {
     /// The target named its authority: an HTTP/1 absolute-form target, or
     /// an HTTP/2 request (`:scheme` and `:authority` are its URI's parts).
     /// Not for an origin-form target, whose authority is the Host field's.
+    /// Read by the tower path's URI.
+    #[cfg_attr(not(feature = "tower"), allow(dead_code))]
     pub(crate) absolute: bool,
     pub(crate) version: Version,
     pub(crate) headers: &'a [httparse::Header<'a>],
