@@ -169,8 +169,9 @@ pub struct Request<'a> {
     /// See [`scheme`](Self::scheme).
     pub(crate) scheme: &'a str,
     /// The target named its authority: an HTTP/1 absolute-form target, or
-    /// an HTTP/2 request (`:scheme` and `:authority` are its URI's parts).
-    /// Not for an origin-form target, whose authority is the Host field's.
+    /// an HTTP/2 request with `:authority` (`:scheme` and `:authority` are
+    /// its URI's parts). Not for an origin-form target, nor an HTTP/2
+    /// request without `:authority`, whose authority is the Host field's.
     /// Read by the tower path's URI.
     #[cfg_attr(not(feature = "tower"), allow(dead_code))]
     pub(crate) absolute: bool,

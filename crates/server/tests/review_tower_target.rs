@@ -148,3 +148,33 @@ fn an_http2_scheme_at_the_edge_of_what_http_takes() {
         assert_eq!(credit.wait_done(&mut raw, stream), status, "{} bytes", scheme.len());
     }
 }
+
+/// HTTP/2 without `:authority` (RFC 9113 8.3.1 allows `host` instead):
+/// the URI is the path alone and `host` stays as sent, as hyper (the h2
+/// crate) builds it; with `:authority`, absolute. (The review of 5b03ae0
+/// found an absolute URI made from `host`.)
+#[test]
+fn an_http2_request_without_authority_has_the_path_alone() {
+    use common::h2raw::{Raw, block, frames_until};
+    use falconet_server::h2::frame::kind;
+    let (server, _rt) = serve_tower(options(), router());
+    let mut raw = Raw::handshake(server.addr, &[]);
+    let cases = [
+        (1, ("host", "h.example"), "/x host=Some(\"h.example\")"),
+        (3, (":authority", "a.example"), "http://a.example/x host=None"),
+    ];
+    for (stream, extra, expected) in cases {
+        let fields = [(":method", "GET"), (":scheme", "http"), (":path", "/x"), extra];
+        raw.headers(stream, &block(&fields), true);
+        let frames = frames_until(&mut raw, std::time::Duration::from_secs(5), |f| {
+            f.stream == stream && f.end_stream()
+                || [kind::RST_STREAM, kind::GOAWAY].contains(&f.kind)
+        });
+        let data: Vec<u8> = frames
+            .iter()
+            .filter(|f| f.kind == kind::DATA && f.stream == stream)
+            .flat_map(|f| f.payload.clone())
+            .collect();
+        assert_eq!(common::text(&data), expected, "{frames:?}");
+    }
+}

@@ -57,8 +57,8 @@ fn lists_trailers(value: &[u8]) -> bool {
 
 /// `scheme://authority/target` (the request's scheme: `http`, or what a
 /// proxy in front said, see [`Request::scheme`]) when the request named
-/// its authority with its target (HTTP/2, an HTTP/1 absolute-form), as
-/// hyper builds it; otherwise the target alone, as it came (an HTTP/1
+/// its authority with its target (HTTP/2's `:authority`, an HTTP/1
+/// absolute-form), as hyper builds it; otherwise the target alone, as it came (an HTTP/1
 /// origin-form: `/a?b`, its authority in the `Host` field), and for `*`,
 /// or with an authority `http` cannot hold: a percent-encoded host
 /// (`a%2Db`), valid as an RFC 3986 reg-name, which the `Host` field then

@@ -186,12 +186,13 @@
 //! origin-form target as it came (`/uri?a=1`, the authority in the `Host`
 //! field), so a redirect built from it (`ServeDir`'s to a directory's
 //! `/`) stays relative whatever scheme a proxy in front spoke; absolute
-//! over HTTP/2 and for an HTTP/1 absolute-form target (its scheme, see
-//! [`Request::scheme`]: HTTP/2's `:scheme`, such as the `https` of a
-//! TLS-terminating proxy, or the target's; and the request's authority,
-//! see [`Request::authority`]), unless that authority is one `http::Uri`
-//! cannot hold (a percent-encoded host: the path alone, and a `Host`
-//! field of the request's authority); upgrades (WebSocket) are not
+//! over HTTP/2 with `:authority` (without it, the path alone and `host`
+//! as sent, as hyper) and for an HTTP/1 absolute-form target (its
+//! scheme, see [`Request::scheme`]: HTTP/2's `:scheme`, such as the
+//! `https` of a TLS-terminating proxy, or the target's; and the request's
+//! authority, see [`Request::authority`]), unless that authority is one
+//! `http::Uri` cannot hold (a percent-encoded host: the path alone, and a
+//! `Host` field of the request's authority); upgrades (WebSocket) are not
 //! offered.
 //!
 //! A response body's trailers (a gRPC service's `grpc-status`) go out as

@@ -123,7 +123,9 @@ impl<H: Handler> Dispatch<'_, H> {
             target: head.path().unwrap_or("/"),
             authority: authority.as_bytes(),
             scheme: head.scheme().unwrap_or("http"),
-            absolute: true,
+            // As hyper (the h2 crate) builds it: scheme and authority
+            // only with `:authority`; a `host` field alone leaves the path.
+            absolute: head.authority().is_some(),
             version: Version::Http2,
             headers,
             body,
