@@ -247,6 +247,10 @@ const MAX_APP_THREADS: i64 = falconet_server::MAX_WORKERS as i64;
 /// arguments it cannot parse).
 const USAGE_ERROR: u8 = 2;
 
+/// How long a clean stop waits for the signal thread's "graceful
+/// shutdown" line before its own "stopped".
+const SHUTDOWN_LOG_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
 #[derive(Clone, Copy, Debug, ValueEnum)]
 enum AcceptMode {
     /// A listener per worker (SO_REUSEPORT).
@@ -389,6 +393,9 @@ fn main() -> ExitCode {
         }
     };
     let signal_handle = handle.clone();
+    // Says the shutdown's log line is written: with nothing open, the
+    // workers stop at once, and `main` returning first lost it.
+    let (logged, shutdown_logged) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let mut received = signals.forever();
         if let Some(signal) = received.next() {
@@ -396,6 +403,7 @@ fn main() -> ExitCode {
             // it from starting.
             signal_handle.shutdown();
             tracing::info!(signal, "graceful shutdown");
+            let _ = logged.send(());
         }
         if let Some(signal) = received.next() {
             tracing::warn!(signal, "second signal: exiting now");
@@ -412,6 +420,9 @@ fn main() -> ExitCode {
     std::thread::spawn(move || give_back_heap(&heap_handle));
     match running.join() {
         Ok(()) => {
+            // Only a signal stops the binary's workers cleanly; its line
+            // comes first (bounded: a blocked stderr must not hold the exit).
+            let _ = shutdown_logged.recv_timeout(SHUTDOWN_LOG_WAIT);
             tracing::info!(requests = handle.stats().requests, "stopped");
             ExitCode::SUCCESS
         }
