@@ -73,8 +73,6 @@ pub(crate) struct AppSlots {
 pub(crate) struct Deferred {
     pub(crate) reader: Reader,
     pub(crate) abandon: Abandon,
-    /// See [`Encoder::ends_by_close`].
-    pub(crate) ends_by_close: bool,
 }
 
 /// A response the worker writes by polling it (the tower path: a
@@ -435,8 +433,7 @@ impl<'a> Response<'a> {
         let (writer, reader) =
             falconet_pipe::pipe(&self.app.pool, options).map_err(|_| ResponseError::NoMemory)?;
         let (abandon, wanted) = crate::wanted::notice();
-        let ends_by_close = self.encoder.ends_by_close();
-        self.app.deferred = Some(Deferred { reader, abandon, ends_by_close });
+        self.app.deferred = Some(Deferred { reader, abandon });
         let link = Arc::clone(self.app.link());
         let encoder = self.encoder;
         self.encoder.hand_off();

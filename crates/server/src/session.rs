@@ -410,7 +410,6 @@ impl<H: Handler> Session<H> {
                     reader: Arc::new(output.reader),
                     readable: None,
                     sent: 0,
-                    ends_by_close: output.ends_by_close,
                     _abandon: output.abandon,
                 };
                 self.pending = Some(Pending::Pipe(output));
@@ -561,13 +560,11 @@ impl<H: Handler> Session<H> {
     /// Whether closing now cuts off the response in flight, one the close
     /// delimits, on the connection's first exchange (see
     /// [`must_reset`](Self::must_reset)).
+    /// The first request's flag says both: no head is parsed while a
+    /// response is in flight, so one in flight with the flag up answers
+    /// that request.
     fn cut_by_close(&self) -> bool {
-        let ends_by_close = match &self.pending {
-            Some(Pending::Pipe(pending)) => pending.ends_by_close && pending.sent > 0,
-            Some(Pending::Polled(_, encoder)) => encoder.ends_by_close() && !encoder.is_untouched(),
-            None => false,
-        };
-        ends_by_close && self.http.heads() == 1
+        self.pending.is_some() && self.response_started() && self.http.first_ends_by_close()
     }
 
     /// A handler method panicked while this session drove it (HTTP/1.1;
@@ -629,8 +626,6 @@ struct PendingOutput {
     readable: Option<Readable>,
     /// Bytes of the response moved into the output so far.
     sent: u64,
-    /// See [`Encoder::ends_by_close`].
-    ends_by_close: bool,
     /// Dropped with the rest: the responder's task stops computing.
     _abandon: crate::wanted::Abandon,
 }

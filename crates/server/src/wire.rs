@@ -61,8 +61,9 @@ pub(crate) struct Encoder {
 }
 
 /// Whether the response to a request of `version` (`head_only`: to
-/// `HEAD`) may be one the connection's close ends: see
-/// [`Encoder::ends_by_close`].
+/// `HEAD`) may be one the connection's close ends (an HTTP/1.0 request's:
+/// a streamed body of unknown length is close-delimited; not `HEAD`'s,
+/// which has no body), so that a close cutting it off must say so.
 pub(crate) fn may_end_by_close(version: Version, head_only: bool) -> bool {
     version == Version::Http10 && !head_only
 }
@@ -84,14 +85,6 @@ impl Encoder {
     /// Whether this encodes an HTTP/2 stream's response.
     pub(crate) fn is_http2(&self) -> bool {
         self.version == Version::Http2
-    }
-
-    /// Whether the connection's close may be what ends this response (an
-    /// HTTP/1.0 request's: a streamed body of unknown length is
-    /// close-delimited; not `HEAD`'s, which has no body), so that a close
-    /// cutting it off must say so.
-    pub(crate) fn ends_by_close(&self) -> bool {
-        may_end_by_close(self.version, self.head_only)
     }
 
     /// This copy writes nothing more: every call fails with

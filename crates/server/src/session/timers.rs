@@ -180,7 +180,7 @@ impl<H: Handler> Session<H> {
     /// Whether any byte of the HTTP/1 response to the request under way
     /// has gone to the output: then no status can follow it, only the
     /// close.
-    fn response_started(&self) -> bool {
+    pub(super) fn response_started(&self) -> bool {
         match &self.pending {
             Some(Pending::Pipe(pending)) => pending.sent > 0,
             // A polled body may yield the worker before its head is
