@@ -12,7 +12,7 @@ use std::future::Future;
 use std::sync::Mutex;
 
 use falconet_server::{
-    Context, Handler, Options, Progress, Request, RequestBody, Responder, Response, Session,
+    Context, H2c, Handler, Options, Progress, Request, RequestBody, Responder, Response, Session,
 };
 use libfuzzer_sys::fuzz_target;
 
@@ -128,7 +128,9 @@ fuzz_target!(|data: &[u8]| {
         .max_head(1024)
         .max_headers(8)
         .max_body(4096)
-        .max_pending_output(2048);
+        .max_pending_output(2048)
+        // The seed's top bits choose how the connection may become HTTP/2.
+        .h2c([H2c::Both, H2c::PriorKnowledge, H2c::Off][usize::from(seed >> 6) % 3]);
     let fuzz = Fuzz { later: Mutex::new(Vec::new()) };
     let mut cx = Context::new(&options).unwrap();
     let mut session = Session::<Fuzz>::new(&pool).unwrap();

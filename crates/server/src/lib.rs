@@ -34,8 +34,9 @@
 //!   output): the server drives one per connection, tests and the fuzz
 //!   target drive it with bytes. HTTP/2 is the sibling of `http1` behind
 //!   it: a connection whose first bytes are the HTTP/2 preface (h2c with
-//!   prior knowledge), or that upgrades from HTTP/1.1 (`Upgrade: h2c`), is
-//!   served by [`h2`] (frames, HPACK, the connection state machine on
+//!   prior knowledge), or that upgrades from HTTP/1.1 (`Upgrade: h2c`;
+//!   [`Options::h2c`] chooses which of the two are taken), is served by
+//!   [`h2`] (frames, HPACK, the connection state machine on
 //!   `falconet-flow` windows) through the same [`Handler`], [`Responder`],
 //!   [`RequestBody`] and tower path.
 //!
@@ -145,9 +146,9 @@ pub use options::{
     DEFAULT_LINGER_TIMEOUT, DEFAULT_MAX_BODY, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_HEAD,
     DEFAULT_MAX_HEADERS, DEFAULT_MAX_PENDING_OUTPUT, DEFAULT_MAX_POOL_BYTES,
     DEFAULT_MAX_REQUEST_LINE, DEFAULT_MIN_REQUEST_BODY_RATE, DEFAULT_MIN_RESPONSE_RATE,
-    DEFAULT_RESPONSE_TIMEOUT, DEFAULT_SHUTDOWN_TIMEOUT, MAX_CONNECTIONS, MAX_HEAD, MAX_POOL_BYTES,
-    MAX_TIMEOUT, MAX_WORKERS, MIN_POOL_BYTES, MIN_REQUEST_LINE, MIN_TIMEOUT, MinDataRate, Options,
-    OptionsError,
+    DEFAULT_RESPONSE_TIMEOUT, DEFAULT_SHUTDOWN_TIMEOUT, H2c, MAX_CONNECTIONS, MAX_HEAD,
+    MAX_POOL_BYTES, MAX_TIMEOUT, MAX_WORKERS, MIN_POOL_BYTES, MIN_REQUEST_LINE, MIN_TIMEOUT,
+    MinDataRate, Options, OptionsError,
 };
 pub use response::{Responder, Response};
 pub use server::{Handle, Running, Server, ServerError, Stats};

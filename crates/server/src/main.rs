@@ -14,7 +14,9 @@ use std::time::{Duration, Instant};
 
 use clap::{Parser, ValueEnum};
 use falconet_server::h2::connection::Config as H2Config;
-use falconet_server::{Accept, Handle, MinDataRate, Options, Server, ServerError, hello::Demo};
+use falconet_server::{
+    Accept, H2c, Handle, MinDataRate, Options, Server, ServerError, hello::Demo,
+};
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
@@ -96,6 +98,12 @@ struct Args {
     /// 256).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=MAX_APP_THREADS))]
     app_threads: u16,
+    /// How a connection may become HTTP/2 (h2c): by the preface as its
+    /// first bytes or by `Upgrade: h2c` (both), by the preface alone
+    /// (behind a reverse proxy that passes Upgrade on), or not at all
+    /// (off: HTTP/1.1 only).
+    #[arg(long, value_enum, default_value_t = H2cMode::Both)]
+    h2c: H2cMode,
     /// HTTP/2: streams a connection may have open at once (at least 1;
     /// past it, REFUSED_STREAM).
     #[arg(long, default_value_t = H2Config::default().max_concurrent_streams)]
@@ -259,6 +267,16 @@ enum AcceptMode {
     Shared,
 }
 
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum H2cMode {
+    /// Prior knowledge and `Upgrade: h2c`.
+    Both,
+    /// Prior knowledge only; `Upgrade: h2c` is ignored.
+    PriorKnowledge,
+    /// HTTP/1.1 only.
+    Off,
+}
+
 fn main() -> ExitCode {
     one_heap_arena();
     let colour = std::io::stderr().is_terminal()
@@ -331,6 +349,11 @@ fn main() -> ExitCode {
                 .then(|| MinDataRate::new(args.min_request_body_rate, min_request_body_grace)),
         )
         .max_body(args.max_body)
+        .h2c(match args.h2c {
+            H2cMode::Both => H2c::Both,
+            H2cMode::PriorKnowledge => H2c::PriorKnowledge,
+            H2cMode::Off => H2c::Off,
+        })
         .http2(H2Config {
             max_concurrent_streams: args.h2_max_concurrent_streams,
             initial_window_size: args.h2_initial_window_size,

@@ -109,6 +109,43 @@ pub enum Accept {
     Shared,
 }
 
+/// Which ways a cleartext connection may become HTTP/2 (h2c; TLS, and
+/// so ALPN's `h2`, is not falconet's): see [`Options::h2c`].
+///
+/// ```
+/// use falconet_server::{H2c, Options};
+///
+/// // Behind a reverse proxy that passes `Upgrade` on (for WebSockets):
+/// let options = Options::new().h2c(H2c::PriorKnowledge);
+/// assert!(options.validate().is_ok());
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum H2c {
+    /// Both ways, the default: the HTTP/2 connection preface as the
+    /// connection's first bytes ("prior knowledge", RFC 9113 §3.3, as
+    /// `curl --http2-prior-knowledge` and h2load connect), and an HTTP/1.1
+    /// request's `Upgrade: h2c` (`curl --http2`; RFC 7540 §3.2, which RFC
+    /// 9113 §3.1 deprecates).
+    #[default]
+    Both,
+    /// Prior knowledge only. `Upgrade: h2c` is ignored: the request is
+    /// answered over HTTP/1.1, as by a server without the upgrade (hyper
+    /// and Kestrel have none). Choose this (or [`Off`](Self::Off)) behind
+    /// a reverse proxy that passes `Upgrade` on, as proxies do for
+    /// WebSockets: an upgrade made through such a proxy turns the
+    /// client's connection into an HTTP/2 tunnel whose later requests the
+    /// proxy no longer sees, nor its access rules ("h2c smuggling").
+    /// A proxy writes its own requests on its connections to the server,
+    /// so prior knowledge cannot come through one.
+    PriorKnowledge,
+    /// HTTP/1.1 only. The preface is then an HTTP/1 request line like any
+    /// other, `PRI * HTTP/2.0`, answered `505 HTTP Version Not Supported`
+    /// before the connection closes (as hyper's HTTP/1 server answers it);
+    /// `Upgrade: h2c` is ignored.
+    Off,
+}
+
 /// The server's settings, checked by [`Server::bind`](crate::Server::bind)
 /// (see [`validate`](Self::validate)) before it binds anything.
 ///
@@ -142,6 +179,7 @@ pub struct Options {
     pub(crate) min_response_rate: Option<MinDataRate>,
     pub(crate) min_request_body_rate: Option<MinDataRate>,
     pub(crate) http2: Http2Config,
+    pub(crate) h2c: H2c,
 }
 
 impl Default for Options {
@@ -173,6 +211,7 @@ impl Options {
             min_response_rate: Some(DEFAULT_MIN_RESPONSE_RATE),
             min_request_body_rate: Some(DEFAULT_MIN_REQUEST_BODY_RATE),
             http2: Http2Config::default(),
+            h2c: H2c::Both,
         }
     }
 
@@ -456,6 +495,14 @@ impl Options {
     /// ```
     pub fn http2(mut self, config: Http2Config) -> Self {
         self.http2 = config;
+        self
+    }
+
+    /// Which ways a connection may become HTTP/2 (default [`H2c::Both`]:
+    /// prior knowledge and `Upgrade: h2c`). The [`http2`](Self::http2)
+    /// settings apply to the connections that do.
+    pub fn h2c(mut self, h2c: H2c) -> Self {
+        self.h2c = h2c;
         self
     }
 

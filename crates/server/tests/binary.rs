@@ -223,6 +223,31 @@ fn listening_addr(line: &str) -> std::net::SocketAddr {
         .unwrap()
 }
 
+/// `--h2c`: `off` answers the HTTP/2 preface as the HTTP/1 request line
+/// it then is (`505`), `prior-knowledge` takes it; an unknown mode is a
+/// usage error that lists the modes.
+#[test]
+fn h2c_flag_chooses_the_ways_to_http2() {
+    let mut preface = falconet_server::h2::frame::PREFACE.to_vec();
+    falconet_server::h2::frame::encode_settings(&mut preface, &[]).unwrap();
+    let first_bytes = |mode: &str| {
+        let (mut child, addr) = spawn(&["--addr", "127.0.0.1:0", "--h2c", mode]);
+        let mut stream = std::net::TcpStream::connect(addr).unwrap();
+        stream.write_all(&preface).unwrap();
+        stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut first = [0u8; 12];
+        stream.read_exact(&mut first).unwrap();
+        child.kill().unwrap();
+        child.wait().unwrap();
+        first
+    };
+    assert_eq!(&first_bytes("off"), b"HTTP/1.1 505");
+    // A SETTINGS frame: type 4 on stream 0.
+    let settings = first_bytes("prior-knowledge");
+    assert_eq!((settings[3], &settings[5..9]), (4, &[0u8; 4][..]), "{settings:?}");
+    refuses(&["--workers", "1", "--h2c", "none"], "[possible values: both, prior-knowledge, off]");
+}
+
 /// `--min-response-rate 0` turns the rate off: a client that reads
 /// nothing is still connected after twice the grace it would have had.
 #[test]

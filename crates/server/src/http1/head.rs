@@ -160,6 +160,7 @@ impl<S> Http1<S> {
             return refused(out, cx, Status::CONTENT_TOO_LARGE);
         }
         if fields.upgrade_h2c
+            && limits.h2c_upgrade
             && version == Version::Http11
             && fields.body == BodyLength::Empty
             && crate::h2::upgrade::may_follow(&bytes[used..])

@@ -1,0 +1,116 @@
+//! [`Options::h2c`]: which ways a connection may become HTTP/2. Each mode
+//! against the same two openings: the preface as the first bytes (prior
+//! knowledge) and an HTTP/1.1 `Upgrade: h2c` request.
+
+mod common;
+
+use std::io::Write;
+use std::time::Duration;
+
+use common::h2raw::{Event, Raw, answered_within, req};
+use common::{End, connect, exchange, options, read_for, serve, text};
+use falconet_server::H2c;
+use falconet_server::h2::frame::{self, PREFACE, kind};
+use falconet_server::hello::Hello;
+
+/// An upgrade as `curl --http2` sends it (SETTINGS_MAX_CONCURRENT_STREAMS
+/// 100). Alone: with a request pipelined behind it, no mode upgrades.
+const UPGRADE: &[u8] = b"GET /plaintext HTTP/1.1\r\nHost: t\r\n\
+    Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABk\r\n\r\n";
+/// The request sent after the upgrade's answer, on the same connection.
+const NEXT: &[u8] = b"GET /json HTTP/1.1\r\nHost: t\r\n\r\n";
+
+const QUIET: Duration = Duration::from_millis(500);
+
+/// The client's preface and an empty SETTINGS.
+fn preface() -> Vec<u8> {
+    let mut out = PREFACE.to_vec();
+    frame::encode_settings(&mut out, &[]).unwrap();
+    out
+}
+
+/// Whether a prior-knowledge client gets the server's SETTINGS and an
+/// answer on stream 1.
+fn serves_prior_knowledge(h2c: H2c) -> bool {
+    let server = serve(options().h2c(h2c), Hello);
+    let mut raw = Raw::connect(server.addr);
+    raw.send(&preface());
+    match raw.next(Duration::from_secs(3)) {
+        Event::Frame(f) if f.kind == kind::SETTINGS => {}
+        _ => return false,
+    }
+    raw.headers(1, &req("GET", "/plaintext"), true);
+    answered_within(&mut raw, 1, Duration::from_secs(3))
+}
+
+/// What the server sends to [`UPGRADE`], and then, unless that was a
+/// `101`, to [`NEXT`] on the same connection, as text.
+fn answer_to_upgrade(h2c: H2c) -> String {
+    let server = serve(options().h2c(h2c), Hello);
+    let mut stream = connect(server.addr);
+    stream.write_all(UPGRADE).unwrap();
+    let (mut got, end) = read_for(&mut stream, QUIET);
+    assert_eq!(end, End::Quiet, "{h2c:?}: {}", text(&got));
+    if !got.starts_with(b"HTTP/1.1 101 ") {
+        stream.write_all(NEXT).unwrap();
+        let (more, end) = read_for(&mut stream, QUIET);
+        assert_eq!(end, End::Quiet, "{h2c:?}: {}", text(&more));
+        got.extend_from_slice(&more);
+    }
+    text(&got)
+}
+
+/// Two HTTP/1.1 answers, `/plaintext`'s then `/json`'s, and no 101.
+fn answered_over_http1(answer: &str) {
+    assert!(answer.starts_with("HTTP/1.1 200 OK\r\n"), "{answer}");
+    assert!(!answer.contains(" 101 "), "{answer}");
+    assert_eq!(answer.matches("HTTP/1.1 200 OK\r\n").count(), 2, "{answer}");
+    let plaintext = answer.find("Hello, World!").expect("the first answer");
+    let json = answer.find("{\"message\"").expect("the second answer");
+    assert!(plaintext < json, "{answer}");
+}
+
+#[test]
+fn both_is_the_default_and_takes_either_way() {
+    assert_eq!(falconet_server::Options::new(), falconet_server::Options::new().h2c(H2c::Both));
+    assert!(serves_prior_knowledge(H2c::Both));
+    let answer = answer_to_upgrade(H2c::Both);
+    assert!(answer.starts_with("HTTP/1.1 101 Switching Protocols\r\n"), "{answer}");
+}
+
+#[test]
+fn prior_knowledge_only_answers_an_upgrade_over_http1() {
+    assert!(serves_prior_knowledge(H2c::PriorKnowledge));
+    answered_over_http1(&answer_to_upgrade(H2c::PriorKnowledge));
+}
+
+#[test]
+fn off_answers_the_preface_505_and_an_upgrade_over_http1() {
+    assert!(!serves_prior_knowledge(H2c::Off));
+    let server = serve(options().h2c(H2c::Off), Hello);
+    // The preface is the request line `PRI * HTTP/2.0`: an HTTP version
+    // this server does not speak, then the close.
+    let (got, closed) = exchange(server.addr, &preface(), Duration::from_secs(3));
+    let answer = text(&got);
+    assert!(answer.starts_with("HTTP/1.1 505 HTTP Version Not Supported\r\n"), "{answer}");
+    assert!(closed, "{answer}");
+    drop(server);
+    answered_over_http1(&answer_to_upgrade(H2c::Off));
+}
+
+/// The preface's first 18 bytes, `PRI * HTTP/2.0\r\n\r\n`, make a whole
+/// HTTP/1 head. With prior knowledge on, the server waits for the rest
+/// (they may begin the preface); with it off, it answers them at once.
+#[test]
+fn off_answers_a_head_that_could_begin_the_preface() {
+    let head = &PREFACE[..18];
+    assert_eq!(head, b"PRI * HTTP/2.0\r\n\r\n");
+    let server = serve(options().h2c(H2c::Off), Hello);
+    let (got, closed) = exchange(server.addr, head, QUIET);
+    assert!(text(&got).starts_with("HTTP/1.1 505 "), "{}", text(&got));
+    assert!(closed);
+    drop(server);
+    let server = serve(options(), Hello);
+    let (got, closed) = exchange(server.addr, head, QUIET);
+    assert!(got.is_empty() && !closed, "{}", text(&got));
+}
