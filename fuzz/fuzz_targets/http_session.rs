@@ -130,7 +130,7 @@ fuzz_target!(|data: &[u8]| {
         .max_body(4096)
         .max_pending_output(2048)
         // The seed's top bits choose how the connection may become HTTP/2.
-        .h2c([H2c::Both, H2c::PriorKnowledge, H2c::Off][usize::from(seed >> 6) % 3]);
+        .h2c([H2c::Both, H2c::PriorKnowledge, H2c::Off][(usize::from(seed) * 3) >> 8]);
     let fuzz = Fuzz { later: Mutex::new(Vec::new()) };
     let mut cx = Context::new(&options).unwrap();
     let mut session = Session::<Fuzz>::new(&pool).unwrap();

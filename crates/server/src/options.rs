@@ -141,8 +141,8 @@ pub enum H2c {
     PriorKnowledge,
     /// HTTP/1.1 only. The preface is then an HTTP/1 request line like any
     /// other, `PRI * HTTP/2.0`, answered `505 HTTP Version Not Supported`
-    /// before the connection closes (as hyper's HTTP/1 server answers it);
-    /// `Upgrade: h2c` is ignored.
+    /// before the connection closes (hyper's HTTP/1 server closes it
+    /// without an answer); `Upgrade: h2c` is ignored.
     Off,
 }
 
