@@ -48,6 +48,19 @@ fn identical_duplicate_content_length_is_accepted() {
         b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\nhi",
     );
     assert_eq!(client.reply().unwrap().status, 200);
+    // The same decimal value written differently (RFC 9110 §8.6): the
+    // number is compared, so every reading frames two bytes.
+    client.send(
+        b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 02\r\nContent-Length: 2\r\n\r\nhi",
+    );
+    let reply = client.reply().unwrap();
+    assert_eq!((reply.status, common::text(&reply.body)), (200, common::echo_of(b"hi")));
+    // Different values: no framing is safe.
+    refused(
+        addr,
+        b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\nhi",
+        400,
+    );
     server.stop();
 }
 
