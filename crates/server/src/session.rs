@@ -572,9 +572,10 @@ impl<H: Handler> Session<H> {
     /// Whether closing now cuts off the response in flight, one the close
     /// delimits, on the connection's first exchange (see
     /// [`must_reset`](Self::must_reset)).
-    /// The first request's flag says both: no head is parsed while a
-    /// response is in flight, so one in flight with the flag up answers
-    /// that request.
+    ///
+    /// The first request's flag says both (a response the close may end,
+    /// on the first exchange): no head is parsed while a response is in
+    /// flight, so one in flight while the flag is up answers that request.
     fn cut_by_close(&self) -> bool {
         self.pending.is_some() && self.response_started() && self.http.first_ends_by_close()
     }
