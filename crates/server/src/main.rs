@@ -395,10 +395,12 @@ fn main() -> ExitCode {
     let plural = if workers == 1 { "" } else { "s" };
     // Not `println!`, which panics on a stdout nobody reads (`> /dev/full`,
     // a closed pipe): the address is for whoever reads it.
+    let h2c = args.h2c.to_possible_value().map(|mode| mode.get_name().to_owned());
     let _ = writeln!(
         std::io::stdout(),
-        "falconet listening on http://{} ({workers} worker{plural})",
-        server.local_addr()
+        "falconet listening on http://{} ({workers} worker{plural}, h2c {})",
+        server.local_addr(),
+        h2c.unwrap_or_default()
     );
     let handle = server.handle();
     let mut signals = match Signals::new([SIGINT, SIGTERM]) {

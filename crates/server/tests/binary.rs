@@ -200,6 +200,12 @@ fn durations_take_units_and_errors_speak_the_unit_typed() {
 
 /// Starts the binary with `args`; returns it and the address it printed.
 fn spawn(args: &[&str]) -> (std::process::Child, std::net::SocketAddr) {
+    let (child, addr, _) = spawn_with_line(args);
+    (child, addr)
+}
+
+/// [`spawn`], and the first line the binary printed.
+fn spawn_with_line(args: &[&str]) -> (std::process::Child, std::net::SocketAddr, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_falconet"))
         .args(["--workers", "1"])
         .args(args)
@@ -210,7 +216,8 @@ fn spawn(args: &[&str]) -> (std::process::Child, std::net::SocketAddr) {
     let mut stdout = BufReader::new(child.stdout.take().unwrap());
     let mut line = String::new();
     stdout.read_line(&mut line).unwrap();
-    (child, listening_addr(&line))
+    let addr = listening_addr(&line);
+    (child, addr, line)
 }
 
 /// The address in the binary's first line ("falconet listening on http://ADDR ...").
@@ -231,7 +238,8 @@ fn h2c_flag_chooses_the_ways_to_http2() {
     let mut preface = falconet_server::h2::frame::PREFACE.to_vec();
     falconet_server::h2::frame::encode_settings(&mut preface, &[]).unwrap();
     let first_bytes = |mode: &str| {
-        let (mut child, addr) = spawn(&["--addr", "127.0.0.1:0", "--h2c", mode]);
+        let (mut child, addr, line) = spawn_with_line(&["--addr", "127.0.0.1:0", "--h2c", mode]);
+        assert!(line.trim_end().ends_with(&format!(" worker, h2c {mode})")), "{line}");
         let mut stream = std::net::TcpStream::connect(addr).unwrap();
         stream.write_all(&preface).unwrap();
         stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
