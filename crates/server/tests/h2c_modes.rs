@@ -129,21 +129,27 @@ fn count(hay: &str, needle: &str) -> usize {
     hay.matches(needle).count()
 }
 
-/// RFC 9113 3.2 / the brief's RFC: under PriorKnowledge or Off, an
-/// upgrade request with the preface right behind it (optimistic client):
-/// the upgrade request is answered over HTTP/1.1, the preface is a
-/// `PRI * HTTP/2.0` request line, answered 505, then the close; nothing
-/// after the preface (the HEADERS for /json) is answered, and no HTTP/2
-/// frame is sent.
+/// An upgrade with [`h2_opening`] sent right behind it on a new
+/// connection: what came back within `limit`, and how it ended.
+fn optimistic_upgrade(addr: std::net::SocketAddr, limit: Duration) -> (Vec<u8>, End) {
+    let mut stream = connect(addr);
+    let mut bytes = UPGRADE.to_vec();
+    bytes.extend_from_slice(&h2_opening());
+    stream.write_all(&bytes).unwrap();
+    read_for(&mut stream, limit)
+}
+
+/// RFC 9931 (the preface is a fixed preamble that ends HTTP/1.1): under
+/// PriorKnowledge or Off, an upgrade request with the preface right
+/// behind it (an optimistic client) is answered over HTTP/1.1; the
+/// preface is a `PRI * HTTP/2.0` request line, answered 505, then the
+/// close. Nothing after the preface (the HEADERS for /json) is answered,
+/// and no HTTP/2 frame is sent.
 #[test]
 fn upgrade_with_the_preface_behind_it_ends_at_the_preface() {
     for mode in [H2c::PriorKnowledge, H2c::Off] {
         let server = serve(options().h2c(mode), Hello);
-        let mut stream = connect(server.addr);
-        let mut bytes = UPGRADE.to_vec();
-        bytes.extend_from_slice(&h2_opening());
-        stream.write_all(&bytes).unwrap();
-        let (got, end) = read_for(&mut stream, Duration::from_secs(3));
+        let (got, end) = optimistic_upgrade(server.addr, Duration::from_secs(3));
         let answer = text(&got);
         assert!(answer.starts_with("HTTP/1.1 200 OK\r\n"), "{mode:?}: {answer}");
         assert!(answer.contains("Hello, World!"), "{mode:?}: {answer}");
@@ -241,11 +247,7 @@ mod tower_path {
                 assert!(got.len() >= 9 && got[3] == kind::SETTINGS, "{got:?}");
             }
             // Upgrade + preface behind it: 200, 505, close.
-            let mut stream = connect(server.addr);
-            let mut bytes = UPGRADE.to_vec();
-            bytes.extend_from_slice(&h2_opening());
-            stream.write_all(&bytes).unwrap();
-            let (got, end) = read_for(&mut stream, Duration::from_secs(2));
+            let (got, end) = optimistic_upgrade(server.addr, Duration::from_secs(2));
             let answer = text(&got);
             assert!(answer.starts_with("HTTP/1.1 200 OK\r\n"), "{mode:?}: {answer}");
             assert_eq!(count(&answer, "HTTP/1.1 505 "), 1, "{mode:?}: {answer}");
