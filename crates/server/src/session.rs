@@ -55,11 +55,8 @@ pub(crate) struct Limits {
     pub(crate) max_body: u64,
     pub(crate) max_pending_output: usize,
     pub(crate) http2: crate::h2::connection::Config,
-    /// A connection whose first bytes are the HTTP/2 preface becomes
-    /// HTTP/2 ([`H2c`](crate::H2c)).
-    pub(crate) prior_knowledge: bool,
-    /// `Upgrade: h2c` is honoured.
-    pub(crate) h2c_upgrade: bool,
+    /// Which ways a connection may become HTTP/2.
+    pub(crate) h2c: crate::H2c,
 }
 
 /// What one event-loop thread shares among its connections: limits, the
@@ -102,8 +99,7 @@ impl Context {
                 max_body: options.max_body,
                 max_pending_output: options.max_pending_output,
                 http2: options.http2,
-                prior_knowledge: options.h2c != crate::H2c::Off,
-                h2c_upgrade: options.h2c == crate::H2c::Both,
+                h2c: options.h2c,
             },
             date: DateCache::new(),
             scratch: Vec::new(),
@@ -197,7 +193,7 @@ impl<H: Handler> Session<H> {
     /// else (or everything, with prior knowledge off) is HTTP/1. Returns
     /// false while the bytes so far could still be the preface.
     fn detect(&mut self, cx: &Context) -> bool {
-        if !cx.limits.prior_knowledge {
+        if cx.limits.h2c == crate::H2c::Off {
             // HTTP/1 alone: the preface is a request line like any other.
             self.detected = true;
             return true;

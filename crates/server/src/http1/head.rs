@@ -160,7 +160,7 @@ impl<S> Http1<S> {
             return refused(out, cx, Status::CONTENT_TOO_LARGE);
         }
         if fields.upgrade_h2c
-            && limits.h2c_upgrade
+            && limits.h2c == crate::H2c::Both
             && version == Version::Http11
             && fields.body == BodyLength::Empty
             && crate::h2::upgrade::may_follow(&bytes[used..])
