@@ -99,6 +99,11 @@ fn lookups_from_two_threads_allocate_nothing() {
 }
 
 #[test]
+// Under ThreadSanitizer crossbeam-epoch (0.9.21, `cfg(crossbeam_sanitize_thread)`
+// from its build script) allocates a `Vec` each time it tries to advance
+// the epoch, to stand in for a fence TSan cannot see: once per 128 pins.
+// The normal build (CI's) proves the zero.
+#[cfg_attr(falconet_tsan, ignore = "crossbeam-epoch allocates under TSan")]
 fn pinned_lookups_allocate_nothing() {
     let _serial = serial();
     let registry = registry();
