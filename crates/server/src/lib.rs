@@ -62,7 +62,7 @@
 //! | a chunked body off the RFC 9112 §7.1 grammar, or extensions or trailers past their bounds | `400` |
 //! | a valid CONNECT (no tunnels) | `501` |
 //! | a transfer coding other than chunked, under a final chunked | `501` |
-//! | request line over [`Options::max_request_line`] | `414` |
+//! | request line over [`Options::max_request_line`] (HTTP/2: the HTTP/1.1 line of its `:method` and `:path`) | `414` |
 //! | head over [`Options::max_head`] or more fields than [`Options::max_headers`] | `431` |
 //! | body over [`Options::max_body`] | `413` |
 //! | `Expect` other than `100-continue` | `417` |

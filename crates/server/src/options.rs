@@ -240,7 +240,11 @@ impl Options {
     }
 
     /// Request-line bytes at most, [`MIN_REQUEST_LINE`] to `max_head`;
-    /// past it, `414 URI Too Long`.
+    /// past it, `414 URI Too Long` (`501` for a method too long for a line
+    /// with any target). The line is counted without its CRLF. An HTTP/2
+    /// request is held to the HTTP/1.1 line of its `:method` and `:path`
+    /// (`METHOD SP path SP HTTP/1.1`), so a URL gets one answer over
+    /// either protocol; its stream gets the `414`, the connection goes on.
     pub fn max_request_line(mut self, bytes: usize) -> Self {
         self.max_request_line = bytes;
         self

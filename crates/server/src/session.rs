@@ -59,6 +59,33 @@ pub(crate) struct Limits {
     pub(crate) h2c: crate::H2c,
 }
 
+/// A request line's bytes besides its method, at their fewest: ` / HTTP/1.1`
+/// (the line's limit counts neither its CRLF nor more). A method longer
+/// than the limit less these is too long for any line: `501`, not `414`.
+pub(crate) const SHORTEST_REST: usize = " / HTTP/1.1".len();
+
+impl Limits {
+    /// What `max_request_line` says of a request with this method and
+    /// target: `501` for a method too long for a line with any target
+    /// (RFC 9112 3: a method longer than any implemented, not the
+    /// target's fault), `414 URI Too Long` for a line too long, `None`
+    /// within the limit. The line is counted as HTTP/1.1 sends it,
+    /// `METHOD SP target SP HTTP/1.1` without its CRLF; an HTTP/2 request
+    /// as the same line of its `:method` and `:path` (as Kestrel bounds
+    /// HTTP/2 by its request-line limit), so a URL gets one answer over
+    /// either protocol.
+    pub(crate) fn request_line(&self, method: &str, target: &str) -> Option<crate::Status> {
+        let line = method.len() + target.len() + SHORTEST_REST - 1;
+        if method.len() + SHORTEST_REST > self.max_request_line {
+            Some(crate::Status::NOT_IMPLEMENTED)
+        } else if line > self.max_request_line {
+            Some(crate::Status::URI_TOO_LONG)
+        } else {
+            None
+        }
+    }
+}
+
 /// What one event-loop thread shares among its connections: limits, the
 /// rendered `Date`, a scratch buffer for heads that span blocks, whether
 /// the server is shutting down, and a request counter.

@@ -3,6 +3,7 @@
 //! complete, and the version slot's verdict.
 
 use super::*;
+use crate::session::SHORTEST_REST;
 
 /// Bytes of empty lines (CR and LF) before a request line that are
 /// ignored, eight CRLFs (RFC 9112 §2.2: a server SHOULD ignore at least
@@ -122,14 +123,8 @@ impl<S> Http1<S> {
         else {
             return refused(out, cx, Status::BAD_REQUEST);
         };
-        let line = method.len() + target.len() + " HTTP/1.1".len() + 1;
-        if method.len() + SHORTEST_REST > limits.max_request_line {
-            // RFC 9112 3: a method longer than any implemented, 501 (too
-            // long for a line with any target: not the target's fault).
-            return refused(out, cx, Status::NOT_IMPLEMENTED);
-        }
-        if line > limits.max_request_line {
-            return refused(out, cx, Status::URI_TOO_LONG);
+        if let Some(status) = limits.request_line(method, target) {
+            return refused(out, cx, status);
         }
         if used > limits.max_head {
             return refused(out, cx, Status::HEADER_FIELDS_TOO_LARGE);
@@ -266,11 +261,6 @@ impl<S> Http1<S> {
         Head::Partial
     }
 }
-
-/// A request line's bytes besides its method, at their fewest: ` / HTTP/1.1`
-/// (the line's limit counts neither its CRLF nor more). A method longer
-/// than the limit less these is too long for any line: `501`, not `414`.
-const SHORTEST_REST: usize = " / HTTP/1.1".len();
 
 /// Whether `bytes` start with more than [`MAX_LEADING_EMPTY`] bytes of
 /// empty lines.

@@ -132,13 +132,16 @@ impl<H: Handler> Dispatch<'_, H> {
             stream: std::cell::Cell::new(false),
             peer: self.peer,
         };
-        // As HTTP/1 refuses them before the handler: a body over
-        // `max_body`, CONNECT (no tunnels, 8.5), an expectation other than
-        // 100-continue.
+        // As HTTP/1 refuses them before the handler: a `:method` and
+        // `:path` longer than `max_request_line` allows their HTTP/1.1
+        // line, a body over `max_body`, CONNECT (no tunnels, 8.5), an
+        // expectation other than 100-continue.
         let expect = head.fields().find(|(name, _)| *name == b"expect").map(|(_, value)| value);
         let continues = expect.is_some_and(|v| v.eq_ignore_ascii_case(b"100-continue"));
         let refused = if head.is_oversized() {
             Some(Status::HEADER_FIELDS_TOO_LARGE)
+        } else if let Some(status) = self.cx.limits.request_line(method, request.target) {
+            Some(status)
         } else if matches!(body, BodyLength::Known(n) if n > self.cx.limits.max_body) {
             Some(Status::CONTENT_TOO_LARGE)
         } else if method == "CONNECT" {
