@@ -260,7 +260,11 @@ impl Options {
     }
 
     /// Header fields per request at most, 1 to
-    /// [`MAX_HEADERS_LIMIT`]; past it, `431`.
+    /// [`MAX_HEADERS_LIMIT`]; past it, `431`. Counted as HTTP/1.1 carries
+    /// them, a field a line; for HTTP/2, the regular fields (the
+    /// pseudo-fields stand for the request line), a `cookie` split into
+    /// crumbs (RFC 9113 8.2.3, as browsers send it) counted as the one
+    /// field it is joined into.
     pub fn max_headers(mut self, count: usize) -> Self {
         self.max_headers = count;
         self
@@ -487,7 +491,9 @@ impl Options {
     /// least 1. Two fields follow the HTTP/1 limits instead, so that one
     /// limit holds for both protocols: `max_header_list_size` is
     /// [`max_head`](Self::max_head) and `max_fields` is
-    /// [`max_headers`](Self::max_headers) and the four pseudo-fields.
+    /// [`max_headers`](Self::max_headers) and the four pseudo-fields (a
+    /// cookie's crumbs counted once; the regular fields are then held to
+    /// `max_headers` itself).
     ///
     /// ```
     /// use falconet_server::Options;

@@ -133,7 +133,8 @@ impl Decoder {
         self.max_header_list_size = max;
     }
 
-    /// The most fields one block may hold.
+    /// The most fields one block may hold, its `cookie` crumbs (RFC 9113
+    /// 8.2.3) counted as one field, the one they are joined into.
     pub fn set_max_fields(&mut self, max: usize) {
         self.max_fields = max;
     }
@@ -160,6 +161,9 @@ impl Decoder {
     {
         let mut pos = 0;
         let mut fields = 0usize;
+        // Fields against `max_fields`: a cookie's crumbs count once.
+        let mut counted = 0usize;
+        let mut cookie_counted = false;
         let mut list_size = 0usize;
         let mut over_limit = None;
         while let Some(&first) = block.get(pos) {
@@ -207,8 +211,14 @@ impl Decoder {
                 Field { name, value, never_indexed }
             };
             list_size = list_size.saturating_add(field.size());
+            // RFC 9113 8.2.3: a client may split `cookie` into crumbs, one
+            // field each, for compression; joined, they are the one field
+            // HTTP/1.1 carries. Their bytes still count in `list_size`.
+            if field.name != b"cookie" || !core::mem::replace(&mut cookie_counted, true) {
+                counted += 1;
+            }
             if over_limit.is_none() {
-                if fields > self.max_fields {
+                if counted > self.max_fields {
                     over_limit = Some(DecodeError::TooManyFields { max: self.max_fields });
                 } else if list_size > self.max_header_list_size {
                     over_limit =

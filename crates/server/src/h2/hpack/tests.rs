@@ -308,6 +308,40 @@ fn field_count_limit() {
     assert_eq!(decode(&mut decoder, "82 82 82"), Err(DecodeError::HeaderListTooLarge { max: 84 }));
 }
 
+/// RFC 9113 8.2.3: a client may split `cookie` into crumbs, which the
+/// server joins into one field, as HTTP/1.1 carries it: the crumbs count
+/// once against the field limit (and each against the list size).
+#[test]
+fn cookie_crumbs_count_as_one_field() {
+    let mut block = unhex("82 84"); // :method GET, :path /
+    for i in 0..50u8 {
+        // A literal without indexing, new name.
+        block.extend_from_slice(&[0x00, 6]);
+        block.extend_from_slice(b"cookie");
+        block.extend_from_slice(&[3, b'a' + i % 26, b'=', b'1']);
+    }
+    let mut decoder = Decoder::default();
+    decoder.set_max_fields(3);
+    let mut seen = 0;
+    assert_eq!(decoder.decode(&block, |_| seen += 1), Ok(()));
+    assert_eq!(seen, 52);
+    // A field after them is the fourth.
+    block.extend_from_slice(&unhex("86"));
+    seen = 0;
+    assert_eq!(decoder.decode(&block, |_| seen += 1), Err(DecodeError::TooManyFields { max: 3 }));
+    assert_eq!(seen, 52);
+    // Their bytes still count, each 6 + 3 + 32 (`:method GET` is 42,
+    // `:path /` 38): the list at its exact size, then a byte under it.
+    let crumbs = &block[..block.len() - 1];
+    let size = 42 + 38 + 50 * 41;
+    let mut decoder = Decoder::default();
+    decoder.set_max_header_list_size(size);
+    assert_eq!(decoder.decode(crumbs, |_| {}), Ok(()));
+    decoder.set_max_header_list_size(size - 1);
+    let result = decoder.decode(crumbs, |_| {});
+    assert_eq!(result, Err(DecodeError::HeaderListTooLarge { max: size - 1 }));
+}
+
 /// A name taken from a dynamic entry that the same field's insertion
 /// evicts: the name must survive its entry.
 #[test]

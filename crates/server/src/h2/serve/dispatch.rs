@@ -138,7 +138,10 @@ impl<H: Handler> Dispatch<'_, H> {
         // expectation other than 100-continue.
         let expect = head.fields().find(|(name, _)| *name == b"expect").map(|(_, value)| value);
         let continues = expect.is_some_and(|v| v.eq_ignore_ascii_case(b"100-continue"));
-        let refused = if head.is_oversized() {
+        // `max_headers` counts the regular fields, a cookie's crumbs joined
+        // into one, as HTTP/1 counts its lines (the decoder's cap leaves
+        // room for four pseudo-fields, which a request may not all send).
+        let refused = if head.is_oversized() || head.fields().len() > self.cx.limits.max_headers {
             Some(Status::HEADER_FIELDS_TOO_LARGE)
         } else if let Some(status) = self.cx.limits.request_line(method, request.target) {
             Some(status)
