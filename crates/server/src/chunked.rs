@@ -49,9 +49,11 @@
 //! chunk plus twice the chunk data by at most [`MAX_EXTENSION_EXCESS`]
 //! (the rule Go adopted for CVE-2023-39326: extensions cost a client
 //! bytes that the body limit never counts). The trailer section has at
-//! most [`MAX_TRAILER`] bytes and [`MAX_TRAILER_FIELDS`] fields.
+//! most [`MAX_TRAILER_BYTES`] bytes and [`MAX_TRAILER_FIELDS`] fields,
+//! the bounds HTTP/2's trailers have too.
 
 use crate::syntax::{FIELD_VALUE, QDTEXT, QUOTED_PAIR, TOKEN, is_whitespace};
+use crate::trailers::{MAX_TRAILER_BYTES, MAX_TRAILER_FIELDS};
 
 /// The largest chunk size that takes another hex digit without
 /// overflowing a `u64`: a 17th significant digit is an error, so a size
@@ -66,10 +68,6 @@ const MAX_EXTENSION: u64 = 4096;
 const MAX_EXTENSION_EXCESS: u64 = 16 * 1024;
 /// Extension bytes every chunk allows, whatever its size.
 const EXTENSION_ALLOWANCE: u64 = 16;
-/// Bytes of the trailer section at most.
-const MAX_TRAILER: u64 = 8192;
-/// Trailer fields at most.
-const MAX_TRAILER_FIELDS: u32 = 64;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
@@ -288,7 +286,7 @@ impl ChunkedDecoder {
             (State::TrailerStart, b'\r') => State::FinalLf,
             (State::TrailerStart, _) if token => {
                 self.fields += 1;
-                if self.fields > MAX_TRAILER_FIELDS {
+                if self.fields as usize > MAX_TRAILER_FIELDS {
                     return Err(ChunkedError::Malformed);
                 }
                 self.trailer_byte()?;
@@ -317,7 +315,7 @@ impl ChunkedDecoder {
     /// Counts a byte of the trailer section against its bound.
     fn trailer_byte(&mut self) -> Result<(), ChunkedError> {
         self.line += 1;
-        if self.line > MAX_TRAILER { Err(ChunkedError::Malformed) } else { Ok(()) }
+        if self.line > MAX_TRAILER_BYTES as u64 { Err(ChunkedError::Malformed) } else { Ok(()) }
     }
 }
 
@@ -563,14 +561,14 @@ mod tests {
     fn trailers_are_bounded_in_bytes_and_fields() {
         let fields = |n: usize| (0..n).map(|i| format!("X-{i}: v\r\n")).collect::<String>();
         let body = |f: &str| format!("0\r\n{f}\r\n");
-        let max = MAX_TRAILER_FIELDS as usize;
+        let max = MAX_TRAILER_FIELDS;
         assert!(decode_in_pieces(body(&fields(max)).as_bytes(), &[]).is_ok());
         assert_eq!(
             decode_in_pieces(body(&fields(max + 1)).as_bytes(), &[]).unwrap_err(),
             ChunkedError::Malformed
         );
         // "X: " and the value count; the CRLF does not.
-        let value = MAX_TRAILER as usize - 2;
+        let value = MAX_TRAILER_BYTES - 2;
         let long = |n: usize| body(&format!("X:{}\r\n", "v".repeat(n)));
         assert!(decode_in_pieces(long(value).as_bytes(), &[]).is_ok());
         assert_eq!(

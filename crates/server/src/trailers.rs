@@ -14,10 +14,14 @@
 //! [`Responder::finish_with_trailers`](crate::Responder::finish_with_trailers)
 //! (and a tower body's trailers frame).
 //!
-//! Both protocols bound them before they get here: HTTP/1's trailer
-//! section has at most 8 KiB and 64 fields (the chunked decoder refuses
-//! more, a `400`), HTTP/2's field block counts against the header-list
-//! limit like any other (`h2::connection::Config`).
+//! Both protocols bound them alike before they get here: a trailer
+//! section has at most [`MAX_TRAILER_FIELDS`] fields and
+//! [`MAX_TRAILER_BYTES`] bytes, counted as HTTP/1.1 carries them at the
+//! fewest, `name:value` a field without its CRLF. Past them, HTTP/1's
+//! chunked decoder fails the body (a `400`), and an HTTP/2 stream is
+//! reset with `PROTOCOL_ERROR` (as for any other malformed request, RFC
+//! 9113 8.1.1; its field block also counts against the header-list limit
+//! like any other).
 
 use std::ops::Range;
 
@@ -174,6 +178,12 @@ impl Trailers {
         lines
     }
 }
+
+/// Bytes of a request's trailer section at most: names, values and a
+/// colon a field (HTTP/1.1 also counts the whitespace around a value).
+pub(crate) const MAX_TRAILER_BYTES: usize = 8192;
+/// Fields of a request's trailer section at most.
+pub(crate) const MAX_TRAILER_FIELDS: usize = 64;
 
 /// Bytes of trailer names and values a connection keeps room for between
 /// requests (the usual trailers, a status or a checksum, fit: no

@@ -173,6 +173,55 @@ fn an_http2_streams_trailers_follow_its_end() {
     assert_eq!(answers[4], " | checksum=c0ffee; x-count=2");
 }
 
+/// HTTP/2 trailers have HTTP/1.1's bounds (64 fields; 8 KiB, a field
+/// counted as `name:value`): at them they arrive whole; one past them
+/// resets the stream with PROTOCOL_ERROR (a malformed request, RFC 9113
+/// 8.1.1) where HTTP/1.1's body read fails (`trailers_at_their_bounds`);
+/// the connection goes on.
+#[test]
+fn http2_trailers_have_http1s_bounds() {
+    let server = common::serve(common::options().workers(1), Reads);
+    let mut raw = Raw::handshake(server.addr, &[]);
+    let names: Vec<String> = (0..65).map(|i| format!("x-{i}")).collect();
+    let fields = |n: usize| names[..n].iter().map(|name| (name.as_str(), "v")).collect::<Vec<_>>();
+    let value = "b".repeat(8192 - "x-big:".len());
+    let longer = format!("{value}b");
+    let cases = [
+        (1, fields(64)),
+        (3, fields(65)),
+        (5, vec![("x-big", value.as_str())]),
+        (7, vec![("x-big", longer.as_str())]),
+    ];
+    for (id, trailers) in &cases {
+        raw.headers(*id, &req_with("POST", "/t", &[]), false);
+        raw.data(*id, b"a", false);
+        raw.headers(*id, &block(trailers), true);
+    }
+    raw.headers(9, &req_with("POST", "/t", &[]), false);
+    raw.data(9, b"z", true);
+    let pending = std::cell::RefCell::new(vec![1, 3, 5, 7, 9]);
+    let frames = frames_until(&mut raw, Duration::from_secs(10), |f| {
+        if f.end_stream() || f.kind == kind::RST_STREAM {
+            pending.borrow_mut().retain(|&id| id != f.stream);
+        }
+        pending.borrow().is_empty()
+    });
+    assert!(pending.borrow().is_empty(), "unanswered: {:?}", pending.borrow());
+    let reset = |id: u32| {
+        frames.iter().any(|f| f.kind == kind::RST_STREAM && f.stream == id && f.code() == 1)
+    };
+    let body = |id: u32| {
+        let data = frames.iter().filter(|f| f.kind == kind::DATA && f.stream == id);
+        String::from_utf8(data.flat_map(|f| f.payload.clone()).collect()).unwrap()
+    };
+    let listed: Vec<String> = (0..64).map(|i| format!("x-{i}=v")).collect();
+    assert_eq!(body(1), format!("a | {}", listed.join("; ")));
+    assert!(reset(3) && body(3).is_empty(), "65 fields: {}", body(3));
+    assert_eq!(body(5), format!("a | x-big={value}"));
+    assert!(reset(7) && body(7).is_empty(), "8,193 bytes: {}", body(7));
+    assert_eq!(body(9), "z | none");
+}
+
 /// Each stream's answer body, by stream id, once every one has ended.
 fn bodies(raw: &mut Raw, ids: &[u32]) -> Vec<String> {
     let mut bodies = vec![Vec::new(); ids.len()];

@@ -30,6 +30,7 @@ use core::ops::Range;
 
 use super::hpack::Field;
 use crate::syntax::parse_decimal;
+use crate::trailers::{MAX_TRAILER_BYTES, MAX_TRAILER_FIELDS};
 
 /// Why a request's fields are malformed (RFC 9113 8.1.1): the stream is
 /// reset with `PROTOCOL_ERROR`.
@@ -276,6 +277,15 @@ impl Head {
             return Err(Malformed::PseudoField);
         }
         Ok(())
+    }
+
+    /// Whether trailers (after [`finish_trailers`](Self::finish_trailers))
+    /// are within the bounds HTTP/1.1's trailer section has: at most
+    /// [`MAX_TRAILER_FIELDS`] fields and [`MAX_TRAILER_BYTES`] bytes as
+    /// HTTP/1.1 carries them at the fewest, `name:value` a field.
+    pub(crate) fn trailer_section_fits(&self) -> bool {
+        let bytes: usize = self.fields().map(|(name, value)| name.len() + 1 + value.len()).sum();
+        self.fields.len() <= MAX_TRAILER_FIELDS && bytes <= MAX_TRAILER_BYTES
     }
 
     /// The joined `cookie` crumbs become one field, the last.

@@ -147,12 +147,14 @@ impl Connection {
             self.head.mark_oversized();
         }
         if let Some(stream) = self.streams.get_mut(&id) {
-            // Trailers: the body's end (8.1), no pseudo-fields.
+            // Trailers: the body's end (8.1), no pseudo-fields, within
+            // the bounds of HTTP/1.1's trailer section.
             if stream.remote_closed {
                 return self.stream_error(id, ErrorCode::STREAM_CLOSED, streams);
             }
             let valid = end_stream
                 && self.head.finish_trailers().is_ok()
+                && self.head.trailer_section_fits()
                 && stream.content_length.is_none_or(|length| length == stream.received);
             if !valid {
                 return self.stream_error(id, ErrorCode::PROTOCOL_ERROR, streams);
