@@ -262,9 +262,10 @@ impl Options {
     /// Header fields per request at most, 1 to
     /// [`MAX_HEADERS_LIMIT`]; past it, `431`. Counted as HTTP/1.1 carries
     /// them, a field a line; for HTTP/2, the regular fields (the
-    /// pseudo-fields stand for the request line), a `cookie` split into
-    /// crumbs (RFC 9113 8.2.3, as browsers send it) counted as the one
-    /// field it is joined into.
+    /// pseudo-fields stand for the request line) and the Host line that
+    /// `:authority` stands for when no `host` field came, a `cookie` split
+    /// into crumbs (RFC 9113 8.2.3, as browsers send it) counted as the
+    /// one field it is joined into.
     pub fn max_headers(mut self, count: usize) -> Self {
         self.max_headers = count;
         self

@@ -67,8 +67,18 @@ fn over_http1(addr: std::net::SocketAddr, fields: &[(String, String)]) -> (u16, 
 /// Status and body of an HTTP/2 GET with `:method`, `:scheme` and `:path`
 /// (no `:authority`: a `host` field may stand for it) and `fields`.
 fn over_http2(addr: std::net::SocketAddr, fields: &[(String, String)]) -> (u16, String) {
+    over_http2_with(addr, &[], fields)
+}
+
+/// [`over_http2`] with `pseudo` after the three pseudo-fields.
+fn over_http2_with(
+    addr: std::net::SocketAddr,
+    pseudo: &[(&str, &str)],
+    fields: &[(String, String)],
+) -> (u16, String) {
     let mut raw = Raw::handshake(addr, &[]);
     let mut all = vec![(":method", "GET"), (":scheme", "http"), (":path", "/")];
+    all.extend_from_slice(pseudo);
     all.extend(fields.iter().map(|(n, v)| (n.as_str(), v.as_str())));
     raw.headers(1, &block(&all), true);
     let mut credit = Credit::new();
@@ -123,6 +133,14 @@ fn max_headers_gets_the_same_answer_over_both_protocols_at_its_edges() {
         let (status, body) = over_http2(server.addr, &fields(limit));
         assert_eq!((status, body), (200, format!("fields={limit} cookie=")), "limit {limit}");
         assert_eq!(over_http2(server.addr, &fields(limit + 1)).0, 431, "HTTP/2, limit {limit}");
+        // `:authority` stands for the Host line HTTP/1.1 must send, and
+        // counts as it does: beside it, one field fewer.
+        let authority = [(":authority", "x")];
+        let others = &fields(limit)[1..];
+        let (status, body) = over_http2_with(server.addr, &authority, others);
+        assert_eq!((status, body), (200, format!("fields={} cookie=", limit - 1)), "{limit}");
+        let one_more = &fields(limit + 1)[1..];
+        assert_eq!(over_http2_with(server.addr, &authority, one_more).0, 431, "{limit}");
         server.stop();
     }
 }

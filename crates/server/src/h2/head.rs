@@ -253,7 +253,10 @@ impl Head {
         }
         let (Some(method), Some(scheme), Some(path)) = (self.method(), self.scheme(), self.path())
         else {
-            return Err(Malformed::MissingPseudoField);
+            // Past the header-list limit the fields that did not fit were
+            // not kept: an absent one is no sign of a malformed request,
+            // which is answered `431` (what came of it is checked).
+            return if self.oversized { Ok(()) } else { Err(Malformed::MissingPseudoField) };
         };
         let valid_method =
             !method.is_empty() && method.bytes().all(|b| crate::syntax::TOKEN[usize::from(b)]);

@@ -134,17 +134,22 @@ impl<H: Handler> Dispatch<'_, H> {
         };
         // As HTTP/1 refuses them before the handler: a `:method` and
         // `:path` longer than `max_request_line` allows their HTTP/1.1
-        // line, a body over `max_body`, CONNECT (no tunnels, 8.5), an
+        // line, a head past `max_head` or `max_headers`, a body over
+        // `max_body`, CONNECT (no tunnels, 8.5), an
         // expectation other than 100-continue.
         let expect = head.fields().find(|(name, _)| *name == b"expect").map(|(_, value)| value);
         let continues = expect.is_some_and(|v| v.eq_ignore_ascii_case(b"100-continue"));
-        // `max_headers` counts the regular fields, a cookie's crumbs joined
-        // into one, as HTTP/1 counts its lines (the decoder's cap leaves
-        // room for four pseudo-fields, which a request may not all send).
-        let refused = if head.is_oversized() || head.fields().len() > self.cx.limits.max_headers {
-            Some(Status::HEADER_FIELDS_TOO_LARGE)
-        } else if let Some(status) = self.cx.limits.request_line(method, request.target) {
+        // `max_headers` counts the lines HTTP/1.1 would send: the regular
+        // fields, a cookie's crumbs joined into one, and the Host line that
+        // `:authority` stands for when no `host` came (the decoder's cap
+        // leaves room for four pseudo-fields, which a request may not all
+        // send). The request line is judged first, as HTTP/1.1 judges it.
+        let host_line = head.authority().is_some() && !headers.iter().any(|h| h.name == "host");
+        let lines = head.fields().len() + usize::from(host_line);
+        let refused = if let Some(status) = self.cx.limits.request_line(method, request.target) {
             Some(status)
+        } else if head.is_oversized() || lines > self.cx.limits.max_headers {
+            Some(Status::HEADER_FIELDS_TOO_LARGE)
         } else if matches!(body, BodyLength::Known(n) if n > self.cx.limits.max_body) {
             Some(Status::CONTENT_TOO_LARGE)
         } else if method == "CONNECT" {
