@@ -135,8 +135,8 @@ impl<H: Handler> Dispatch<'_, H> {
         // As HTTP/1 refuses them before the handler: a `:method` and
         // `:path` longer than `max_request_line` allows their HTTP/1.1
         // line, a head past `max_head` or `max_headers`, a body over
-        // `max_body`, CONNECT (no tunnels, 8.5), an
-        // expectation other than 100-continue.
+        // `max_body`, CONNECT (no tunnels, 8.5), an expectation other
+        // than 100-continue.
         let expect = head.fields().find(|(name, _)| *name == b"expect").map(|(_, value)| value);
         let continues = expect.is_some_and(|v| v.eq_ignore_ascii_case(b"100-continue"));
         // `max_headers` counts the lines HTTP/1.1 would send: the regular
