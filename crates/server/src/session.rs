@@ -75,7 +75,7 @@ impl Limits {
     /// HTTP/2 by its request-line limit), so a URL gets one answer over
     /// either protocol.
     pub(crate) fn request_line(&self, method: &str, target: &str) -> Option<crate::Status> {
-        let line = method.len() + target.len() + SHORTEST_REST - 1;
+        let line = method.len() + " ".len() + target.len() + " HTTP/1.1".len();
         if method.len() + SHORTEST_REST > self.max_request_line {
             Some(crate::Status::NOT_IMPLEMENTED)
         } else if line > self.max_request_line {

@@ -325,6 +325,12 @@ impl Head {
         self.text(&self.authority)
     }
 
+    /// The `host` field (at most one: a second is malformed), which stands
+    /// for `:authority` when that is absent (8.3.1).
+    pub fn host(&self) -> Option<&str> {
+        self.text(&self.host)
+    }
+
     /// `:path`.
     pub fn path(&self) -> Option<&str> {
         self.text(&self.path)

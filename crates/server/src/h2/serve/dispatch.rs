@@ -103,13 +103,7 @@ impl<H: Handler> Dispatch<'_, H> {
             count += 1;
         }
         let headers = &headers[..count];
-        let authority = head
-            .authority()
-            .or_else(|| {
-                let host = headers.iter().find(|h| h.name == "host")?;
-                core::str::from_utf8(host.value).ok()
-            })
-            .unwrap_or_default();
+        let authority = head.authority().or_else(|| head.host()).unwrap_or_default();
         // A `content-length: 0` stream still open has no data to come, but
         // may have trailers (8.1): a body of length 0, not none.
         let body = match (end_stream, head.content_length()) {
@@ -144,7 +138,7 @@ impl<H: Handler> Dispatch<'_, H> {
         // `:authority` stands for when no `host` came (the decoder's cap
         // leaves room for four pseudo-fields, which a request may not all
         // send). The request line is judged first, as HTTP/1.1 judges it.
-        let host_line = head.authority().is_some() && !headers.iter().any(|h| h.name == "host");
+        let host_line = head.authority().is_some() && head.host().is_none();
         let lines = head.fields().len() + usize::from(host_line);
         let refused = if let Some(status) = self.cx.limits.request_line(method, request.target) {
             Some(status)
