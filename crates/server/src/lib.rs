@@ -68,7 +68,7 @@
 //! | `Expect` other than `100-continue` | `417` |
 //! | a major version other than HTTP/1 (HTTP/1.2 to 1.9 are served as 1.1, RFC 9110 §2.5) | `505` |
 //! | head not complete within [`Options::header_timeout`], body stalled by the client for [`Options::io_timeout`] | `408` |
-//! | a request body sent slower than [`Options::min_request_body_rate`] (a large body a byte every few seconds) | `408` and close (a response it had started: close; HTTP/2: GOAWAY(ENHANCE_YOUR_CALM)) |
+//! | a request body sent slower than [`Options::min_request_body_rate`] (a large body a byte every few seconds) | `408` and close (a response it had started: close; HTTP/2: `408` on each stream owing a body, then GOAWAY(ENHANCE_YOUR_CALM)) |
 //! | the application keeps a request waiting for [`Options::response_timeout`], the client owing nothing | `503` (a response it had started: cut off; HTTP/2: that stream alone, reset) |
 //! | HTTP/2: one stream stalled while the others move: its body owed and not sent for [`Options::io_timeout`], or its answer held by the application for [`Options::response_timeout`] | that stream alone: `408` or `503` (reset once its response started); the connection goes on |
 //! | a response the client takes none of for [`Options::io_timeout`] (a slow reader that takes some is not cut off: the timer offers it bytes) | close |

@@ -278,8 +278,9 @@ impl Options {
     }
 
     /// Time from a head's first byte to its end; past it, `408` and close
-    /// (HTTP/2: GOAWAY; a field block counts from its HEADERS frame to its
-    /// last CONTINUATION, whatever else the connection carries). A head
+    /// (HTTP/2: GOAWAY, after a `408` on each stream whose body the client
+    /// owes; a field block counts from its HEADERS frame to its last
+    /// CONTINUATION, whatever else the connection carries). A head
     /// pipelined behind an answer not yet sent is timed from when that
     /// answer went out (the wait before is the I/O or response timeout's).
     /// Every timeout is [`MIN_TIMEOUT`] to [`MAX_TIMEOUT`].
@@ -307,7 +308,9 @@ impl Options {
     /// A response waiting for its stream's credit is not timed out alone:
     /// that is the client's flow control (a consumer it paused), judged
     /// with the connection, as is every stream while the connection's
-    /// output waits for the socket.
+    /// output waits for the socket. When the connection's own timeout ends
+    /// it (nothing on it moved), each stream whose body the client owes is
+    /// still answered `408` (or reset) before the GOAWAY.
     pub fn io_timeout(mut self, timeout: Duration) -> Self {
         self.io_timeout = timeout;
         self
@@ -421,8 +424,9 @@ impl Options {
     /// It may fall behind by a `grace` period's worth (as time: the debt
     /// scales with the bodies owed) and bank at most a period's worth
     /// ahead. Further behind, HTTP/1.1 answers `408 Request Timeout` (or
-    /// closes, once a response started) and HTTP/2 sends
-    /// GOAWAY(ENHANCE_YOUR_CALM); the connection closes. Judged on the
+    /// closes, once a response started) and HTTP/2 answers `408` on each
+    /// stream whose body is owed (resets it, once its response started),
+    /// then sends GOAWAY(ENHANCE_YOUR_CALM); the connection closes. Judged on the
     /// workers' timer, so up to a tick late; metering starts at the first
     /// tick that finds a body owed, so a body has at least its grace. A
     /// grace is a pause the client may take: one of milliseconds (the

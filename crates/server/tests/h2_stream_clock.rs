@@ -584,3 +584,97 @@ fn steady_reader(raw: &mut Raw, mut each: impl FnMut(&mut Raw)) -> (usize, Optio
     }
     (big, small_ended.then_some((status, small)))
 }
+
+/// Every frame the server sends until it closes the connection, fed to
+/// `credit` as it comes; panics if it stays open 3 s.
+fn frames_to_close(raw: &mut Raw, credit: &mut Credit) -> Vec<Frame> {
+    let began = Instant::now();
+    let mut seen = Vec::new();
+    while began.elapsed() < Duration::from_secs(3) {
+        match raw.next(Duration::from_millis(10)) {
+            Event::Frame(f) => {
+                seen.push(f.clone());
+                if f.kind != kind::GOAWAY {
+                    credit.absorb(raw, f);
+                }
+            }
+            Event::Eof => return seen,
+            Event::Timeout => {}
+        }
+    }
+    panic!("the connection stayed open: {seen:?}");
+}
+
+/// A stalled upload alone on its connection: nothing else is open, so
+/// the connection's own timer ends the connection. The stream gets
+/// HTTP/1.1's answer first: `408`, then RST_STREAM(NO_ERROR) (its body
+/// is no longer wanted), then the GOAWAY, naming it. Before, only the
+/// GOAWAY came, and the client learned nothing of its request. The
+/// same holds with the body lent to the application (its read fails with
+/// `TimedOut`), under the minimum body rate (whose GOAWAY is
+/// ENHANCE_YOUR_CALM), and at the header timeout with a second request's
+/// block stalled beside it (that stream is not named: the client may
+/// retry it).
+#[test]
+fn a_lone_stalled_upload_is_answered_408_before_the_goaway() {
+    use falconet_server::MinDataRate;
+    use falconet_server::h2::frame::ErrorCode;
+    let rate = Some(MinDataRate::new(1_000, Duration::from_millis(300)));
+    let cases = [
+        ("io_timeout", "/stalled", timers_only(), ErrorCode::NO_ERROR),
+        ("io_timeout, lent", "/late?first=0", timers_only(), ErrorCode::NO_ERROR),
+        (
+            "min_request_body_rate",
+            "/stalled",
+            timers_only().io_timeout(Duration::from_secs(5)).min_request_body_rate(rate),
+            ErrorCode::ENHANCE_YOUR_CALM,
+        ),
+        (
+            "header_timeout",
+            "/stalled",
+            timers_only().io_timeout(Duration::from_secs(5)).header_timeout(IO_TIMEOUT),
+            ErrorCode::NO_ERROR,
+        ),
+    ];
+    for (case, path, options, goaway) in cases {
+        let (app, _held, read) = App::new();
+        let server = serve(options, app);
+        let mut raw = Raw::handshake(server.addr, &[]);
+        let mut credit = Credit::new();
+        let mut block = h2raw::req("POST", path);
+        h2raw::literal(&mut block, b"content-length", b"100");
+        raw.headers(1, &block, false);
+        raw.data(1, b"ten bytes.", false);
+        if case == "header_timeout" {
+            // Stream 3's block, cut short: the head under way.
+            let block = h2raw::req("GET", "/never");
+            raw.frame(kind::HEADERS, 0, 3, &block[..1]);
+        }
+        let began = Instant::now();
+        let seen = frames_to_close(&mut raw, &mut credit);
+        let waited = began.elapsed();
+        assert!(waited >= Duration::from_millis(300), "{case}: closed after {waited:?}");
+        assert_eq!(credit.done, [(1, 408)], "{case}: {seen:?}");
+        let after: Vec<(u8, u32)> = seen
+            .iter()
+            .skip_while(|f| !(f.kind == kind::HEADERS && f.stream == 1))
+            .filter(|f| f.kind != kind::WINDOW_UPDATE)
+            .map(|f| (f.kind, f.stream))
+            .collect();
+        assert_eq!(
+            after,
+            [(kind::HEADERS, 1), (kind::RST_STREAM, 1), (kind::GOAWAY, 0)],
+            "{case}: {seen:?}"
+        );
+        let reset = seen.iter().find(|f| f.kind == kind::RST_STREAM).unwrap();
+        assert_eq!(reset.code(), ErrorCode::NO_ERROR.value(), "{case}");
+        let last = seen.last().unwrap();
+        assert_eq!(last.code(), goaway.value(), "{case}: {last:?}");
+        let named = u32::from_be_bytes(last.payload[..4].try_into().unwrap());
+        assert_eq!(named, 1, "{case}: the GOAWAY names the last stream acted on");
+        if path.starts_with("/late") {
+            let said = read.recv_timeout(Duration::from_secs(1));
+            assert_eq!(said.as_deref(), Ok("read failed: TimedOut"), "{case}");
+        }
+    }
+}

@@ -169,10 +169,15 @@ impl<H: Handler> Session<H> {
 
     /// The client sends its request bodies too slowly: HTTP/1 answers
     /// `408` as a stalled body gets (closing, once a response started);
-    /// HTTP/2 queues GOAWAY(ENHANCE_YOUR_CALM). The session is over.
+    /// HTTP/2 answers `408` on each stream whose body it owes (or resets
+    /// it, once its response started), then queues
+    /// GOAWAY(ENHANCE_YOUR_CALM). The session is over.
     pub(crate) fn too_slow_sending(&mut self, cx: &Context) {
         match &mut self.h2 {
-            Some(h2) => h2.too_slow(),
+            Some(h2) => {
+                h2.expire_owing(cx);
+                h2.too_slow();
+            }
             None => self.refuse(crate::Status::REQUEST_TIMEOUT, cx),
         }
     }
@@ -213,7 +218,11 @@ impl<H: Handler> Session<H> {
     /// gets `status`.
     pub(crate) fn refuse(&mut self, status: crate::Status, cx: &Context) {
         if let Some(h2) = &mut self.h2 {
-            // No status can answer a whole HTTP/2 connection: GOAWAY.
+            // No status can answer a whole HTTP/2 connection: each stream
+            // whose body the client holds up gets its own `408` (only the
+            // client's timeouts come here; the application's go through
+            // `expire_application`), then GOAWAY ends the rest.
+            h2.expire_owing(cx);
             return h2.abort();
         }
         if !self.http.is_closed() {

@@ -80,6 +80,26 @@ impl<S: Send + 'static> Http2<S> {
         true
     }
 
+    /// The connection ends for the client's delay (the header or I/O
+    /// timeout, the minimum body rate): first each stream whose body the
+    /// client holds up ends as its own clock would end it (`408` if none
+    /// of its response was framed, else a reset with CANCEL), so that the
+    /// request gets HTTP/1.1's answer and not only the GOAWAY that
+    /// follows. Their frames are queued here, before it.
+    pub(crate) fn expire_owing(&mut self, cx: &Context) {
+        let conn = &self.conn;
+        let owing: Vec<u32> = self
+            .exchanges
+            .iter()
+            .filter(|&(&id, e)| holder(conn, id, e) == Holder::Client)
+            .map(|(&id, _)| id)
+            .collect();
+        for id in owing {
+            self.expire(id, Holder::Client, cx);
+        }
+        self.flush(cx);
+    }
+
     /// The worker's clock, at `now` (ms), for what earns back over time
     /// (the reset budget, `budget.rs`).
     pub(crate) fn advance_clock(&mut self, now: u64) {
