@@ -537,7 +537,7 @@ impl<H: Handler> Conn<H> {
     /// period ahead also lets the kernel take a slow reader's bytes a
     /// segment at a time (whenever its send buffer has room) without the
     /// silence between segments counting against it.
-    fn check_rate(&mut self, now: u64, timeouts: &Timeouts) -> Option<Verdict> {
+    fn check_rate(&mut self, now: u64, timeouts: &Timeouts, cx: &Context) -> Option<Verdict> {
         let rate = timeouts.min_rate?;
         let waiting = self.session.waiting_on_client() as u64;
         if waiting == 0 {
@@ -565,7 +565,7 @@ impl<H: Handler> Conn<H> {
             return (wrote && self.session.output().is_empty()).then_some(Verdict::Drive);
         }
         tracing::debug!("min_response_rate: the client took its responses too slowly; closed");
-        if self.session.too_slow() {
+        if self.session.too_slow(cx) {
             // Best effort: one write, the socket closes either way.
             self.try_write(now);
         }
@@ -576,7 +576,8 @@ impl<H: Handler> Conn<H> {
     /// judged at each tick while the client owes request bodies that the
     /// server would read (see `meter.rs`), paid with body bytes. Too slow:
     /// HTTP/1 answers `408` (or closes, once a response started), HTTP/2
-    /// sends GOAWAY(ENHANCE_YOUR_CALM); either way the connection closes.
+    /// answers `408` on each stream owing a body (or resets it), then sends
+    /// GOAWAY(ENHANCE_YOUR_CALM); either way the connection closes.
     fn check_body_rate(&mut self, now: u64, timeouts: &Timeouts, cx: &Context) -> Option<Verdict> {
         let rate = timeouts.min_body_rate?;
         let Some(owed) = self.session.bodies_owed(cx) else {
@@ -651,7 +652,7 @@ impl<H: Handler> Conn<H> {
         if self.phase == Phase::Lingering {
             return if waited >= timeouts.linger { Verdict::Close } else { Verdict::Open };
         }
-        if let Some(verdict) = self.check_rate(now, timeouts) {
+        if let Some(verdict) = self.check_rate(now, timeouts, cx) {
             return verdict;
         }
         if let Some(verdict) = self.check_body_rate(now, timeouts, cx) {

@@ -72,7 +72,7 @@
 //! | the application keeps a request waiting for [`Options::response_timeout`], the client owing nothing | `503` (a response it had started: cut off; HTTP/2: that stream alone, reset) |
 //! | HTTP/2: one stream stalled while the others move: its body owed and not sent for [`Options::io_timeout`], or its answer held by the application for [`Options::response_timeout`] | that stream alone: `408` or `503` (reset once its response started); the connection goes on |
 //! | a response the client takes none of for [`Options::io_timeout`] (a slow reader that takes some is not cut off: the timer offers it bytes) | close |
-//! | responses waiting on a client that takes them slower than [`Options::min_response_rate`] (a full socket, or HTTP/2 credit granted a byte at a time) | close (HTTP/2: GOAWAY(ENHANCE_YOUR_CALM) first) |
+//! | responses waiting on a client that takes them slower than [`Options::min_response_rate`] (a full socket, or HTTP/2 credit granted a byte at a time) | close (HTTP/2: GOAWAY(ENHANCE_YOUR_CALM) first, after a `408` on each stream owing a body) |
 //! | idle for [`Options::keep_alive_timeout`] since its last exchange (an empty line or two after a request, RFC 9112 §2.2, and HTTP/2 PING, SETTINGS, WINDOW_UPDATE or PRIORITY frames leave it idle) | close (HTTP/2: GOAWAY first) |
 //! | past [`Options::max_connections`] | `503` and close |
 //!

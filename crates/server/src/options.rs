@@ -365,7 +365,8 @@ impl Options {
     /// SETTINGS acknowledgements or resets its own frames asked for). It
     /// may fall behind by a `grace` period's worth (as time: the debt
     /// scales with the number of responses waiting); further behind, the
-    /// connection is closed (HTTP/2 with GOAWAY(ENHANCE_YOUR_CALM) first).
+    /// connection is closed (HTTP/2 with GOAWAY(ENHANCE_YOUR_CALM) first,
+    /// after a `408` on each stream whose request body the client owes).
     /// It may bank at most a period's worth ahead, so a fast start buys no
     /// long dribble after it. Judged on the workers' timer, so up to a
     /// tick late (a late tick still counts what was paid meanwhile).

@@ -614,12 +614,17 @@ fn frames_to_close(raw: &mut Raw, credit: &mut Credit) -> Vec<Frame> {
 /// `TimedOut`), under the minimum body rate (whose GOAWAY is
 /// ENHANCE_YOUR_CALM), and at the header timeout with a second request's
 /// block stalled beside it (that stream is not named: the client may
-/// retry it).
+/// retry it), also while a download fills the output past
+/// `max_pending_output` (a reviewer's case: the `408` was staged, never
+/// framed, and the GOAWAY went out alone); and when the minimum response
+/// rate ends the connection, a download beside the upload starved of
+/// credit (its GOAWAY is ENHANCE_YOUR_CALM).
 #[test]
 fn a_lone_stalled_upload_is_answered_408_before_the_goaway() {
     use falconet_server::MinDataRate;
     use falconet_server::h2::frame::ErrorCode;
     let rate = Some(MinDataRate::new(1_000, Duration::from_millis(300)));
+    let heads = timers_only().io_timeout(Duration::from_secs(5)).header_timeout(IO_TIMEOUT);
     let cases = [
         ("io_timeout", "/stalled", timers_only(), ErrorCode::NO_ERROR),
         ("io_timeout, lent", "/late?first=0", timers_only(), ErrorCode::NO_ERROR),
@@ -629,49 +634,78 @@ fn a_lone_stalled_upload_is_answered_408_before_the_goaway() {
             timers_only().io_timeout(Duration::from_secs(5)).min_request_body_rate(rate),
             ErrorCode::ENHANCE_YOUR_CALM,
         ),
+        ("header_timeout", "/stalled", heads.clone(), ErrorCode::NO_ERROR),
+        ("header_timeout, output full", "/stalled", heads, ErrorCode::NO_ERROR),
         (
-            "header_timeout",
+            "min_response_rate, download starved",
             "/stalled",
-            timers_only().io_timeout(Duration::from_secs(5)).header_timeout(IO_TIMEOUT),
-            ErrorCode::NO_ERROR,
+            timers_only().io_timeout(Duration::from_secs(5)).min_response_rate(rate),
+            ErrorCode::ENHANCE_YOUR_CALM,
         ),
     ];
     for (case, path, options, goaway) in cases {
+        let full = case.ends_with("output full");
+        let starved = case.ends_with("download starved");
         let (app, _held, read) = App::new();
         let server = serve(options, app);
-        let mut raw = Raw::handshake(server.addr, &[]);
+        // Credit for a download far past what the sockets and
+        // `max_pending_output` hold.
+        let window = 1 << 24;
+        let mut raw = if full {
+            let mut raw =
+                Raw::handshake(server.addr, &[(frame::setting::INITIAL_WINDOW_SIZE, window)]);
+            raw.window_update(0, window);
+            raw
+        } else if starved {
+            Raw::handshake(server.addr, &[(frame::setting::INITIAL_WINDOW_SIZE, 0)])
+        } else {
+            Raw::handshake(server.addr, &[])
+        };
         let mut credit = Credit::new();
         let mut block = h2raw::req("POST", path);
         h2raw::literal(&mut block, b"content-length", b"100");
         raw.headers(1, &block, false);
         raw.data(1, b"ten bytes.", false);
-        if case == "header_timeout" {
-            // Stream 3's block, cut short: the head under way.
+        let mut named = 1;
+        if full || starved {
+            raw.headers(3, &h2raw::req("GET", "/big?n=8000000"), true);
+            named = 3;
+        }
+        if case.starts_with("header_timeout") {
+            // A next stream's block, cut short: the head under way.
             let block = h2raw::req("GET", "/never");
-            raw.frame(kind::HEADERS, 0, 3, &block[..1]);
+            raw.frame(kind::HEADERS, 0, named + 2, &block[..1]);
         }
         let began = Instant::now();
+        if full {
+            // Unread until the header timeout has passed: the download
+            // waits in the server's output.
+            std::thread::sleep(IO_TIMEOUT * 3);
+        }
         let seen = frames_to_close(&mut raw, &mut credit);
         let waited = began.elapsed();
         assert!(waited >= Duration::from_millis(300), "{case}: closed after {waited:?}");
-        assert_eq!(credit.done, [(1, 408)], "{case}: {seen:?}");
+        let kinds = |f: &Frame| (f.kind, f.stream, f.payload.len());
+        let shown: Vec<_> = seen.iter().filter(|f| f.kind != kind::DATA).map(kinds).collect();
+        assert!(credit.done.contains(&(1, 408)), "{case}: {shown:?}");
         let after: Vec<(u8, u32)> = seen
             .iter()
             .skip_while(|f| !(f.kind == kind::HEADERS && f.stream == 1))
-            .filter(|f| f.kind != kind::WINDOW_UPDATE)
+            .filter(|f| f.stream == 1 || f.kind == kind::GOAWAY)
             .map(|f| (f.kind, f.stream))
             .collect();
         assert_eq!(
             after,
             [(kind::HEADERS, 1), (kind::RST_STREAM, 1), (kind::GOAWAY, 0)],
-            "{case}: {seen:?}"
+            "{case}: {shown:?}"
         );
         let reset = seen.iter().find(|f| f.kind == kind::RST_STREAM).unwrap();
         assert_eq!(reset.code(), ErrorCode::NO_ERROR.value(), "{case}");
         let last = seen.last().unwrap();
+        assert_eq!(last.kind, kind::GOAWAY, "{case}: {shown:?}");
         assert_eq!(last.code(), goaway.value(), "{case}: {last:?}");
-        let named = u32::from_be_bytes(last.payload[..4].try_into().unwrap());
-        assert_eq!(named, 1, "{case}: the GOAWAY names the last stream acted on");
+        let last_stream = u32::from_be_bytes(last.payload[..4].try_into().unwrap());
+        assert_eq!(last_stream, named, "{case}: the GOAWAY names the last stream acted on");
         if path.starts_with("/late") {
             let said = read.recv_timeout(Duration::from_secs(1));
             assert_eq!(said.as_deref(), Ok("read failed: TimedOut"), "{case}");

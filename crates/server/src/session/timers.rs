@@ -70,12 +70,14 @@ impl<H: Handler> Session<H> {
         self.taken.saturating_sub(self.h2().map_or(0, |h2| h2.unbilled_bytes()))
     }
 
-    /// The client takes its responses too slowly: HTTP/2 queues
-    /// GOAWAY(ENHANCE_YOUR_CALM). Returns whether there is something to
-    /// send.
-    pub(crate) fn too_slow(&mut self) -> bool {
+    /// The client takes its responses too slowly: HTTP/2 answers `408`
+    /// on each stream whose body the client owes too (or resets it, once
+    /// its response started), then queues GOAWAY(ENHANCE_YOUR_CALM).
+    /// Returns whether there is something to send.
+    pub(crate) fn too_slow(&mut self, cx: &Context) -> bool {
         match &mut self.h2 {
             Some(h2) => {
+                h2.expire_owing(cx);
                 h2.too_slow();
                 !h2.output().is_empty()
             }

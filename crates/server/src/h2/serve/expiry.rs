@@ -85,7 +85,8 @@ impl<S: Send + 'static> Http2<S> {
     /// client holds up ends as its own clock would end it (`408` if none
     /// of its response was framed, else a reset with CANCEL), so that the
     /// request gets HTTP/1.1's answer and not only the GOAWAY that
-    /// follows. Their frames are queued here, before it.
+    /// follows. Their frames are queued here, before it, however much
+    /// output waits.
     pub(crate) fn expire_owing(&mut self, cx: &Context) {
         let conn = &self.conn;
         let owing: Vec<u32> = self
@@ -94,10 +95,10 @@ impl<S: Send + 'static> Http2<S> {
             .filter(|&(&id, e)| holder(conn, id, e) == Holder::Client)
             .map(|(&id, _)| id)
             .collect();
-        for id in owing {
+        for &id in &owing {
             self.expire(id, Holder::Client, cx);
         }
-        self.flush(cx);
+        self.flush_with(cx, &owing);
     }
 
     /// The worker's clock, at `now` (ms), for what earns back over time

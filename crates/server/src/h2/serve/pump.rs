@@ -234,15 +234,28 @@ impl<S: Send + 'static> Http2<S> {
         moved
     }
 
-    /// Turns staged responses into frames, as far as the windows allow.
-    /// Returns whether it sent anything.
+    /// Turns staged responses into frames, as far as the windows allow
+    /// and until the output holds `max_pending_output`. Returns whether it
+    /// sent anything.
     pub(super) fn flush(&mut self, cx: &Context) -> bool {
+        self.flush_with(cx, &[])
+    }
+
+    /// [`flush`](Self::flush), with the streams in `last` framed whatever
+    /// the output holds: the refusals the connection's end must not leave
+    /// behind (a HEADERS frame each, and a reset).
+    pub(super) fn flush_with(&mut self, cx: &Context, last: &[u32]) -> bool {
         let before = self.conn.output_len();
         let mut done = std::mem::take(&mut self.done);
         let blocked = self.conn.connection_credit() <= 0;
         for (&id, exchange) in &mut self.exchanges {
             if self.conn.output_len() >= cx.limits.max_pending_output {
-                break;
+                if last.is_empty() {
+                    break;
+                }
+                if !last.contains(&id) {
+                    continue;
+                }
             }
             if blocked && exchange.head_sent && exchange.unsent() > 0 {
                 continue; // body bytes wait for connection credit
