@@ -81,12 +81,12 @@ impl<S: Send + 'static> Http2<S> {
     }
 
     /// The connection ends for the client's delay (the header or I/O
-    /// timeout, the minimum body rate): first each stream whose body the
-    /// client holds up ends as its own clock would end it (`408` if none
-    /// of its response was framed, else a reset with CANCEL), so that the
-    /// request gets HTTP/1.1's answer and not only the GOAWAY that
-    /// follows. Their frames are queued here, before it, however much
-    /// output waits.
+    /// timeout, the minimum body or response rate): first each stream
+    /// whose body the client holds up ends as its own clock would end it
+    /// (`408` if none of its response was framed, else a reset with
+    /// CANCEL), so that the request gets HTTP/1.1's answer and not only
+    /// the GOAWAY that follows. Their frames are queued here, before it,
+    /// however much output waits.
     pub(crate) fn expire_owing(&mut self, cx: &Context) {
         let conn = &self.conn;
         let owing: Vec<u32> = self
