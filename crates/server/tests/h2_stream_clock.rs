@@ -611,7 +611,8 @@ fn frames_to_close(raw: &mut Raw, credit: &mut Credit) -> Vec<Frame> {
 /// is no longer wanted), then the GOAWAY, naming it. Before, only the
 /// GOAWAY came, and the client learned nothing of its request. The
 /// same holds with the body lent to the application (its read fails with
-/// `TimedOut`), under the minimum body rate (whose GOAWAY is
+/// `TimedOut`), for two stalled uploads (each gets its `408`), under the
+/// minimum body rate (whose GOAWAY is
 /// ENHANCE_YOUR_CALM), and at the header timeout with a second request's
 /// block stalled beside it (that stream is not named: the client may
 /// retry it), also while a download fills the output past
@@ -628,6 +629,7 @@ fn a_lone_stalled_upload_is_answered_408_before_the_goaway() {
     let cases = [
         ("io_timeout", "/stalled", timers_only(), ErrorCode::NO_ERROR),
         ("io_timeout, lent", "/late?first=0", timers_only(), ErrorCode::NO_ERROR),
+        ("io_timeout, two uploads", "/stalled", timers_only(), ErrorCode::NO_ERROR),
         (
             "min_request_body_rate",
             "/stalled",
@@ -646,6 +648,7 @@ fn a_lone_stalled_upload_is_answered_408_before_the_goaway() {
     for (case, path, options, goaway) in cases {
         let full = case.ends_with("output full");
         let starved = case.ends_with("download starved");
+        let two = case.ends_with("two uploads");
         let (app, _held, read) = App::new();
         let server = serve(options, app);
         // Credit for a download far past what the sockets and
@@ -670,6 +673,10 @@ fn a_lone_stalled_upload_is_answered_408_before_the_goaway() {
         if full || starved {
             raw.headers(3, &h2raw::req("GET", "/big?n=8000000"), true);
             named = 3;
+        } else if two {
+            // A second upload, stalled as the first: each gets its 408.
+            raw.headers(3, &block, false);
+            named = 3;
         }
         if case.starts_with("header_timeout") {
             // A next stream's block, cut short: the head under way.
@@ -688,6 +695,12 @@ fn a_lone_stalled_upload_is_answered_408_before_the_goaway() {
         let kinds = |f: &Frame| (f.kind, f.stream, f.payload.len());
         let shown: Vec<_> = seen.iter().filter(|f| f.kind != kind::DATA).map(kinds).collect();
         assert!(credit.done.contains(&(1, 408)), "{case}: {shown:?}");
+        if two {
+            // In either order.
+            let mut done = credit.done.clone();
+            done.sort_unstable();
+            assert_eq!(done, [(1, 408), (3, 408)], "{case}: {shown:?}");
+        }
         let after: Vec<(u8, u32)> = seen
             .iter()
             .skip_while(|f| !(f.kind == kind::HEADERS && f.stream == 1))

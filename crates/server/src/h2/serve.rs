@@ -565,8 +565,12 @@ impl<S: Send + 'static> Http2<S> {
         self.conn.goodbye();
     }
 
-    /// Ends the connection now (a timeout): GOAWAY, nothing more read.
-    pub(crate) fn abort(&mut self) {
+    /// Ends the connection now, the client late (the header or I/O
+    /// timeout): each stream whose body it owes is answered `408` first
+    /// (see [`expire_owing`](Self::expire_owing)), then GOAWAY(NO_ERROR);
+    /// nothing more is read.
+    pub(crate) fn abort(&mut self, cx: &Context) {
+        self.expire_owing(cx);
         self.conn.abort(ErrorCode::NO_ERROR);
     }
 
@@ -577,9 +581,15 @@ impl<S: Send + 'static> Http2<S> {
         self.conn.answer_bytes() + self.conn.data_header_bytes()
     }
 
-    /// Ends the connection now, for taking its responses too slowly
-    /// ([`Options::min_response_rate`](crate::Options::min_response_rate)).
-    pub(crate) fn too_slow(&mut self) {
+    /// Ends the connection now, for taking its responses or sending its
+    /// request bodies too slowly
+    /// ([`Options::min_response_rate`](crate::Options::min_response_rate),
+    /// [`Options::min_request_body_rate`](crate::Options::min_request_body_rate)):
+    /// each stream whose body it owes is answered `408` first (see
+    /// [`expire_owing`](Self::expire_owing)), then
+    /// GOAWAY(ENHANCE_YOUR_CALM).
+    pub(crate) fn too_slow(&mut self, cx: &Context) {
+        self.expire_owing(cx);
         self.conn.abort(ErrorCode::ENHANCE_YOUR_CALM);
     }
 

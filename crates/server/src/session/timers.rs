@@ -77,8 +77,7 @@ impl<H: Handler> Session<H> {
     pub(crate) fn too_slow(&mut self, cx: &Context) -> bool {
         match &mut self.h2 {
             Some(h2) => {
-                h2.expire_owing(cx);
-                h2.too_slow();
+                h2.too_slow(cx);
                 !h2.output().is_empty()
             }
             None => false,
@@ -176,10 +175,7 @@ impl<H: Handler> Session<H> {
     /// GOAWAY(ENHANCE_YOUR_CALM). The session is over.
     pub(crate) fn too_slow_sending(&mut self, cx: &Context) {
         match &mut self.h2 {
-            Some(h2) => {
-                h2.expire_owing(cx);
-                h2.too_slow();
-            }
+            Some(h2) => h2.too_slow(cx),
             None => self.refuse(crate::Status::REQUEST_TIMEOUT, cx),
         }
     }
@@ -224,8 +220,7 @@ impl<H: Handler> Session<H> {
             // whose body the client holds up gets its own `408` (only the
             // client's timeouts come here; the application's go through
             // `expire_application`), then GOAWAY ends the rest.
-            h2.expire_owing(cx);
-            return h2.abort();
+            return h2.abort(cx);
         }
         if !self.http.is_closed() {
             if !self.response_started() || self.next_request_waiting() {

@@ -87,7 +87,7 @@ impl<S: Send + 'static> Http2<S> {
     /// CANCEL), so that the request gets HTTP/1.1's answer and not only
     /// the GOAWAY that follows. Their frames are queued here, before it,
     /// however much output waits.
-    pub(crate) fn expire_owing(&mut self, cx: &Context) {
+    pub(super) fn expire_owing(&mut self, cx: &Context) {
         let conn = &self.conn;
         let owing: Vec<u32> = self
             .exchanges
