@@ -146,8 +146,10 @@ impl Timeouts {
             keep_alive: ms(options.keep_alive_timeout),
             linger: ms(options.linger_timeout),
             response: options.response_timeout.map(ms),
-            min_rate: options.min_response_rate.map(Rate::new),
-            min_body_rate: options.min_request_body_rate.map(Rate::new),
+            min_rate: options.min_response_rate.map(|rate| Rate::new(rate, options.tick())),
+            min_body_rate: options
+                .min_request_body_rate
+                .map(|rate| Rate::new(rate, options.tick())),
         }
     }
 }

@@ -369,7 +369,9 @@ impl Options {
     /// after a `408` on each stream whose request body the client owes).
     /// It may bank at most a period's worth ahead, so a fast start buys no
     /// long dribble after it. Judged on the workers' timer, so up to a
-    /// tick late (a late tick still counts what was paid meanwhile).
+    /// tick late (a late tick still counts what was paid meanwhile). A
+    /// tick bills at most two ticks' time: while a worker is stalled (a
+    /// handler blocking it, a paused VM) its clients are not billed.
     ///
     /// HTTP/2 bounds the bytes held back by windows (16 x
     /// [`max_pending_output`](Self::max_pending_output)); past that, later
@@ -428,8 +430,10 @@ impl Options {
     /// closes, once a response started) and HTTP/2 answers `408` on each
     /// stream whose body is owed (resets it, once its response started),
     /// then sends GOAWAY(ENHANCE_YOUR_CALM); the connection closes. Judged on the
-    /// workers' timer, so up to a tick late; metering starts at the first
-    /// tick that finds a body owed, so a body has at least its grace. A
+    /// workers' timer, so up to a tick late, and a tick bills at most two
+    /// ticks' time (a stalled worker's clients are not billed); metering
+    /// starts at the first tick that finds a body owed, so a body has at
+    /// least its grace. A
     /// grace is a pause the client may take: one of milliseconds (the
     /// shortest is [`MIN_TIMEOUT`]) cuts off any client whose network
     /// stalls longer, however fast it is otherwise.
@@ -522,8 +526,15 @@ impl Options {
         self
     }
 
+    /// The workers' timer period: a quarter of the shortest timeout, within
+    /// [`MIN_TICK`]`..=`[`MAX_TICK`]. So a tick is at most a quarter of any
+    /// rate's grace ([`MIN_TIMEOUT`] / 4 is [`MIN_TICK`]).
+    pub(crate) fn tick(&self) -> Duration {
+        (self.shortest_timeout() / 4).clamp(MIN_TICK, MAX_TICK)
+    }
+
     /// The shortest timeout: the workers' timer ticks at a quarter of it.
-    pub(crate) fn shortest_timeout(&self) -> Duration {
+    fn shortest_timeout(&self) -> Duration {
         let grace = [self.min_response_rate, self.min_request_body_rate]
             .into_iter()
             .flatten()
@@ -630,6 +641,11 @@ pub const MIN_REQUEST_LINE: usize = 64;
 pub const MAX_HEAD: usize = 60 * 1024;
 /// The shortest timeout (the timer's resolution is a few milliseconds).
 pub const MIN_TIMEOUT: Duration = Duration::from_millis(20);
+/// The workers' shortest timer period (a quarter of [`MIN_TIMEOUT`]).
+const MIN_TICK: Duration = Duration::from_millis(5);
+/// The workers' longest timer period: long timeouts are still judged
+/// twice a second.
+const MAX_TICK: Duration = Duration::from_millis(500);
 /// The longest timeout: a day. Deadlines are `Instant`s, and adding a
 /// duration near `Duration::MAX` to one overflows (a worker panicked at
 /// shutdown with `shutdown_timeout` at `u64::MAX` seconds).

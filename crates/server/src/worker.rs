@@ -122,8 +122,7 @@ impl<H: Handler> Worker<H> {
     pub(crate) fn run(mut self) {
         ON_WORKER.with(|on| on.set(true));
         let mut events = Events::with_capacity(1024);
-        let tick = (self.shared.options.shortest_timeout() / 4)
-            .clamp(Duration::from_millis(5), Duration::from_millis(500));
+        let tick = self.shared.options.tick();
         let mut next_tick = Instant::now() + tick;
         let mut next_maintain = Instant::now() + MAINTAIN_EVERY;
         let mut accept_paused_until: Option<Instant> = None;
