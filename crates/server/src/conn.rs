@@ -146,10 +146,8 @@ impl Timeouts {
             keep_alive: ms(options.keep_alive_timeout),
             linger: ms(options.linger_timeout),
             response: options.response_timeout.map(ms),
-            min_rate: options.min_response_rate.map(|rate| Rate::new(rate, options.tick())),
-            min_body_rate: options
-                .min_request_body_rate
-                .map(|rate| Rate::new(rate, options.tick())),
+            min_rate: options.min_response_rate.map(Rate::new),
+            min_body_rate: options.min_request_body_rate.map(Rate::new),
         }
     }
 }
@@ -654,10 +652,13 @@ impl<H: Handler> Conn<H> {
         if self.phase == Phase::Lingering {
             return if waited >= timeouts.linger { Verdict::Close } else { Verdict::Open };
         }
-        if let Some(verdict) = self.check_rate(now, timeouts, cx) {
-            return verdict;
+        // Both meters at every tick: one a tick skipped would find a longer
+        // gap at the next, and a tick bills at most half a grace (`meter.rs`).
+        let rate = self.check_rate(now, timeouts, cx);
+        if rate == Some(Verdict::Close) {
+            return Verdict::Close;
         }
-        if let Some(verdict) = self.check_body_rate(now, timeouts, cx) {
+        if let Some(verdict) = self.check_body_rate(now, timeouts, cx).or(rate) {
             return verdict;
         }
         if self.head_started.is_some_and(|started| now.saturating_sub(started) >= timeouts.header) {

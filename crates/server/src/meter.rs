@@ -20,35 +20,36 @@
 //! and keeps the balance. A balance may bank at most a period's worth
 //! ahead, so a fast start buys no long dribble after it.
 //!
-//! A tick bills at most two ticks' time, however long since the last:
-//! a later tick means the server was starved (a handler that blocked its
+//! A tick bills at most half a grace, however long since the last: a
+//! later tick means the timer was starved (a handler that blocked its
 //! worker, a paused VM, an overloaded box), and the client cannot be
 //! judged on time the server was not watching. What it moved meanwhile
 //! still pays, but the server sees only what the socket takes at the late
 //! tick, which the kernel's windows decide. Kestrel's `TimeoutControl`
 //! applies the same rule with its one-second heartbeat. The timer ticks
-//! at most every quarter of a grace, so one late tick bills at most half
-//! a grace and cuts no client off alone; a client that moves nothing is
-//! still cut off after a few.
+//! at most every quarter of a grace, so a tick on time is never cut
+//! short; a late one cuts off only a client already half a period
+//! behind, and a client that moves nothing is still cut off at its fifth
+//! late tick at most (its third, with nothing banked).
 
-/// A rate as the timer uses it: bytes a second, the grace in ms, and the
-/// most time one tick bills, in ms.
+/// A rate as the timer uses it: bytes a second, and the grace in ms.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Rate {
     pub(crate) bytes_per_second: u64,
     pub(crate) grace_ms: u64,
-    pub(crate) max_gap_ms: u64,
 }
 
 impl Rate {
-    /// `rate`, judged by a timer that ticks every `tick`.
-    pub(crate) fn new(rate: crate::MinDataRate, tick: std::time::Duration) -> Self {
-        let ms = |d: std::time::Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+    pub(crate) fn new(rate: crate::MinDataRate) -> Self {
         Self {
             bytes_per_second: u64::from(rate.bytes_per_second()),
-            grace_ms: ms(rate.grace()),
-            max_gap_ms: ms(tick).saturating_mul(2),
+            grace_ms: u64::try_from(rate.grace().as_millis()).unwrap_or(u64::MAX),
         }
+    }
+
+    /// The most time one tick bills: half a grace (see the module's docs).
+    fn max_gap_ms(self) -> u64 {
+        self.grace_ms / 2
     }
 }
 
@@ -109,7 +110,7 @@ impl Meter {
             i64::try_from(rate.bytes_per_second.saturating_mul(owed)).unwrap_or(i64::MAX);
         // A late tick bills only what a tick on time could have (see the
         // module's docs): the rest was the server's own delay.
-        let elapsed = now.saturating_sub(self.last).min(rate.max_gap_ms);
+        let elapsed = now.saturating_sub(self.last).min(rate.max_gap_ms());
         let elapsed = i64::try_from(elapsed).unwrap_or(i64::MAX);
         let period = per_second.saturating_mul(i64::try_from(rate.grace_ms).unwrap_or(i64::MAX));
         Bill { due: per_second.saturating_mul(elapsed), period, now }
@@ -143,8 +144,8 @@ impl Meter {
 mod tests {
     use super::*;
 
-    /// 100 B/s over 2 s, judged by a timer that ticks every 500 ms.
-    const RATE: Rate = Rate { bytes_per_second: 100, grace_ms: 2_000, max_gap_ms: 1_000 };
+    /// 100 B/s over 2 s: a tick bills a second at most.
+    const RATE: Rate = Rate { bytes_per_second: 100, grace_ms: 2_000 };
 
     /// Ticks once: `moved` is the counter now.
     fn tick(meter: &mut Meter, now: u64, moved: u64, owed: u64) -> bool {
@@ -228,30 +229,43 @@ mod tests {
     }
 
     #[test]
-    fn a_late_tick_bills_two_ticks_at_most() {
+    fn a_late_tick_bills_half_a_grace_at_most() {
         // A client a period ahead, then a minute with the server stalled
-        // and nothing taken: a tick's worth billed, not a minute's.
+        // and nothing taken: half a grace billed, not a minute.
         let mut meter = Meter::start(0, 0, 1);
         assert!(tick(&mut meter, 1_000, 1 << 20, 1));
         assert!(tick(&mut meter, 61_000, 1 << 20, 1), "a minute unwatched bills 1 s");
         assert_eq!(meter.balance, 100_000, "the 200 bytes banked, less 100");
-        // Billed at most what a tick on time would, the limit included.
+        // Up to the limit, a gap is billed whole.
         let mut on_time = Meter::start(0, 0, 1);
         let mut late = Meter::start(0, 0, 1);
         assert!(tick(&mut on_time, 1_000, 0, 1));
         assert!(tick(&mut late, 1_001, 0, 1));
         assert_eq!(late.balance, on_time.balance);
-        // A client that moves nothing is still cut off, by late ticks
-        // alone: a second billed at each.
-        let mut meter = Meter::start(0, 0, 1);
-        assert!(tick(&mut meter, 60_000, 0, 1));
-        assert!(tick(&mut meter, 120_000, 0, 1), "exactly a period behind is within it");
-        assert!(!tick(&mut meter, 180_000, 0, 1));
+        // A client that moves nothing is still cut off by late ticks
+        // alone: at the third with nothing banked, the fifth at most.
+        for (banked, cut_at) in [(0, 3), (1 << 20, 5)] {
+            let mut meter = Meter::start(0, 0, 1);
+            let mut now = 0;
+            if banked > 0 {
+                now = 1_000;
+                assert!(tick(&mut meter, now, banked, 1));
+            }
+            let mut late_ticks = 0;
+            loop {
+                now += 60_000;
+                late_ticks += 1;
+                if !tick(&mut meter, now, banked, 1) {
+                    break;
+                }
+            }
+            assert_eq!(late_ticks, cut_at, "{banked} bytes banked");
+        }
     }
 
     #[test]
     fn late_ticks_bill_more_exchanges_each() {
-        // The cap is on time: four exchanges owe four times a tick's worth.
+        // The limit is on time: four exchanges owe four times its worth.
         let mut meter = Meter::start(0, 0, 4);
         assert!(tick(&mut meter, 60_000, 0, 4));
         assert_eq!(meter.balance, -400_000);
@@ -261,7 +275,7 @@ mod tests {
 
     #[test]
     fn extremes_saturate_instead_of_overflowing() {
-        let huge = Rate { bytes_per_second: u64::MAX, grace_ms: u64::MAX, max_gap_ms: u64::MAX };
+        let huge = Rate { bytes_per_second: u64::MAX, grace_ms: u64::MAX };
         let mut meter = Meter::start(0, 0, u64::MAX);
         let bill = meter.bill(u64::MAX, u64::MAX, huge);
         assert!(meter.settle(bill, u64::MAX), "saturated due, saturated period");

@@ -370,8 +370,9 @@ impl Options {
     /// It may bank at most a period's worth ahead, so a fast start buys no
     /// long dribble after it. Judged on the workers' timer, so up to a
     /// tick late (a late tick still counts what was paid meanwhile). A
-    /// tick bills at most two ticks' time: while a worker is stalled (a
-    /// handler blocking it, a paused VM) its clients are not billed.
+    /// tick bills at most half a grace, however late: a stalled timer (a
+    /// handler blocking worker 0, which runs it; a paused VM) is not the
+    /// client's delay.
     ///
     /// HTTP/2 bounds the bytes held back by windows (16 x
     /// [`max_pending_output`](Self::max_pending_output)); past that, later
@@ -430,10 +431,10 @@ impl Options {
     /// closes, once a response started) and HTTP/2 answers `408` on each
     /// stream whose body is owed (resets it, once its response started),
     /// then sends GOAWAY(ENHANCE_YOUR_CALM); the connection closes. Judged on the
-    /// workers' timer, so up to a tick late, and a tick bills at most two
-    /// ticks' time (a stalled worker's clients are not billed); metering
-    /// starts at the first tick that finds a body owed, so a body has at
-    /// least its grace. A
+    /// workers' timer, so up to a tick late, and a tick bills at most half
+    /// a grace, however late (as for the response rate); metering starts
+    /// at the first tick that finds a body owed, so a body has at least
+    /// its grace. A
     /// grace is a pause the client may take: one of milliseconds (the
     /// shortest is [`MIN_TIMEOUT`]) cuts off any client whose network
     /// stalls longer, however fast it is otherwise.

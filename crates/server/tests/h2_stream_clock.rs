@@ -471,10 +471,16 @@ fn a_stream_behind_a_steady_download_is_not_cut() {
 /// fast enough that output always waits at the ticks does not shield a
 /// stalled stream beside it (a reviewer's case: a stalled upload, or an
 /// answer the application never gives, lived as long as the download).
+///
+/// Its I/O timeout is a second, not [`IO_TIMEOUT`]: a reader thread starved
+/// for 400 ms under load (it failed so once, beside loom and nine test
+/// binaries) would see the download itself timed out. The 16 MiB still
+/// take the reader 2.6 s at least, past the stalled stream's second.
 #[test]
 fn a_steady_download_does_not_shield_a_stalled_stream() {
     for (path, status) in [("/stalled", 408), ("/never", 503)] {
-        let (server, _held, _read) = server();
+        let (app, _held, _read) = App::new();
+        let server = serve(timers_only().io_timeout(Duration::from_secs(1)), app);
         let mut raw = Raw::handshake(server.addr, &[(0x4, 0x7fff_ffff)]);
         raw.window_update(0, 0x7fff_ffff - 65_535);
         if status == 408 {

@@ -650,6 +650,66 @@ fn h2_many_streams_paying_less_than_their_rates_get_goaway() {
     server.stop();
 }
 
+/// Failed on 66bf1b1 (fixed). The timer judged the response rate first and
+/// returned when that meter asked for the connection to be driven (the
+/// client within its rate but short since the last tick, nothing to
+/// write: a download waiting for credit), so the body rate's meter skipped
+/// that tick; and a tick bills at most half a grace (`meter.rs`). A client
+/// paying a download's rate in bursts, a second apart, then held a silent
+/// upload beside it at half the body rate: cut off after some 4 s, not
+/// 1.5 s. Both meters now run at every tick.
+#[test]
+fn h2_a_download_paid_in_bursts_does_not_shield_a_silent_upload() {
+    // The response rate's grace is 2 s, the body rate's 1 s: the timer
+    // ticks every 250 ms, and a burst pays for 2 s.
+    let response_rate = MinDataRate::new(1000, Duration::from_secs(2));
+    // A download with no credit but 2,000 bytes a second, in one burst;
+    // with `upload`, a body owed beside it and never sent. How the
+    // connection ended within `within`, and when.
+    let bursts = |upload: bool, within: Duration| {
+        let (server, _kept) = review(rated().min_response_rate(Some(response_rate)));
+        let mut raw = Raw::handshake(server.addr, &[(frame::setting::INITIAL_WINDOW_SIZE, 0)]);
+        raw.headers(1, &req("GET", "/big?n=1000000"), true);
+        if upload {
+            let mut head = req("POST", "/count");
+            head.extend(block(&[("content-length", "100000")]));
+            raw.headers(3, &head, false);
+        }
+        let began = Instant::now();
+        let mut next_burst = began;
+        let end = loop {
+            let now = Instant::now();
+            if now >= began + within {
+                break H2End::Open;
+            }
+            if now >= next_burst {
+                let credit = frame_bytes(kind::WINDOW_UPDATE, 0, 1, &2000u32.to_be_bytes());
+                if raw.try_send(&credit).is_err() {
+                    break H2End::Eof;
+                }
+                next_burst += Duration::from_secs(1);
+            }
+            let wait = (began + within).min(next_burst).saturating_duration_since(now);
+            match raw.next(wait.max(Duration::from_millis(1))) {
+                Event::Frame(f) if f.kind == kind::GOAWAY => break H2End::Goaway(f.code()),
+                Event::Frame(_) | Event::Timeout => {}
+                Event::Eof => break H2End::Eof,
+            }
+        };
+        let at = began.elapsed();
+        drop(raw);
+        server.stop();
+        (end, at)
+    };
+    // The bursts alone keep within the response rate.
+    assert_eq!(bursts(false, Duration::from_secs(4)).0, H2End::Open);
+    // The silent upload is cut off at the body rate: its first tick starts
+    // the meter, a grace later it is a second behind.
+    let (end, at) = bursts(true, Duration::from_secs(8));
+    assert_eq!(end, calm());
+    assert!(at < Duration::from_millis(2_500), "the silent upload held out {at:?}");
+}
+
 /// HTTP/2 trailers trickled: the body's DATA, then a trailers HEADERS
 /// (END_STREAM, without END_HEADERS) and its CONTINUATION a byte every
 /// 100 ms. The request has not ended, nothing pays: GOAWAY.
