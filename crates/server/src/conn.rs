@@ -626,7 +626,7 @@ impl<H: Handler> Conn<H> {
         let lingering = self.phase == Phase::Lingering;
         self.session.advance_clock(now);
         let mut verdict = self.judge(now, timeouts, cx);
-        if verdict == Verdict::Open
+        if matches!(verdict, Verdict::Open | Verdict::Drive)
             && self.phase == Phase::Open
             && self.session.expire_streams(now, timeouts.io, timeouts.response, cx)
         {
@@ -652,15 +652,36 @@ impl<H: Handler> Conn<H> {
         if self.phase == Phase::Lingering {
             return if waited >= timeouts.linger { Verdict::Close } else { Verdict::Open };
         }
-        // Both meters at every tick: one a tick skipped would find a longer
-        // gap at the next, and a tick bills at most half a grace (`meter.rs`).
+        // Both meters and the deadlines at every tick: a meter a tick
+        // skipped would find a longer gap at the next (a tick bills at most
+        // half a grace, `meter.rs`), and a client short of the response
+        // rate at each tick, yet within its grace, must not stall the
+        // header timeout or the streams' clocks.
         let rate = self.check_rate(now, timeouts, cx);
         if rate == Some(Verdict::Close) {
             return Verdict::Close;
         }
-        if let Some(verdict) = self.check_body_rate(now, timeouts, cx).or(rate) {
+        if let Some(verdict) = self.check_body_rate(now, timeouts, cx) {
             return verdict;
         }
+        match self.deadlines(now, waited, timeouts, cx) {
+            // The rate's own write drained the output: what waited for
+            // room goes on.
+            Verdict::Open => rate.unwrap_or(Verdict::Open),
+            verdict => verdict,
+        }
+    }
+
+    /// The deadlines of a connection on time with its rates:
+    /// `header_timeout`, `io_timeout`, the drain's, `keep_alive_timeout`
+    /// and `response_timeout`.
+    fn deadlines(
+        &mut self,
+        now: u64,
+        waited: u64,
+        timeouts: &Timeouts,
+        cx: &mut Context,
+    ) -> Verdict {
         if self.head_started.is_some_and(|started| now.saturating_sub(started) >= timeouts.header) {
             // A head under way too long (HTTP/2: a field block, whatever
             // else the connection carries; the client has stalled it).

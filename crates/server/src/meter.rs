@@ -29,7 +29,7 @@
 //! applies the same rule with its one-second heartbeat. The timer ticks
 //! at most every quarter of a grace, so a tick on time is never cut
 //! short; a late one cuts off only a client already half a period
-//! behind, and a client that moves nothing is still cut off at its fifth
+//! behind, and a client that moves nothing is still cut off at its sixth
 //! late tick at most (its third, with nothing banked).
 
 /// A rate as the timer uses it: bytes a second, and the grace in ms.
@@ -243,13 +243,19 @@ mod tests {
         assert!(tick(&mut late, 1_001, 0, 1));
         assert_eq!(late.balance, on_time.balance);
         // A client that moves nothing is still cut off by late ticks
-        // alone: at the third with nothing banked, the fifth at most.
-        for (banked, cut_at) in [(0, 3), (1 << 20, 5)] {
+        // alone: at the third with nothing banked, the fifth with a period
+        // banked, the sixth at most (a pause pays in without the cap,
+        // which the first bill after it applies).
+        for (banked, paused, cut_at) in [(0, false, 3), (1 << 20, false, 5), (1 << 20, true, 6)] {
             let mut meter = Meter::start(0, 0, 1);
             let mut now = 0;
             if banked > 0 {
                 now = 1_000;
-                assert!(tick(&mut meter, now, banked, 1));
+                if paused {
+                    meter.pause(now, banked);
+                } else {
+                    assert!(tick(&mut meter, now, banked, 1));
+                }
             }
             let mut late_ticks = 0;
             loop {
@@ -259,7 +265,7 @@ mod tests {
                     break;
                 }
             }
-            assert_eq!(late_ticks, cut_at, "{banked} bytes banked");
+            assert_eq!(late_ticks, cut_at, "{banked} bytes banked, paused: {paused}");
         }
     }
 

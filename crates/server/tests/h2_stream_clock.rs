@@ -499,6 +499,100 @@ fn a_steady_download_does_not_shield_a_stalled_stream() {
     }
 }
 
+/// A client short of the response rate at every tick, yet within its
+/// grace: the timer's meter asks for the connection to be driven at each
+/// tick. A reviewer suspected that this stops the streams' clocks (the
+/// connection's deadlines were skipped at such ticks; see the
+/// header-timeout case below). It held for the streams: a client granting
+/// a download 10 bytes of credit every 25 ms (400 B/s against 1,000, short
+/// at every 100 ms tick) does not keep a stalled upload, or a stream the
+/// application never answers, past its I/O or response timeout.
+#[test]
+fn a_download_short_of_the_rate_does_not_stop_the_stream_clocks() {
+    use falconet_server::MinDataRate;
+    let rate = Some(MinDataRate::new(1_000, Duration::from_secs(4)));
+    for (path, status) in [("/stalled", 408), ("/never", 503)] {
+        let (app, _held, _read) = App::new();
+        let server = serve(timers_only().min_response_rate(rate), app);
+        let mut raw = Raw::handshake(server.addr, &[(frame::setting::INITIAL_WINDOW_SIZE, 0)]);
+        raw.headers(1, &h2raw::req("GET", "/big?n=1000000"), true);
+        if status == 408 {
+            let mut block = h2raw::req("POST", path);
+            h2raw::literal(&mut block, b"content-length", b"100");
+            raw.headers(3, &block, false);
+        } else {
+            raw.headers(3, &h2raw::req("GET", path), true);
+        }
+        let began = Instant::now();
+        let mut next_grant = began;
+        let (mut downloaded, mut answer) = (0, None);
+        while answer.is_none() && began.elapsed() < Duration::from_secs(5) {
+            if Instant::now() >= next_grant {
+                raw.window_update(1, 10);
+                next_grant += Duration::from_millis(25);
+            }
+            let Some(f) = raw.next_frame(next_grant.saturating_duration_since(Instant::now()))
+            else {
+                continue;
+            };
+            assert_ne!(f.kind, kind::GOAWAY, "{path}: GOAWAY after {:?}", began.elapsed());
+            if f.kind == kind::DATA && f.stream == 1 {
+                downloaded += f.payload.len();
+            }
+            if f.kind == kind::HEADERS {
+                let mut code = 0;
+                raw.decoder
+                    .decode(&f.payload, |field| {
+                        if field.name == b":status" {
+                            code = String::from_utf8_lossy(field.value).parse().unwrap_or(0);
+                        }
+                    })
+                    .unwrap();
+                if f.stream == 3 {
+                    answer = Some((code, began.elapsed()));
+                }
+            }
+        }
+        let (code, at) = answer.unwrap_or_else(|| panic!("{path}: no answer in 5 s"));
+        assert_eq!(code, status, "{path}");
+        assert!(at < Duration::from_millis(2_500), "{path}: answered after {at:?}");
+        assert!(downloaded > 0, "{path}: the download never moved");
+    }
+}
+
+/// Failed on bda500f (fixed; a reviewer's case). The timer returned as
+/// soon as the response rate's meter asked for the connection to be
+/// driven (the client short of the rate since the last tick but within
+/// its grace, nothing left to write), skipping the connection's deadlines
+/// at that tick. A client that starves a download of credit, within a
+/// 4 s grace, then leaves a header block unfinished was judged by the rate
+/// alone: GOAWAY(ENHANCE_YOUR_CALM) after some 4 s, not the 500 ms header
+/// timeout's GOAWAY.
+#[test]
+fn a_download_short_of_the_rate_does_not_stop_the_header_timeout() {
+    use falconet_server::MinDataRate;
+    use falconet_server::h2::frame::ErrorCode;
+    let rate = Some(MinDataRate::new(1_000, Duration::from_secs(4)));
+    let (app, _held, _read) = App::new();
+    let options = timers_only().header_timeout(Duration::from_millis(500)).min_response_rate(rate);
+    let server = serve(options, app);
+    let mut raw = Raw::handshake(server.addr, &[(frame::setting::INITIAL_WINDOW_SIZE, 0)]);
+    raw.headers(1, &h2raw::req("GET", "/big?n=1000000"), true);
+    let block = h2raw::req("GET", "/x");
+    raw.frame(kind::HEADERS, frame::flag::END_STREAM, 3, &block[..1]);
+    let began = Instant::now();
+    let goaway = loop {
+        match raw.next(Duration::from_secs(8).saturating_sub(began.elapsed())) {
+            Event::Frame(f) if f.kind == kind::GOAWAY => break Some((f.code(), began.elapsed())),
+            Event::Frame(_) => {}
+            Event::Eof | Event::Timeout => break None,
+        }
+    };
+    let (code, at) = goaway.expect("a GOAWAY within 8 s");
+    assert_eq!(code, u32::from(ErrorCode::NO_ERROR), "judged by the rate after {at:?}");
+    assert!(at < Duration::from_millis(2_500), "the header timeout came after {at:?}");
+}
+
 /// A request that waits for room among staged responses (two large ones
 /// held by the client's credit) has not reached the application: no `503`
 /// at the response timeout, its answer once the credit comes (a

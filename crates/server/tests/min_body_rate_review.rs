@@ -654,18 +654,19 @@ fn h2_many_streams_paying_less_than_their_rates_get_goaway() {
 /// returned when that meter asked for the connection to be driven (the
 /// client within its rate but short since the last tick, nothing to
 /// write: a download waiting for credit), so the body rate's meter skipped
-/// that tick; and a tick bills at most half a grace (`meter.rs`). A client
-/// paying a download's rate in bursts, a second apart, then held a silent
-/// upload beside it at half the body rate: cut off after some 4 s, not
-/// 1.5 s. Both meters now run at every tick.
+/// that tick; and a late tick bills at most half a grace (`meter.rs`). A
+/// client paying a download's rate in bursts 2 s apart then held a silent
+/// upload beside it at a quarter of the body rate: cut off after some
+/// 6 s, not 1.5 s (with bursts 1 s apart, 3.3 s). Both meters now run at
+/// every tick.
 #[test]
 fn h2_a_download_paid_in_bursts_does_not_shield_a_silent_upload() {
-    // The response rate's grace is 2 s, the body rate's 1 s: the timer
-    // ticks every 250 ms, and a burst pays for 2 s.
-    let response_rate = MinDataRate::new(1000, Duration::from_secs(2));
-    // A download with no credit but 2,000 bytes a second, in one burst;
+    // The response rate's grace is 4 s, the body rate's 1 s: the timer
+    // ticks every 250 ms, and a burst pays for 4 s.
+    let response_rate = MinDataRate::new(1000, Duration::from_secs(4));
+    // A download with no credit but 4,000 bytes every 2 s, in one burst;
     // with `upload`, a body owed beside it and never sent. How the
-    // connection ended within `within`, and when.
+    // connection ended within `within`, when, and the bytes downloaded.
     let bursts = |upload: bool, within: Duration| {
         let (server, _kept) = review(rated().min_response_rate(Some(response_rate)));
         let mut raw = Raw::handshake(server.addr, &[(frame::setting::INITIAL_WINDOW_SIZE, 0)]);
@@ -677,21 +678,25 @@ fn h2_a_download_paid_in_bursts_does_not_shield_a_silent_upload() {
         }
         let began = Instant::now();
         let mut next_burst = began;
+        let mut downloaded = 0;
         let end = loop {
             let now = Instant::now();
             if now >= began + within {
                 break H2End::Open;
             }
             if now >= next_burst {
-                let credit = frame_bytes(kind::WINDOW_UPDATE, 0, 1, &2000u32.to_be_bytes());
+                let credit = frame_bytes(kind::WINDOW_UPDATE, 0, 1, &4000u32.to_be_bytes());
                 if raw.try_send(&credit).is_err() {
                     break H2End::Eof;
                 }
-                next_burst += Duration::from_secs(1);
+                next_burst += Duration::from_secs(2);
             }
             let wait = (began + within).min(next_burst).saturating_duration_since(now);
             match raw.next(wait.max(Duration::from_millis(1))) {
                 Event::Frame(f) if f.kind == kind::GOAWAY => break H2End::Goaway(f.code()),
+                Event::Frame(f) if f.kind == kind::DATA && f.stream == 1 => {
+                    downloaded += f.payload.len();
+                }
                 Event::Frame(_) | Event::Timeout => {}
                 Event::Eof => break H2End::Eof,
             }
@@ -699,15 +704,18 @@ fn h2_a_download_paid_in_bursts_does_not_shield_a_silent_upload() {
         let at = began.elapsed();
         drop(raw);
         server.stop();
-        (end, at)
+        (end, at, downloaded)
     };
-    // The bursts alone keep within the response rate.
-    assert_eq!(bursts(false, Duration::from_secs(4)).0, H2End::Open);
+    // The bursts alone keep within the response rate, and are taken.
+    let (end, _, downloaded) = bursts(false, Duration::from_secs(5));
+    assert_eq!(end, H2End::Open);
+    assert_eq!(downloaded, 12_000, "three bursts of credit, each taken");
     // The silent upload is cut off at the body rate: its first tick starts
     // the meter, a grace later it is a second behind.
-    let (end, at) = bursts(true, Duration::from_secs(8));
+    let (end, at, downloaded) = bursts(true, Duration::from_secs(8));
     assert_eq!(end, calm());
-    assert!(at < Duration::from_millis(2_500), "the silent upload held out {at:?}");
+    assert!(at < Duration::from_secs(4), "the silent upload held out {at:?}");
+    assert!(downloaded > 0, "the download never waited on its credit");
 }
 
 /// HTTP/2 trailers trickled: the body's DATA, then a trailers HEADERS

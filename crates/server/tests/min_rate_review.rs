@@ -141,10 +141,10 @@ fn a_late_tick_does_not_cut_off_a_fast_reader() {
 /// (a third of a megabyte here after the stall above; in CI, too little).
 /// Here an HTTP/2 client that returns credit for each DATA frame at once,
 /// some 4 MB/s against a rate of 512 KiB/s, pauses with the worker (a
-/// paused VM pauses both): its window is spent through the 4 s stall, the
-/// socket takes after it only what was staged before (about 1 MB here),
-/// and it owed over 2 MiB against 1 MiB of balance and grace. A tick now
-/// bills at most half a grace (Kestrel's rule, `meter.rs`).
+/// paused VM pauses both): its window is spent through the 4 s stall, so
+/// the socket takes nothing new at the first tick after it, and it owed
+/// over 2 MiB against 1 MiB of balance and grace. A tick now bills at most
+/// half a grace (Kestrel's rule, `meter.rs`).
 #[test]
 fn a_stall_shared_with_the_client_is_not_billed() {
     let server = serve(rated(Some((512 << 10, Duration::from_secs(1)))), App);
