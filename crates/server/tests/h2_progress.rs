@@ -139,8 +139,10 @@ fn a_slow_upload_that_moves_is_served() {
     let server = serve(timers_only(), app);
     let mut raw = Raw::handshake(server.addr, &[]);
     raw.headers(1, &h2raw::req("POST", "/upload"), false);
+    // A piece every quarter of the timeout (a client thread late by half of
+    // it on a loaded machine is still on time), for twice the timeout.
     for _ in 0..8 {
-        std::thread::sleep(IO_TIMEOUT / 2);
+        std::thread::sleep(IO_TIMEOUT / 4);
         raw.frame(kind::PING, 0, 0, &[1; 8]);
         raw.data(1, b"piece", false);
     }

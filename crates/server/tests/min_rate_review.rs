@@ -113,7 +113,9 @@ fn a_late_tick_does_not_cut_off_a_fast_reader() {
     let server = serve(rated(Some((16 << 10, Duration::from_secs(1)))), App);
     let mut fast = Client::connect(server.addr);
     fast.send(b"GET /big HTTP/1.1\r\nHost: t\r\n\r\n");
-    let reader = paced_reader(fast.stream(), 100 << 10, Duration::from_secs(9));
+    // Reading until well after the count below (a reader that stopped
+    // first would be closed by the rate, rightly).
+    let reader = paced_reader(fast.stream(), 100 << 10, Duration::from_secs(12));
     std::thread::sleep(Duration::from_millis(1500));
     let mut slow = Client::connect(server.addr);
     slow.send(b"GET /sleep HTTP/1.1\r\nHost: t\r\n\r\n");
